@@ -1,0 +1,22 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The 19-dimensional subspace
+#
+# This chapter is being written.
+
+# %%
+from icllib.config import mode
+
+mode()

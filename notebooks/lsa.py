@@ -1,0 +1,22 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # LSA convergence and distribution shifts
+#
+# This chapter is being written.
+
+# %%
+from icllib.config import mode
+
+mode()

@@ -1,0 +1,301 @@
+"""The claims ledger: every number a chapter takes from a paper is checked here and recorded.
+
+The registry is one YAML file per chapter in ``icllib/registry/``. Each file names its chapter and
+lists its claims and errata::
+
+    chapter: balance                      # the chapter module's name
+    title: The law of balance in attention
+    page: notebooks/balance               # the chapter's document name in the book
+    paper: ziyin2023balance               # a key of book/references.bib
+    paper_file: 000_1063418e995251ca.txt  # the paper's text in shared/papers/
+    claims:
+      - id: balance.euler-identity
+        location: Theorem B.3, line 14
+        statement: The loss is invariant under W_K -> lambda W_K, W_Q -> W_Q / lambda.
+        verdict: reproduced               # reproduced | corrected | not reproduced | out of scope
+        erratum: balance.E1               # optional; required when the verdict is "corrected"
+        reason: ...                       # required when the verdict is "out of scope"
+    errata:
+      - id: balance.E1
+        location: line 22
+        paper: what the paper says
+        correction: what holds instead
+        evidence: how the chapter shows it
+
+:func:`check_claim` compares a measured value with the paper's value (or with bounds), appends a
+record to the results file (``_build/claims/results.jsonl`` under the book's root, or the path in
+``ICLLIB_RESULTS``) and raises ``AssertionError`` quoting the claim when the check fails. The book's
+ledger page is built from the registry and these records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from icllib.config import mode
+
+VERDICTS = ("reproduced", "corrected", "not reproduced", "out of scope")
+REGISTRY_VARIABLE = "ICLLIB_REGISTRY"
+RESULTS_VARIABLE = "ICLLIB_RESULTS"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One numbered statement of a paper, with where it stands and what we concluded."""
+
+    id: str
+    chapter: str
+    page: str
+    paper: str
+    location: str
+    statement: str
+    verdict: str
+    erratum: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Erratum:
+    """A statement of a paper that does not hold as written, with the correction and the evidence."""
+
+    id: str
+    chapter: str
+    page: str
+    paper: str
+    location: str
+    says: str
+    correction: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Registry:
+    """All chapters' claims and errata, keyed by id, plus each chapter's header."""
+
+    claims: dict[str, Claim]
+    errata: dict[str, Erratum]
+    chapters: dict[str, dict] = field(default_factory=dict)
+
+
+def _require(entry: dict, key: str, where: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{where}: field {key!r} is missing or empty")
+    return value.strip()
+
+
+def _registry_files() -> list[Path]:
+    override = os.environ.get(REGISTRY_VARIABLE)
+    if override:
+        folder = Path(override)
+    else:
+        folder = Path(str(resources.files("icllib") / "registry"))
+    return sorted(folder.glob("*.yaml"))
+
+
+def parse_registry(files: list[Path]) -> Registry:
+    """Read and validate registry files; raises ``ValueError`` naming the file and the faulty field."""
+    claims: dict[str, Claim] = {}
+    errata: dict[str, Erratum] = {}
+    chapters: dict[str, dict] = {}
+    for path in files:
+        document = yaml.safe_load(path.read_text()) or {}
+        header = {key: _require(document, key, path.name) for key in ("chapter", "title", "page", "paper")}
+        header["paper_file"] = document.get("paper_file", "")
+        chapters[header["chapter"]] = header
+        for entry in document.get("errata") or []:
+            where = f"{path.name}, erratum {entry.get('id')!r}"
+            erratum = Erratum(
+                id=_require(entry, "id", where),
+                chapter=header["chapter"],
+                page=header["page"],
+                paper=header["paper"],
+                location=_require(entry, "location", where),
+                says=_require(entry, "paper", where),
+                correction=_require(entry, "correction", where),
+                evidence=_require(entry, "evidence", where),
+            )
+            if erratum.id in errata:
+                raise ValueError(f"{where}: duplicate erratum id")
+            errata[erratum.id] = erratum
+        for entry in document.get("claims") or []:
+            where = f"{path.name}, claim {entry.get('id')!r}"
+            claim = Claim(
+                id=_require(entry, "id", where),
+                chapter=header["chapter"],
+                page=header["page"],
+                paper=header["paper"],
+                location=_require(entry, "location", where),
+                statement=_require(entry, "statement", where),
+                verdict=_require(entry, "verdict", where),
+                erratum=entry.get("erratum"),
+                reason=entry.get("reason"),
+            )
+            if claim.id in claims:
+                raise ValueError(f"{where}: duplicate claim id")
+            if claim.verdict not in VERDICTS:
+                raise ValueError(f"{where}: verdict {claim.verdict!r} is not one of {VERDICTS}")
+            if claim.verdict == "corrected" and not claim.erratum:
+                raise ValueError(f"{where}: a corrected claim must name its erratum")
+            if claim.verdict == "out of scope" and not claim.reason:
+                raise ValueError(f"{where}: an out-of-scope claim must give its reason")
+            claims[claim.id] = claim
+    for claim in claims.values():
+        if claim.erratum and claim.erratum not in errata:
+            raise ValueError(f"claim {claim.id!r} names unknown erratum {claim.erratum!r}")
+    return Registry(claims=claims, errata=errata, chapters=chapters)
+
+
+@cache
+def _cached_registry(files: tuple[Path, ...]) -> Registry:
+    return parse_registry(list(files))
+
+
+def registry() -> Registry:
+    """The registry of every chapter (re-read when the set of files changes)."""
+    return _cached_registry(tuple(_registry_files()))
+
+
+def results_path() -> Path:
+    """Where records go: ``ICLLIB_RESULTS``, else ``_build/claims/results.jsonl`` under the book root.
+
+    The book root is the nearest folder above the working directory that holds ``_config.yml``; without
+    one, the working directory.
+    """
+    override = os.environ.get(RESULTS_VARIABLE)
+    if override:
+        return Path(override)
+    here = Path.cwd().resolve()
+    root = next((folder for folder in (here, *here.parents) if (folder / "_config.yml").is_file()), here)
+    return root / "_build" / "claims" / "results.jsonl"
+
+
+def _as_number(name: str, value) -> float | bool:
+    if isinstance(value, (bool,)) or type(value).__name__ == "bool_":
+        return bool(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number or a bool, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be finite, got {number!r}")
+    return number
+
+
+def _describe_tolerance(rtol, atol, lower, upper) -> str:
+    parts = []
+    if rtol is not None:
+        parts.append(f"rtol={rtol:.3g}")
+    if atol is not None:
+        parts.append(f"atol={atol:.3g}")
+    if lower is not None:
+        parts.append(f">= {lower:.6g}")
+    if upper is not None:
+        parts.append(f"<= {upper:.6g}")
+    return ", ".join(parts)
+
+
+def check_claim(
+    claim_id: str,
+    measured,
+    *,
+    expected=None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    lower: float | None = None,
+    upper: float | None = None,
+    why: str | None = None,
+) -> float | bool:
+    """Check a registered claim against a measured value, record the result, and return ``measured``.
+
+    - With ``expected``, the check is ``|measured - expected| <= atol + rtol * |expected|``; at least one
+      of ``rtol`` and ``atol`` must be given (``atol=0`` asks for equality). A bool ``expected`` asks for
+      exactly that truth value and takes no tolerance.
+    - With ``lower`` and/or ``upper``, the check is ``lower <= measured <= upper``.
+    - ``why`` says where the tolerance comes from (float precision, Monte-Carlo error, the mode, ...);
+      the ledger shows it.
+
+    Raises ``ValueError`` for an unknown id, a non-finite or non-numeric value, a missing or negative
+    tolerance, or no criterion at all; raises ``AssertionError`` quoting the claim when the check fails.
+    The record is written before the assertion, so failures are in the results file too.
+    """
+    claims = registry().claims
+    if claim_id not in claims:
+        raise ValueError(f"claim_id {claim_id!r} is not in the claims registry (icllib/registry/*.yaml)")
+    claim = claims[claim_id]
+    if claim.verdict == "out of scope":
+        raise ValueError(f"claim_id {claim_id!r} is registered as out of scope and cannot be checked")
+    measured = _as_number("measured", measured)
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and (_as_number(name, value) < 0 or isinstance(value, bool)):
+            raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+    lower = None if lower is None else float(_as_number("lower", lower))
+    upper = None if upper is None else float(_as_number("upper", upper))
+    if expected is None and lower is None and upper is None:
+        raise ValueError("check_claim needs expected (with rtol/atol) or lower/upper bounds")
+
+    passed = True
+    if expected is not None:
+        expected = _as_number("expected", expected)
+        if isinstance(expected, bool):
+            if rtol is not None or atol is not None:
+                raise ValueError("a bool expected value takes no rtol or atol")
+            passed = measured is expected
+        else:
+            if rtol is None and atol is None:
+                raise ValueError("expected needs a tolerance: give rtol and/or atol (atol=0 for equality)")
+            if isinstance(measured, bool):
+                raise ValueError("measured is a bool but expected is a number")
+            passed = abs(measured - expected) <= (atol or 0.0) + (rtol or 0.0) * abs(expected)
+    if lower is not None or upper is not None:
+        if isinstance(measured, bool):
+            raise ValueError("bounds need a numeric measured value, got a bool")
+        if lower is not None and upper is not None and lower > upper:
+            raise ValueError(f"lower ({lower}) is above upper ({upper})")
+        passed = passed and (lower is None or measured >= lower) and (upper is None or measured <= upper)
+
+    record = {
+        "id": claim_id,
+        "measured": measured,
+        "expected": expected,
+        "tolerance": _describe_tolerance(rtol, atol, lower, upper),
+        "why": why,
+        "passed": passed,
+        "verdict": claim.verdict,
+        "mode": mode(),
+        "time": time.time(),
+    }
+    path = results_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as stream:
+        stream.write(json.dumps(record) + "\n")
+
+    if not passed:
+        target = f"expected {expected!r}" if expected is not None else "expected"
+        raise AssertionError(
+            f"claim {claim_id} ({claim.location}) failed: {claim.statement!r}\n"
+            f"  measured {measured!r}, {target} within {record['tolerance']}"
+            + (f" ({why})" if why else "")
+        )
+    return measured
+
+
+def read_results(path: Path | None = None) -> dict[str, dict]:
+    """The latest record of each claim id in a results file (empty if the file does not exist)."""
+    path = path or results_path()
+    latest: dict[str, dict] = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                latest[record["id"]] = record
+    return latest

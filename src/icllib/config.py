@@ -1,0 +1,69 @@
+"""Run modes, seeds and progress bars.
+
+Every chapter runs in one of three modes, read from the environment variable ``ICLLIB_MODE``:
+
+- ``quick``: tests and CI; each chapter in under a minute on two cores.
+- ``default``: the book the readers see; the whole book in under 30 minutes on two cores.
+- ``full``: paper scale; may need hours or a GPU.
+
+Library code never seeds a global generator: it takes a :class:`numpy.random.Generator` or a
+:class:`torch.Generator` made here from an explicit seed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TypeVar
+
+import numpy as np
+
+MODE_VARIABLE = "ICLLIB_MODE"
+MODES = ("quick", "default", "full")
+
+T = TypeVar("T")
+
+
+def mode() -> str:
+    """The current run mode: ``ICLLIB_MODE`` if set, else ``"default"``.
+
+    Raises ``ValueError`` naming the variable and the allowed values for anything else.
+    """
+    value = os.environ.get(MODE_VARIABLE, "default")
+    if value not in MODES:
+        raise ValueError(
+            f"{MODE_VARIABLE}={value!r} is not a run mode; allowed values: {', '.join(MODES)}"
+        )
+    return value
+
+
+def by_mode(*, quick: T, default: T, full: T) -> T:
+    """Pick the value for the current mode, e.g. ``steps = by_mode(quick=100, default=5000, full=10**5)``."""
+    return {"quick": quick, "default": default, "full": full}[mode()]
+
+
+def _check_seed(seed: int) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def rng(seed: int) -> np.random.Generator:
+    """A fresh NumPy generator (PCG64) seeded with ``seed``."""
+    return np.random.default_rng(_check_seed(seed))
+
+
+def torch_generator(seed: int):
+    """A fresh CPU ``torch.Generator`` seeded with ``seed``."""
+    import torch
+
+    generator = torch.Generator()
+    generator.manual_seed(_check_seed(seed))
+    return generator
+
+
+def progress(iterable: Iterable[T], *, total: int | None = None, desc: str | None = None) -> Iterable[T]:
+    """Wrap a long loop in a tqdm progress bar, except in ``quick`` mode where it stays silent."""
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, disable=mode() == "quick", leave=False)

@@ -1,0 +1,68 @@
+"""The book's house style for figures.
+
+Call :func:`figure` for every figure: it applies the style, sizes the figure in the book's units and
+returns ``(fig, axes)``. Figures are shown inline by the notebook; nothing is saved to disk. Captions
+belong to the notebook cell (myst-nb ``figure`` metadata), not to the plot.
+"""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+
+# Colour-blind-safe qualitative palette (Okabe and Ito), in the order the series are drawn.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+
+# One panel is 4.2 x 3.2 inches; wider figures tile panels.
+PANEL_SIZE = (4.2, 3.2)
+
+HOUSE_STYLE = {
+    "figure.dpi": 110,
+    "savefig.dpi": 110,
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "legend.fontsize": 8.5,
+    "legend.frameon": False,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.25,
+    "lines.linewidth": 1.6,
+    "image.cmap": "viridis",
+    "axes.prop_cycle": mpl.cycler(color=PALETTE),
+    "figure.constrained_layout.use": True,
+}
+
+
+def use_house_style() -> None:
+    """Apply the house style to matplotlib's global settings."""
+    mpl.rcParams.update(HOUSE_STYLE)
+
+
+def figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height: float | None = None,
+           **subplot_kw):
+    """A new figure in the house style with ``nrows x ncols`` panels; returns ``(fig, axes)``.
+
+    ``axes`` is a single Axes for one panel, else a NumPy array of shape ``(nrows, ncols)`` flattened
+    when one of them is 1 (as ``plt.subplots`` does).
+    """
+    for name, value in (("nrows", nrows), ("ncols", ncols)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    use_house_style()
+    size = (width or PANEL_SIZE[0] * ncols, height or PANEL_SIZE[1] * nrows)
+    return plt.subplots(nrows, ncols, figsize=size, squeeze=True, **subplot_kw)
+
+
+def log_log_slope(x, y) -> float:
+    """Least-squares slope of ``log y`` against ``log x`` (for scaling laws); inputs must be positive."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1 or x.size < 2:
+        raise ValueError(f"x and y must be 1-d arrays of the same length >= 2, got {x.shape} and {y.shape}")
+    if np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError("x and y must be positive for a log-log slope")
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
