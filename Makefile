@@ -1,0 +1,61 @@
+# The book's two commands: `make book` builds the site, `make test` runs every test.
+# Each bootstraps its own virtual environment (.venv) from requirements.txt.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+JB_FLAGS := -W -n --keep-going
+PIP := $(BIN)/python -m pip -q --disable-pip-version-check
+# This machine's pip configuration names local indexes that may be absent: drop those warnings only.
+QUIET_PIP := { grep -v "^WARNING: Location" || true; }
+
+.PHONY: book test unit notebooks site-quick site-checks chapter benchmarks check-mode clean
+
+# Refuse a bad ICLLIB_MODE before doing anything else.
+check-mode:
+	@case "$${ICLLIB_MODE:-default}" in quick|default|full) ;; \
+	  *) echo "ICLLIB_MODE='$$ICLLIB_MODE' is not a run mode; allowed values: quick, default, full" >&2; exit 2;; esac
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -r requirements.txt 2>&1 | $(QUIET_PIP)
+	$(PIP) install --no-deps -e . 2>&1 | $(QUIET_PIP)
+	$(BIN)/python -m pip check 2>&1 | $(QUIET_PIP)
+	$(BIN)/python -c "import icllib, torch, jupyter_book"
+	touch $@
+
+# The website, in `default` mode unless ICLLIB_MODE says otherwise, from a clean build directory.
+book: check-mode $(VENV)/.installed
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/claims
+	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/jupyter-book build . $(JB_FLAGS)
+
+# Unit tests, every chapter notebook in `quick` mode, then a quick build of the site and its checks.
+test: check-mode $(VENV)/.installed
+	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(BIN)/pytest tests notebooks
+	$(MAKE) site-quick
+	$(BIN)/pytest site_tests --site=_build/quick/_build/html
+
+site-quick: check-mode $(VENV)/.installed
+	rm -rf _build/quick
+	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(BIN)/jupyter-book build . --path-output _build/quick $(JB_FLAGS)
+
+# The checks on the published site (run by CI after `make book`).
+site-checks: $(VENV)/.installed
+	$(BIN)/pytest site_tests --site=_build/html
+
+# Build one chapter with the intro, the ledger and the references: `make chapter CHAPTER=balance`.
+chapter: check-mode $(VENV)/.installed
+	@test -n "$(CHAPTER)" || { echo "usage: make chapter CHAPTER=<notebook name>" >&2; exit 2; }
+	mkdir -p _build/chapter-$(CHAPTER)
+	printf 'format: jb-book\nroot: book/intro\nchapters:\n  - file: notebooks/%s\n  - file: book/claims\n  - file: book/errata\n  - file: book/status\n  - file: book/api\n  - file: book/references\n' $(CHAPTER) > _build/chapter-$(CHAPTER)/_toc.yml
+	rm -rf _build/chapter-$(CHAPTER)/_build
+	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/jupyter-book build . --toc _build/chapter-$(CHAPTER)/_toc.yml \
+	  --path-output _build/chapter-$(CHAPTER) $(JB_FLAGS)
+
+benchmarks: $(VENV)/.installed
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf _build
