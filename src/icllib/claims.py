@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import time
 from dataclasses import dataclass, field
@@ -180,12 +181,17 @@ def results_path() -> Path:
 
 
 def _as_number(name: str, value) -> float | bool:
-    if isinstance(value, (bool,)) or type(value).__name__ == "bool_":
-        return bool(value)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number or a bool, got {value!r}") from None
+    """A finite float or a bool from a Python, NumPy or torch scalar; anything else is a ValueError."""
+    if not isinstance(value, (bool, numbers.Real)) and hasattr(value, "item"):
+        try:
+            value = value.item()
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number or a bool, got {value!r}")
+    number = float(value)
     if not math.isfinite(number):
         raise ValueError(f"{name} must be finite, got {number!r}")
     return number

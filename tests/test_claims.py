@@ -1,0 +1,176 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from icllib import claims
+
+REGISTRY = """
+chapter: demo
+title: A demo chapter
+page: notebooks/demo
+paper: demo2026
+claims:
+  - id: demo.exact
+    location: Eq. 1, line 10
+    statement: one plus one is two
+    verdict: reproduced
+  - id: demo.corrected
+    location: Lemma 2, line 20
+    statement: the constant is 3 (the paper prints 2)
+    verdict: corrected
+    erratum: demo.E1
+  - id: demo.skipped
+    location: Fig. 9
+    statement: a figure at GPU scale
+    verdict: out of scope
+    reason: needs a GPU week
+errata:
+  - id: demo.E1
+    location: line 20
+    paper: the constant is 2
+    correction: the constant is 3
+    evidence: SymPy derivation in the chapter
+"""
+
+
+@pytest.fixture
+def demo_registry(tmp_path, monkeypatch):
+    folder = tmp_path / "registry"
+    folder.mkdir()
+    (folder / "demo.yaml").write_text(REGISTRY)
+    results = tmp_path / "results.jsonl"
+    monkeypatch.setenv("ICLLIB_REGISTRY", str(folder))
+    monkeypatch.setenv("ICLLIB_RESULTS", str(results))
+    monkeypatch.setenv("ICLLIB_MODE", "quick")
+    return folder, results
+
+
+def test_passing_claim_is_recorded(demo_registry):
+    _, results = demo_registry
+    assert claims.check_claim("demo.exact", 2.0 + 1e-13, expected=2, atol=1e-12, why="float") == 2.0 + 1e-13
+    record = json.loads(results.read_text())
+    assert record["id"] == "demo.exact" and record["passed"] and record["mode"] == "quick"
+    assert record["why"] == "float" and "atol=1e-12" in record["tolerance"]
+
+
+def test_failing_claim_raises_with_the_statement_and_is_recorded(demo_registry):
+    _, results = demo_registry
+    with pytest.raises(AssertionError, match=r"(?s)demo\.exact.*one plus one is two.*measured 2\.5"):
+        claims.check_claim("demo.exact", 2.5, expected=2, rtol=0.1)
+    assert json.loads(results.read_text())["passed"] is False
+
+
+def test_relative_and_absolute_tolerances_add(demo_registry):
+    claims.check_claim("demo.exact", 2.3, expected=2, rtol=0.1, atol=0.1)
+    with pytest.raises(AssertionError):
+        claims.check_claim("demo.exact", 2.31, expected=2, rtol=0.1, atol=0.1)
+
+
+def test_bounds(demo_registry):
+    claims.check_claim("demo.corrected", 3.0, lower=2.9, upper=3.1)
+    with pytest.raises(AssertionError):
+        claims.check_claim("demo.corrected", 3.2, upper=3.1)
+    with pytest.raises(AssertionError):
+        claims.check_claim("demo.corrected", 2.8, lower=2.9)
+
+
+def test_bool_claims(demo_registry):
+    claims.check_claim("demo.exact", np.bool_(True), expected=True)
+    with pytest.raises(AssertionError):
+        claims.check_claim("demo.exact", False, expected=True)
+    with pytest.raises(ValueError, match="bool"):
+        claims.check_claim("demo.exact", True, expected=True, atol=0)
+
+
+def test_unknown_id_raises(demo_registry):
+    with pytest.raises(ValueError, match=r"claim_id 'demo\.nope' is not in the claims registry"):
+        claims.check_claim("demo.nope", 1.0, expected=1.0, atol=0)
+
+
+def test_out_of_scope_claim_cannot_be_checked(demo_registry):
+    with pytest.raises(ValueError, match="out of scope"):
+        claims.check_claim("demo.skipped", 1.0, expected=1.0, atol=0)
+
+
+@pytest.mark.parametrize("value", [math.nan, np.nan, math.inf, -np.inf])
+def test_non_finite_measured_value_raises(demo_registry, value):
+    with pytest.raises(ValueError, match="measured must be finite"):
+        claims.check_claim("demo.exact", value, expected=2, atol=1)
+
+
+def test_non_numeric_measured_value_raises(demo_registry):
+    with pytest.raises(ValueError, match="measured must be a real number"):
+        claims.check_claim("demo.exact", "2", expected=2, atol=1)
+
+
+def test_missing_tolerance_raises(demo_registry):
+    with pytest.raises(ValueError, match="tolerance"):
+        claims.check_claim("demo.exact", 2.0, expected=2.0)
+
+
+def test_missing_criterion_raises(demo_registry):
+    with pytest.raises(ValueError, match="expected .* or lower/upper"):
+        claims.check_claim("demo.exact", 2.0)
+
+
+@pytest.mark.parametrize("kwargs", [{"rtol": -0.1}, {"atol": math.nan}, {"atol": True}])
+def test_bad_tolerance_raises(demo_registry, kwargs):
+    with pytest.raises(ValueError, match="rtol|atol"):
+        claims.check_claim("demo.exact", 2.0, expected=2.0, **kwargs)
+
+
+def test_inverted_bounds_raise(demo_registry):
+    with pytest.raises(ValueError, match="lower"):
+        claims.check_claim("demo.exact", 2.0, lower=3.0, upper=1.0)
+
+
+def test_read_results_keeps_the_latest_record(demo_registry):
+    _, results = demo_registry
+    claims.check_claim("demo.exact", 2.0, expected=2, atol=0)
+    claims.check_claim("demo.exact", 2.0 + 1e-14, expected=2, atol=1e-12)
+    assert claims.read_results(results)["demo.exact"]["measured"] == 2.0 + 1e-14
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda text: text.replace("verdict: reproduced", "verdict: fine"), "verdict 'fine'"),
+        (lambda text: text.replace("    erratum: demo.E1\n", ""), "must name its erratum"),
+        (lambda text: text.replace("    reason: needs a GPU week\n", ""), "must give its reason"),
+        (lambda text: text.replace("erratum: demo.E1", "erratum: demo.E9"), "unknown erratum"),
+        (lambda text: text.replace("demo.corrected", "demo.exact"), "duplicate claim id"),
+        (lambda text: text.replace("    statement: one plus one is two\n", ""), "'statement' is missing"),
+        (lambda text: text.replace("page: notebooks/demo\n", ""), "'page' is missing"),
+    ],
+)
+def test_malformed_registry_is_rejected(tmp_path, edit, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(edit(REGISTRY))
+    with pytest.raises(ValueError, match=message):
+        claims.parse_registry([path])
+
+
+def test_the_book_registry_is_valid_and_every_claim_is_checked_somewhere():
+    """Every registered, checkable claim id appears in a chapter, and every id a chapter uses is registered."""
+    import re
+    from pathlib import Path
+
+    registry = claims.parse_registry(sorted(Path(claims.__file__).parent.joinpath("registry").glob("*.yaml")))
+    root = Path(__file__).resolve().parents[1]
+    used = set()
+    for notebook in (root / "notebooks").glob("*.py"):
+        used |= set(re.findall(r"check_claim\(\s*[\"']([^\"']+)[\"']", notebook.read_text()))
+    checkable = {cid for cid, claim in registry.claims.items() if claim.verdict != "out of scope"}
+    assert used <= set(registry.claims), f"unregistered claim ids: {sorted(used - set(registry.claims))}"
+    assert checkable <= used, f"registered claims no chapter checks: {sorted(checkable - used)}"
+
+
+def test_numpy_and_torch_scalars_are_accepted_and_arrays_are_not(demo_registry):
+    import torch
+
+    claims.check_claim("demo.exact", np.float32(2.0), expected=2, atol=0)
+    claims.check_claim("demo.exact", torch.tensor(2.0, dtype=torch.float64), expected=2, atol=0)
+    with pytest.raises(ValueError, match="measured must be a real number"):
+        claims.check_claim("demo.exact", np.array([2.0, 2.0]), expected=2, atol=0)

@@ -1,0 +1,33 @@
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+
+from icllib import plotting
+
+
+def test_figure_applies_the_house_style_and_sizes_panels():
+    fig, axes = plotting.figure(1, 2)
+    assert axes.shape == (2,)
+    assert tuple(fig.get_size_inches()) == pytest.approx((2 * plotting.PANEL_SIZE[0], plotting.PANEL_SIZE[1]))
+    assert matplotlib.rcParams["axes.spines.top"] is False
+    assert matplotlib.rcParams["axes.prop_cycle"].by_key()["color"][0] == plotting.PALETTE[0]
+
+
+@pytest.mark.parametrize("kwargs", [{"nrows": 0}, {"ncols": 1.5}])
+def test_figure_rejects_bad_grids(kwargs):
+    with pytest.raises(ValueError, match="nrows|ncols"):
+        plotting.figure(**kwargs)
+
+
+def test_log_log_slope_recovers_a_power_law():
+    x = np.array([2.0, 4.0, 8.0, 16.0])
+    assert plotting.log_log_slope(x, 3 * x**2) == pytest.approx(2.0, abs=1e-12)
+
+
+@pytest.mark.parametrize(("x", "y"), [([1.0], [1.0]), ([1.0, 2.0], [1.0]), ([1.0, -2.0], [1.0, 2.0])])
+def test_log_log_slope_rejects_bad_input(x, y):
+    with pytest.raises(ValueError):
+        plotting.log_log_slope(x, y)
