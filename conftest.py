@@ -36,7 +36,25 @@ class TextNotebook(IPyNbFile):
             yield from super().collect()
 
 
+class NotAModule(pytest.File):
+    """Stands in for pytest's Python module so that a notebook named on the command line is not imported."""
+
+    def collect(self):
+        return []
+
+
+def is_chapter_notebook(path) -> bool:
+    return path.parent.name == "notebooks" and path.suffix in {".py", ".md"}
+
+
 def pytest_collect_file(file_path, parent):
-    if file_path.parent.name == "notebooks" and file_path.suffix in {".py", ".md"}:
+    if is_chapter_notebook(file_path):
         return TextNotebook.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    if is_chapter_notebook(module_path):
+        return NotAModule.from_parent(parent, path=module_path)
     return None
