@@ -1,0 +1,522 @@
+"""Induction heads in the two-layer disentangled transformer (Musat 2025, ``musat2025induction``).
+
+Read top to bottom:
+
+1. the task of Sec. 3.2 (Eqs. 2-5) and its theory variant with orthonormal inputs and the query last
+   (Assumptions 7-8);
+2. the model of Eq. 1 with the strict causal mask of App. B.2, and the structured weights of Theorem 1
+   (Eqs. 6-8), from which the three-parameter model keeps alpha_3, beta_2, gamma_3;
+3. the closed forms of the three-parameter model: the loss of App. B.3, its gradient (App. B.4.6) and the
+   gradient flow of App. B.5;
+4. the integration of that flow from zero (emergence times, loss-drop time, the bounds of the proof in
+   App. B.6-B.8) and its discrete counterpart, gradient descent on (alpha, beta, gamma) as in App. F;
+5. the large-N limits of the emergence times, derived in the chapter ``induction_emergence``.
+
+Conventions. Row vectors (App. A.3): row ``i`` of ``X`` is token ``i``; ``S = X W X^T`` holds the score of
+query row ``i`` on key row ``j``. The loss is ``||y - z||^2`` summed over coordinates, as in the paper.
+The strict mask lets row ``i`` attend to keys ``j < i`` only; row 1 has no admissible key and its
+attention row is zero by convention (it never reaches the loss for ``N >= 1``).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral
+
+import numpy as np
+import torch
+from scipy.integrate import solve_ivp
+from scipy.special import erf, expit
+
+# ---------------------------------------------------------------------------------------------------
+# Input validation
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_N_array(N) -> np.ndarray:
+    """``N`` as an integer array (scalars allowed) with every entry >= 1."""
+    if isinstance(N, bool):
+        raise ValueError(f"N must be an integer >= 1 (or an array of them), got {N!r}")
+    array = np.asarray(N)
+    if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+        array = array.astype(np.int64)
+    if array.dtype.kind not in "iu" or np.any(array < 1):
+        raise ValueError(f"N must be an integer >= 1 (or an array of them), got {N!r}")
+    return array.astype(np.float64)
+
+
+def _check_positive(name: str, value) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return number
+
+
+def _check_thresholds(thresholds) -> tuple[float, float, float]:
+    try:
+        values = tuple(thresholds)
+    except TypeError:
+        raise ValueError(f"thresholds must be three numbers (alpha, beta, gamma), got {thresholds!r}") from None
+    if len(values) != 3:
+        raise ValueError(f"thresholds must be three numbers (alpha, beta, gamma), got {thresholds!r}")
+    return tuple(_check_positive(f"thresholds[{k}]", v) for k, v in enumerate(values))
+
+
+def _check_real_array(name: str, value) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number or array, got {value!r}") from None
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return array
+
+
+# ---------------------------------------------------------------------------------------------------
+# 1. The task (Sec. 3.2) and its theory variant (Assumptions 7-8)
+
+
+def rotation_M(D: int) -> torch.Tensor:
+    """The fixed rotation of Eq. 2, ``M = [[0, I], [I, 0]]`` (D even; symmetric, ``M^2 = I``, ``tr M = 0``)."""
+    D = _check_int("D", D, 2)
+    if D % 2:
+        raise ValueError(f"D must be even (Eq. 2), got {D}")
+    half = D // 2
+    M = torch.zeros(D, D, dtype=torch.float64)
+    M[:half, half:] = torch.eye(half, dtype=torch.float64)
+    M[half:, :half] = torch.eye(half, dtype=torch.float64)
+    return M
+
+
+def _sequence(a, b, p, q_index) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eqs. 3-4 for one sequence: rows ``[a_i | p_i]``, ``[b_i | p_i M]``, then the query ``[a_q | 0]``."""
+    N, D = a.shape
+    M = rotation_M(D)
+    X = torch.zeros(2 * N + 1, 2 * D, dtype=torch.float64)
+    X[0:2 * N:2, :D], X[0:2 * N:2, D:] = a, p
+    X[1:2 * N:2, :D], X[1:2 * N:2, D:] = b, p @ M
+    X[2 * N, :D] = a[q_index]
+    return X, b[q_index].clone()
+
+
+def _haar_rows(n_rows: int, dim: int, generator: torch.Generator) -> torch.Tensor:
+    """``n_rows`` orthonormal rows of a Haar-random orthogonal ``dim x dim`` matrix."""
+    G = torch.randn(dim, dim, dtype=torch.float64, generator=generator)
+    Q, R = torch.linalg.qr(G)
+    Q = Q * torch.sign(torch.diagonal(R))  # the sign fix makes the QR factor Haar-distributed
+    return Q.T[:n_rows]
+
+
+def orthonormal_task(N: int, D: int, *, generator: torch.Generator, q: int | None = None):
+    """One sequence ``(X, y)`` satisfying Assumptions 7 (orthonormal inputs) and 8 (``q = N``).
+
+    ``a_1..a_N, b_1..b_N`` are 2N orthonormal rows and ``p_1..p_N, p_1 M..p_N M`` are 2N orthonormal
+    rows, with ``a_i`` orthogonal to ``b_j`` and ``p_i`` orthogonal to ``p_j M`` for *all* i, j (this needs
+    ``D >= 2N``). The positions are ``p_i = (u_i, 0) diag(E', E')`` with ``u`` orthonormal in ``R^{D/2}`` and
+    a Haar ``E'``; ``diag(E', E')`` commutes with ``M``, so ``p_i M = (0, u_i) diag(E', E')``.
+    ``q`` (1-based) defaults to ``N``; another value breaks Assumption 8 and serves as a counter-example.
+    """
+    N = _check_int("N", N, 1)
+    D = _check_int("D", D, 2)
+    if D % 2 or D < 2 * N:
+        raise ValueError(f"D must be even and >= 2N = {2 * N} (Assumption 7), got {D}")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
+    q = N if q is None else _check_int("q", q, 1)
+    if q > N:
+        raise ValueError(f"q must be in 1..N = 1..{N}, got {q}")
+    content = _haar_rows(2 * N, D, generator)
+    half = D // 2
+    u = _haar_rows(N, half, generator)
+    E = _haar_rows(half, half, generator)
+    p = torch.cat([u @ E, torch.zeros(N, half, dtype=torch.float64)], dim=1)
+    return _sequence(content[:N], content[N:], p, q - 1)
+
+
+def gaussian_task(N: int, D: int, batch: int, *, generator: torch.Generator):
+    """A batch of sequences of the experiments (Eq. 5): N(0, 1) entries, ``q ~ Unif{1..N}``.
+
+    Returns ``X`` of shape ``(batch, 2N+1, 2D)``, ``y`` of shape ``(batch, D)`` and the 1-based ``q``.
+    """
+    N = _check_int("N", N, 1)
+    D = _check_int("D", D, 2)
+    batch = _check_int("batch", batch, 1)
+    if D % 2:
+        raise ValueError(f"D must be even (Eq. 2), got {D}")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
+    a, b, p = torch.randn(3, batch, N, D, dtype=torch.float64, generator=generator)
+    q = torch.randint(0, N, (batch,), generator=generator)
+    rows = torch.arange(batch)
+    M = rotation_M(D)
+    X = torch.zeros(batch, 2 * N + 1, 2 * D, dtype=torch.float64)
+    X[:, 0:2 * N:2, :D], X[:, 0:2 * N:2, D:] = a, p
+    X[:, 1:2 * N:2, :D], X[:, 1:2 * N:2, D:] = b, p @ M
+    X[:, 2 * N, :D] = a[rows, q]
+    return X, b[rows, q], q + 1
+
+
+# ---------------------------------------------------------------------------------------------------
+# 2. The model (Eq. 1 with the mask of App. B.2) and its structured weights (Eqs. 6-8)
+
+
+def causal_softmax(S: torch.Tensor, *, strict: bool = True) -> torch.Tensor:
+    """Row-wise softmax of scores ``S`` (..., n, n) under a causal mask.
+
+    ``strict=True`` is the mask of App. B.2: row ``i`` sees keys ``j < i`` only (no self-attention), and
+    row 1, which sees nothing, is all zeros. ``strict=False`` is the ordinary mask ``j <= i``.
+    """
+    if not isinstance(S, torch.Tensor) or S.ndim < 2 or S.shape[-1] != S.shape[-2]:
+        raise ValueError(f"S must be a tensor of square matrices (..., n, n), got {getattr(S, 'shape', S)!r}")
+    n = S.shape[-1]
+    allowed = torch.ones(n, n, dtype=torch.bool, device=S.device).tril(-1 if strict else 0)
+    masked = S.masked_fill(~allowed, float("-inf"))
+    # A fully masked row has max -inf; subtracting 0 there keeps exp(-inf) = 0 instead of NaN.
+    top = masked.amax(dim=-1, keepdim=True).detach()
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    weights = torch.exp(masked - top)
+    total = weights.sum(dim=-1, keepdim=True)
+    return weights / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def disentangled_forward(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor, *,
+                         strict: bool = True) -> torch.Tensor:
+    """The two-layer disentangled transformer of Eq. 1 (as restated in App. B.2); returns ``z``.
+
+    ``X`` is ``(..., 2N+1, 2D)``; ``W1`` is ``2D x 2D``, ``W2`` is ``4D x 4D``, ``W3`` is ``8D x D``. Only the
+    query row ``2N+1`` is read out (Sec. 3.2), so ``z`` has shape ``(..., D)``.
+    """
+    if not isinstance(X, torch.Tensor) or X.ndim < 2 or X.shape[-1] % 2:
+        raise ValueError(f"X must be a tensor (..., 2N+1, 2D), got {getattr(X, 'shape', X)!r}")
+    D = X.shape[-1] // 2
+    for name, W, shape in (("W1", W1, (2 * D, 2 * D)), ("W2", W2, (4 * D, 4 * D)), ("W3", W3, (8 * D, D))):
+        if not isinstance(W, torch.Tensor) or tuple(W.shape) != shape:
+            raise ValueError(f"{name} must be a tensor of shape {shape}, got {getattr(W, 'shape', W)!r}")
+    T = causal_softmax(X @ W1 @ X.transpose(-1, -2), strict=strict)
+    U = torch.cat([X, T @ X], dim=-1)                     # H_1 = [X | sigma(X W1 X^T) X]
+    Q = causal_softmax(U @ W2 @ U.transpose(-1, -2), strict=strict)
+    V = torch.cat([U, Q @ U], dim=-1)                     # H_2 = [H_1 | sigma(H_1 W2 H_1^T) H_1]
+    return V[..., -1, :] @ W3                             # z = (H_2 W3) at the query row
+
+
+def structured_weights(alphas, betas, gammas, D: int):
+    """``(W1, W2, W3)`` of Theorem 1 (Eqs. 6-8) from 3 + 12 + 4 pseudo-parameters.
+
+    ``alphas = (a1, a2, a3)``, ``betas = (b1..b12)``, ``gammas = (g1..g4)`` may be floats or 0-d tensors
+    (autograd flows through them). Blocks are ``D x D``; ``W3`` stacks its 8 blocks vertically (Eq. 8 with
+    the transpose), matching ``V = [X1, X2, TX1, TX2, QX1, QX2, QTX1, QTX2]``.
+    """
+    D = _check_int("D", D, 2)
+    if D % 2:
+        raise ValueError(f"D must be even (Eq. 2), got {D}")
+    groups = {"alphas": (alphas, 3), "betas": (betas, 12), "gammas": (gammas, 4)}
+    for name, (values, size) in groups.items():
+        if len(values) != size:
+            raise ValueError(f"{name} must hold {size} values, got {len(values)}")
+    I, M = torch.eye(D, dtype=torch.float64), rotation_M(D)
+    Z = torch.zeros(D, D, dtype=torch.float64)
+    a1, a2, a3 = alphas
+    b = betas
+    g = gammas
+    W1 = torch.cat([torch.cat([a1 * I, Z], 1), torch.cat([Z, a2 * I + a3 * M], 1)], 0)
+    W2 = torch.cat([
+        torch.cat([b[0] * I, Z, b[1] * I, Z], 1),
+        torch.cat([Z, b[2] * I + b[3] * M, Z, b[4] * I + b[5] * M], 1),
+        torch.cat([b[6] * I, Z, b[7] * I, Z], 1),
+        torch.cat([Z, b[8] * I + b[9] * M, Z, b[10] * I + b[11] * M], 1),
+    ], 0)
+    W3 = torch.cat([g[0] * I, Z, g[1] * I, Z, g[2] * I, Z, g[3] * I, Z], 0)
+    return W1, W2, W3
+
+
+def induction_weights(alpha, beta, gamma, D: int):
+    """The three-parameter restriction (Assumption 4): only ``alpha_3, beta_2, gamma_3`` are non-zero."""
+    return structured_weights((0.0, 0.0, alpha), (0.0, beta) + (0.0,) * 10, (0.0, 0.0, gamma, 0.0), D)
+
+
+def full_model_loss_and_grad(alpha: float, beta: float, gamma: float, X: torch.Tensor, y: torch.Tensor, *,
+                             strict: bool = True):
+    """Loss ``||y - z||^2`` of Eq. 1 at the three-parameter weights and its autograd gradient in
+    ``(alpha, beta, gamma)``; returns ``(loss, (dL/dalpha, dL/dbeta, dL/dgamma))`` as floats."""
+    values = [_check_real_array(n, v) for n, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma))]
+    if any(v.ndim for v in values):
+        raise ValueError("alpha, beta and gamma must be scalars")
+    if not isinstance(X, torch.Tensor) or X.ndim != 2:
+        raise ValueError(f"X must be a 2-d tensor (2N+1, 2D), got {getattr(X, 'shape', X)!r}")
+    params = [torch.tensor(float(v), dtype=torch.float64, requires_grad=True) for v in values]
+    z = disentangled_forward(X, *induction_weights(*params, X.shape[-1] // 2), strict=strict)
+    loss = ((y - z) ** 2).sum()
+    grads = torch.autograd.grad(loss, params)
+    return float(loss.detach()), tuple(float(g) for g in grads)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 3. Closed forms of the three-parameter model (App. B.3-B.5)
+#
+# With G = e^alpha + 2N - 2, F = 2N - 1, x = beta e^alpha / G, s = e^x, r = s + F (App. B.4.1), the
+# closed forms are evaluated through w = e^alpha / G, u = s / r and v = F / r = 1 - u, which are
+# logistic functions of alpha and x: this is exact algebra, and it never overflows once s is large.
+
+
+def _intermediates(alpha, beta, gamma, N):
+    alpha, beta, gamma = (_check_real_array(n, v) for n, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)))
+    N = _check_N_array(N)
+    with np.errstate(divide="ignore"):
+        w = np.where(N > 1, expit(alpha - np.log(2 * N - 2)), 1.0)  # e^alpha / G; G = e^alpha when N = 1
+    F = 2 * N - 1
+    x = beta * w
+    u = expit(x - np.log(F))                                        # s / r
+    v = expit(np.log(F) - x)                                        # F / r
+    return alpha, beta, gamma, N, F, w, u, v
+
+
+def three_param_loss(alpha, beta, gamma, N):
+    """Closed-form loss of App. B.3: ``gamma^2 (s^2 + 2N - 1)/(s + 2N - 1)^2 - 2 gamma s/(s + 2N - 1) + 1``.
+
+    Arrays broadcast. ``N`` must be a positive integer (or an array of them).
+    """
+    _, _, gamma, _, F, _, u, v = _intermediates(alpha, beta, gamma, N)
+    return gamma**2 * (u**2 + v**2 / F) - 2 * gamma * u + 1
+
+
+def three_param_grad(alpha, beta, gamma, N):
+    """Gradient of the loss, App. B.4.6; returns ``(dL/dalpha, dL/dbeta, dL/dgamma)`` (arrays broadcast).
+
+    ``s dL/ds = 2 F s (gamma^2 (s-1)/r^3 - gamma/r^2)`` (B.4.3), ``ds/dbeta = s e^alpha/G`` and
+    ``ds/dalpha = s 2(N-1) beta e^alpha/G^2`` (B.4.4).
+    """
+    alpha, beta, gamma, N, F, w, u, v = _intermediates(alpha, beta, gamma, N)
+    s_dL_ds = 2 * u * v * (gamma**2 * (u - v / F) - gamma)
+    dL_dbeta = s_dL_ds * w
+    dL_dalpha = s_dL_ds * beta * w * (1 - w)                       # (2N-2) e^alpha / G^2 = w (1 - w)
+    dL_dgamma = 2 * gamma * (u**2 + v**2 / F) - 2 * u
+    return np.broadcast_arrays(dL_dalpha, dL_dbeta, dL_dgamma)
+
+
+def three_param_flow(state, N):
+    """Right-hand side of the gradient flow of App. B.5, ``d(alpha, beta, gamma)/dt = -grad L``.
+
+    ``state`` has shape ``(3, ...)``; returns an array of the same shape.
+    """
+    state = _check_real_array("state", state)
+    if state.ndim < 1 or state.shape[0] != 3:
+        raise ValueError(f"state must have shape (3, ...), got {state.shape}")
+    return -np.stack(three_param_grad(state[0], state[1], state[2], N))
+
+
+# ---------------------------------------------------------------------------------------------------
+# 4. Integrating the flow from zero, and gradient descent on (alpha, beta, gamma)
+
+RTOL, ATOL = 1e-10, 1e-13
+
+
+def _rhs(N: int):
+    F = 2.0 * N - 1.0
+    log_F, log_2N2 = math.log(F), (math.log(2.0 * N - 2.0) if N > 1 else -math.inf)
+
+    def rhs(_t, y):
+        # The closed form of three_param_grad inlined for scalars: the solver calls this ~10^3 times.
+        alpha, beta, gamma = y
+        w = 1.0 / (1.0 + math.exp(log_2N2 - alpha)) if N > 1 else 1.0
+        x = beta * w
+        u = 1.0 / (1.0 + math.exp(min(log_F - x, 700.0)))
+        v = 1.0 - u if u < 0.5 else 1.0 / (1.0 + math.exp(min(x - log_F, 700.0)))
+        s_dL_ds = 2 * u * v * (gamma * gamma * (u - v / F) - gamma)
+        dbeta = -s_dL_ds * w
+        return [dbeta * beta * (1 - w), dbeta, 2 * u - 2 * gamma * (u * u + v * v / F)]
+
+    return rhs
+
+
+def _t_max(N: int) -> float:
+    # Everything of interest happens before t = 3 N^2 (the loss drops near sqrt(2 pi) N^2, the chapter's
+    # Proposition 3); N = 1 has no N^2 scale, hence the floor.
+    return 3.5 * N * N + 20.0
+
+
+def _crossing_events(N: int, thresholds, level):
+    events = []
+    for index, threshold in enumerate(thresholds):
+        event = (lambda t, y, i=index, c=threshold: y[i] - c)
+        event.direction = 1.0
+        events.append(event)
+
+    def loss_event(_t, y):
+        return float(three_param_loss(y[0], y[1], y[2], N)) - level
+    loss_event.direction = -1.0
+    return events + [loss_event]
+
+
+def crossing_times(N: int, thresholds=(0.5, 0.5, 0.5), level: float = 0.5, *, max_time_factor: float = 64.0):
+    """First times at which the gradient flow of App. B.5 from zero reaches the thresholds.
+
+    Returns ``{"alpha": T_alpha, "beta": T_beta, "gamma": T_gamma, "loss": T_L}``: the first ``t`` with
+    ``alpha >= thresholds[0]`` (resp. beta, gamma), and the first ``t`` with loss ``<= level``. Integrated
+    with LSODA (rtol 1e-10, atol 1e-13) in the paper's time (unit learning rate). A time not reached
+    before ``max_time_factor * (3.5 N^2 + 20)`` is ``inf``: alpha never moves when ``N = 1`` (the factor
+    ``2N - 2`` of B.5 vanishes).
+    """
+    N = _check_int("N", N, 1)
+    thresholds = _check_thresholds(thresholds)
+    level = _check_positive("level", level)
+    if level >= 1.0:
+        raise ValueError(f"level must be in (0, 1): the loss starts at 1, got {level!r}")
+    max_time_factor = _check_positive("max_time_factor", max_time_factor)
+    names = ("alpha", "beta", "gamma", "loss")
+    found = {name: math.inf for name in names}
+    events = _crossing_events(N, thresholds, level)
+    rhs = _rhs(N)
+    state, start, chunk = np.zeros(3), 0.0, _t_max(N)
+    horizon = max_time_factor * chunk
+    while start < horizon:
+        wanted = [name for name in names if math.isinf(found[name]) and not (name == "alpha" and N == 1)]
+        if not wanted:
+            break
+        stop = min(start + chunk, horizon)
+        solution = solve_ivp(rhs, (start, stop), state, method="LSODA", rtol=RTOL, atol=ATOL, events=events)
+        if solution.status < 0:
+            raise RuntimeError(f"integration failed for N = {N}: {solution.message}")
+        for name, times in zip(names, solution.t_events):
+            if math.isinf(found[name]) and times.size:
+                found[name] = float(times[0])
+        state, start, chunk = solution.y[:, -1], stop, 2 * chunk
+    return found
+
+
+def emergence_times(N: int, thresholds=(0.5, 0.5, 0.5)) -> dict[str, float]:
+    """Emergence times of Definition 1 under the flow of App. B.5 from zero (Assumptions 5-6).
+
+    ``thresholds`` are in the order (alpha, beta, gamma) of App. F; the paper's Definition 1 uses 1/2
+    for all three and App. F uses (0.1, 0.1, 0.5). Returns ``{"gamma": T_gamma, "beta": T_beta,
+    "alpha": T_alpha}`` in gradient-flow time with unit learning rate; ``T_alpha = inf`` when ``N = 1``.
+    """
+    times = crossing_times(N, thresholds)
+    return {name: times[name] for name in ("gamma", "beta", "alpha")}
+
+
+def loss_drop_time(N: int, level: float = 0.5) -> float:
+    """First time the loss of App. B.3 along the flow of App. B.5 from zero falls to ``level``."""
+    return crossing_times(N, level=level)["loss"]
+
+
+def flow_trajectory(N: int, t_end: float, num: int = 2001):
+    """The flow of App. B.5 from zero sampled at ``num`` equally spaced times in ``[0, t_end]``.
+
+    Returns ``(t, alpha, beta, gamma, loss)``, each an array of length ``num``.
+    """
+    N = _check_int("N", N, 1)
+    t_end = _check_positive("t_end", t_end)
+    num = _check_int("num", num, 2)
+    t = np.linspace(0.0, t_end, num)
+    solution = solve_ivp(_rhs(N), (0.0, t_end), np.zeros(3), method="LSODA", rtol=RTOL, atol=ATOL, t_eval=t)
+    if solution.status < 0:
+        raise RuntimeError(f"integration failed for N = {N}: {solution.message}")
+    alpha, beta, gamma = solution.y
+    return t, alpha, beta, gamma, three_param_loss(alpha, beta, gamma, N)
+
+
+def proof_bounds(N: int, num: int = 20001) -> dict[str, float]:
+    """The quantities bounded in the proof of Theorem 2 (App. B.6-B.8), measured along the flow.
+
+    Phases: 1 is ``gamma < 1/2``; 2 is ``gamma >= 1/2, beta < 1/2``; 3 is ``beta >= 1/2, alpha < 1/2``.
+    Keys and the paper's bound: ``N*gammadot phase1 min`` (>= 1/2, B.6.1), ``N*gammadot phase1 max``
+    (<= 1, B.6.1), ``N*alpha(T_gamma)`` and ``N*beta(T_gamma)`` (O(1), B.6.2), ``gamma max phase2``
+    (<= 3/2, B.7.1), ``alphadot/betadot max phase2`` (< 1, B.7.3), ``8N^2*alphadot min phase3`` (> 1,
+    B.8.1), ``betadot/(3sqrt(e)/(4N^2)) max phase3`` (< 1, B.8.2), ``beta(T_alpha)`` (< 5.45, B.8.2).
+    Extremes are taken over ``num`` samples per phase. Needs ``N >= 2`` (alpha never emerges for N = 1).
+    """
+    N = _check_int("N", N, 2)
+    num = _check_int("num", num, 3)
+    times = emergence_times(N)
+    rhs = _rhs(N)
+    edges = (0.0, times["gamma"], times["beta"], times["alpha"])
+    phases = []
+    state = np.zeros(3)
+    for start, stop in zip(edges[:-1], edges[1:]):
+        t = np.linspace(start, stop, num)
+        solution = solve_ivp(rhs, (start, stop), state, method="LSODA", rtol=RTOL, atol=ATOL, t_eval=t)
+        y = solution.y[:, :-1]                                      # the half-open phase [start, stop)
+        phases.append((y, three_param_flow(y, N)))
+        state = solution.y[:, -1]
+    (y1, d1), (y2, d2), (y3, d3) = phases
+    return {
+        "N*gammadot phase1 min": float(N * d1[2].min()),
+        "N*gammadot phase1 max": float(N * d1[2].max()),
+        "N*alpha(T_gamma)": float(N * y2[0, 0]),
+        "N*beta(T_gamma)": float(N * y2[1, 0]),
+        "gamma max phase2": float(y2[2].max()),
+        "alphadot/betadot max phase2": float(np.max(d2[0][1:] / d2[1][1:])),
+        "8N^2*alphadot min phase3": float(8 * N**2 * d3[0].min()),
+        "betadot/(3sqrt(e)/(4N^2)) max phase3": float(d3[1].max() / (3 * math.sqrt(math.e) / (4 * N**2))),
+        "beta(T_alpha)": float(state[1]),
+    }
+
+
+def gradient_descent_times(Ns, eta: float, thresholds=(0.1, 0.1, 0.5), max_steps: int = 10**6):
+    """Gradient descent ``theta <- theta - eta grad L`` on (alpha, beta, gamma) from zero, all N at once.
+
+    The discrete counterpart of App. F (orthonormal inputs and q = N make the loss data-independent, so
+    the batch size plays no role). Returns ``(steps, diverged)``: ``steps`` has shape ``(len(Ns), 3)`` with
+    the first step count at which alpha, beta, gamma reach their thresholds (``inf`` if never), and
+    ``diverged`` flags runs whose parameters left ``[-1e6, 1e6]`` or became non-finite. Multiply the steps
+    by ``eta`` to compare with gradient-flow time.
+    """
+    N = _check_N_array(Ns)
+    if N.ndim != 1 or N.size == 0:
+        raise ValueError(f"Ns must be a non-empty 1-d list of integers >= 1, got {Ns!r}")
+    eta = _check_positive("eta", eta)
+    limits = np.array(_check_thresholds(thresholds))[:, None]
+    max_steps = _check_int("max_steps", max_steps, 1)
+    theta = np.zeros((3, N.size))
+    steps = np.full((3, N.size), np.inf)
+    diverged = np.zeros(N.size, dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for step in range(1, max_steps + 1):
+            theta = theta - eta * np.stack(three_param_grad(theta[0], theta[1], theta[2], N))
+            bad = ~np.all(np.isfinite(theta) & (np.abs(theta) <= 1e6), axis=0)
+            diverged |= bad
+            theta[:, bad] = 0.0                                     # frozen: flagged, never counted again
+            reached = (theta >= limits) & np.isinf(steps) & ~diverged
+            steps[reached] = step
+            if np.all(diverged | np.all(np.isfinite(steps), axis=0)):
+                break
+    return steps.T, diverged
+
+
+# ---------------------------------------------------------------------------------------------------
+# 5. Large-N limits (Propositions 1-3 of the chapter)
+
+
+def emergence_asymptotics(thresholds=(0.5, 0.5, 0.5), level: float = 0.5) -> dict[str, float]:
+    """Closed-form large-N limits of the emergence and loss-drop times (chapter, Propositions 1-3).
+
+    Phase 1 (t = O(N)): gamma = 1 - e^{-t/N}, so ``T_gamma/N -> ln(1/(1 - c_gamma))``. Phase 2 (tau = t/N^2):
+    ``dbeta/dtau = e^alpha/2``, ``dalpha/dtau = beta e^alpha/2``, so ``alpha = beta^2/2`` (the slow manifold)
+    and ``tau(beta) = sqrt(2 pi) erf(beta/sqrt 2)``; hence ``T_beta/N^2 -> sqrt(2 pi) erf(c_beta/sqrt 2)``,
+    ``T_alpha/N^2 -> sqrt(2 pi) erf(sqrt(c_alpha))``. tau(beta) has the finite limit sqrt(2 pi) as beta
+    grows: the reduced flow blows up there and the loss falls, for any level in (0, 1 - 1/(2N)), at
+    ``loss_drop/N^2 -> sqrt(2 pi)``. ``T_gamma/N`` needs ``c_gamma < 1`` (gamma tends to 1 in phase 1).
+    """
+    c_alpha, c_beta, c_gamma = _check_thresholds(thresholds)
+    level = _check_positive("level", level)
+    if level >= 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    if c_gamma >= 1.0:
+        raise ValueError(f"thresholds[2] (gamma) must be below 1 for a phase-1 limit, got {c_gamma!r}")
+    root = math.sqrt(2 * math.pi)
+    return {
+        "T_gamma/N": math.log(1.0 / (1.0 - c_gamma)),
+        "T_beta/N^2": root * float(erf(c_beta / math.sqrt(2.0))),
+        "T_alpha/N^2": root * float(erf(math.sqrt(c_alpha))),
+        "loss_drop/N^2": root,
+    }
