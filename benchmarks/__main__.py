@@ -1,0 +1,92 @@
+"""Time the chapters (executed as notebooks, per run mode) and the registered kernels.
+
+A kernel module is ``benchmarks/kernels_<module>.py`` with ``KERNELS = {"name": (fast, reference)}``: two
+zero-argument callables that compute the same thing, the fast one as the chapter uses it and the
+reference as the naive version it replaces. Both are timed in the same run and the ratio is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+RESULTS = ROOT / "benchmarks" / "results.json"
+
+
+def time_chapter(notebook: Path, mode: str) -> float:
+    """Wall time of executing one chapter in a fresh kernel in the given run mode."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    os.environ["ICLLIB_MODE"] = mode
+    os.environ["ICLLIB_RESULTS"] = str(ROOT / "_build" / "benchmarks" / "results.jsonl")
+    notebook_object = jupytext.read(notebook)
+    client = NotebookClient(notebook_object, timeout=7200, kernel_name="python3",
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    start = time.perf_counter()
+    client.execute()
+    return time.perf_counter() - start
+
+
+def best_time(function, repeat: int) -> float:
+    """Best of ``repeat`` runs; a single run when one run already takes over five seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+        if times[-1] > 5:
+            break
+    return min(times)
+
+
+def time_kernels(repeat: int) -> dict[str, dict[str, float]]:
+    results = {}
+    for path in sorted((ROOT / "benchmarks").glob("kernels_*.py")):
+        module = importlib.import_module(f"benchmarks.{path.stem}")
+        for name, (fast, reference) in module.KERNELS.items():
+            fast_s, reference_s = best_time(fast, repeat), best_time(reference, repeat)
+            results[f"{path.stem.removeprefix('kernels_')}.{name}"] = {
+                "fast_s": fast_s, "reference_s": reference_s, "speedup": reference_s / fast_s,
+            }
+            print(f"kernel {name}: fast {fast_s:.4g} s, reference {reference_s:.4g} s, "
+                  f"x{reference_s / fast_s:.1f}", flush=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--modes", nargs="+", default=["quick", "default"], choices=["quick", "default", "full"])
+    parser.add_argument("--chapters", nargs="*", help="notebook names (default: every chapter)")
+    parser.add_argument("--no-chapters", action="store_true", help="time only the kernels")
+    parser.add_argument("--no-kernels", action="store_true", help="time only the chapters")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per kernel (best is kept)")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    arguments = parser.parse_args()
+
+    results = json.loads(arguments.output.read_text()) if arguments.output.is_file() else {}
+    results.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                   machine=f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    chapters = results.setdefault("chapters", {})
+    if not arguments.no_chapters:
+        names = arguments.chapters or sorted(path.stem for path in NOTEBOOKS.glob("*.py"))
+        for name in names:
+            for mode in arguments.modes:
+                seconds = time_chapter(NOTEBOOKS / f"{name}.py", mode)
+                chapters.setdefault(name, {})[mode] = round(seconds, 2)
+                print(f"chapter {name} [{mode}]: {seconds:.1f} s", flush=True)
+    if not arguments.no_kernels:
+        results.setdefault("kernels", {}).update(time_kernels(arguments.repeat))
+    arguments.output.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {arguments.output.relative_to(ROOT) if arguments.output.is_relative_to(ROOT) else arguments.output}")
+
+
+if __name__ == "__main__":
+    main()
