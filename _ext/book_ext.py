@@ -220,11 +220,8 @@ def fill_ledger(app, doctree, docname):
             measured, run_mode = _format_number(record["measured"]), record["mode"]
         rows.append([nodes.paragraph(text=claim.id, classes=["claim-id"]), location, claim.statement,
                      verdict, measured, check, run_mode])
-    summary = nodes.paragraph(text=(
-        f"{len(registry.claims)} claims: "
-        + ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdict_counts.items()))
-        + "."
-    ))
+    counts = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdict_counts.items()))
+    summary = nodes.paragraph(text=f"{len(registry.claims)} claims" + (f": {counts}." if counts else "."))
     table = _table(LEDGER_COLUMNS, rows, widths=[3, 3, 6, 2, 2, 4, 1])
     for placeholder in placeholders:
         placeholder.replace_self([summary, table])
