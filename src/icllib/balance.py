@@ -1,0 +1,644 @@
+"""The law of balance (Ziyin, Li, Ueda): what SGD noise does to a rescaling-symmetric pair of weights.
+
+Theorem B.3 (= Theorem 3.1, Eq. 108) of the paper: if the per-sample loss obeys
+``l(u, w, v, x) = l(lambda u, w / lambda, v, x)`` for every ``lambda > 0``, then under the SGD-as-SDE model
+``d theta = -grad L dt + sqrt(T C) dW`` with ``T = lr / batch``,
+
+    d/dt (|u|^2 - |w|^2) = -T (u^T C1 u - w^T C2 w),
+
+and the two quadratic forms are gradient noises *crossed over*: ``u^T C1 u = tr Cov[grad_w l]`` and
+``w^T C2 w = tr Cov[grad_u l]``. Eq. 7 (= Eq. 112) bounds the stationary ``|u|^2 / |w|^2`` with the extreme
+eigenvalues of C1 and C2.
+
+The module is read top to bottom as the chapter uses it:
+
+1. the noise terms of the law from per-sample gradients (:func:`noise_terms`);
+2. the two-layer attention network of App. B.11, its data (:func:`icl_regression_batch`), its per-sample
+   gradients, and the terms ``g_K^i, g_Q^i`` of Fig. 6 computed both ways (variances and C1, C2);
+3. integrators for the conservation experiment (gradient descent, implicit midpoint);
+4. the online SGD run of App. B.11 with the exact per-step bookkeeping of ``D_i = |W_K^i|^2 - |W_Q^i|^2``;
+5. the width-one two-layer linear model whose C1, C2 are closed forms, for Eq. 7.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch.func import grad, vmap
+
+from icllib.config import progress
+
+LAYERS = (0, 1)
+PARAM_NAMES = ("Wq0", "Wk0", "Wv0", "Wq1", "Wk1", "Wv1")
+
+
+def _positive_int(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _positive_float(name: str, value, *, allow_zero: bool = False) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number, got {value!r}") from None
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
+    return number
+
+
+# ---------------------------------------------------------------------------------------------------
+# 1. The two terms of the law from per-sample gradients
+# ---------------------------------------------------------------------------------------------------
+
+
+def noise_terms(grads_u, grads_w):
+    """The two terms ``(u^T C1 u, w^T C2 w)`` of Eq. 108 from per-sample gradients.
+
+    ``grads_u`` holds ``d l / d u`` for ``n`` samples, shape ``(n, dim u)``; ``grads_w`` likewise for ``w``.
+    Through the chain rule ``grad_u l = A^T w``, ``grad_w l = A u`` (A of Theorem B.3), the quadratic
+    forms are traces of gradient covariances, crossed over:
+    ``u^T C1 u = tr Cov[grad_w l]`` and ``w^T C2 w = tr Cov[grad_u l]`` (unbiased, ``n - 1``).
+    Works for numpy arrays and torch tensors; returns two floats.
+    """
+    gu, gw = (torch.as_tensor(g) for g in (grads_u, grads_w))
+    for name, g in (("grads_u", gu), ("grads_w", gw)):
+        if g.ndim != 2:
+            raise ValueError(f"{name} must have shape (n, dim), got {tuple(g.shape)}")
+        if not torch.is_floating_point(g):
+            raise ValueError(f"{name} must hold real floats, got {g.dtype}")
+    if gu.shape[0] != gw.shape[0]:
+        raise ValueError(f"grads_u and grads_w must hold the same samples, got {gu.shape[0]} and {gw.shape[0]}")
+    if gu.shape[0] < 2:
+        raise ValueError(f"a covariance needs n >= 2 samples, got grads_u with n = {gu.shape[0]}")
+    return float(gw.var(dim=0).sum()), float(gu.var(dim=0).sum())
+
+
+def eq7_bounds(C1, C2):
+    """Eq. 7 (= Eq. 112): ``(lambda_2m / lambda_1M, lambda_2M / lambda_1m)``, the stationary band of ``|u|^2/|w|^2``.
+
+    The upper bound is ``inf`` when C1 is singular (the paper's bound is then void).
+    """
+    C1, C2 = (np.asarray(C, dtype=float) for C in (C1, C2))
+    for name, C in (("C1", C1), ("C2", C2)):
+        if C.ndim != 2 or C.shape[0] != C.shape[1] or not np.allclose(C, C.T, atol=1e-12 * max(1.0, np.abs(C).max())):
+            raise ValueError(f"{name} must be a symmetric square matrix, got shape {C.shape}")
+    e1, e2 = np.linalg.eigvalsh(C1), np.linalg.eigvalsh(C2)
+    if e1[0] < -1e-12 * max(1.0, e1[-1]) or e2[0] < -1e-12 * max(1.0, e2[-1]):
+        raise ValueError("C1 and C2 must be positive semi-definite")
+    lower = e2[0] / e1[-1] if e1[-1] > 0 else math.inf
+    upper = e2[-1] / e1[0] if e1[0] > 0 else math.inf
+    return float(max(lower, 0.0)), float(upper)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 2. App. B.11: in-context linear regression with a two-layer softmax attention network
+# ---------------------------------------------------------------------------------------------------
+
+
+def icl_regression_batch(batch_size, *, generator, n_context=49, d=5, noise_std=0.1, dtype=torch.float32):
+    """Eq. 113: ``batch_size`` sequences ``X`` of shape ``(n_context + 1, d + 1)`` and query labels ``y``.
+
+    Columns ``0..d-1`` are features ~ N(0, 1); column ``d`` of the context rows holds ``x . w* + eps`` with
+    ``eps ~ N(0, noise_std^2)``; the query row's label slot is 0 and its label ``x_query . w*`` is returned
+    as ``y`` (noise-free). ``w* ~ N(0, I_d)`` is drawn afresh for every sequence (the paper says only
+    "a ground truth vector"; a fresh one per sequence makes the task in-context).
+    Returns ``(X, y)`` of shapes ``(batch_size, n_context + 1, d + 1)`` and ``(batch_size,)``.
+    """
+    batch_size = _positive_int("batch_size", batch_size)
+    n_context = _positive_int("n_context", n_context)
+    d = _positive_int("d", d)
+    noise_std = _positive_float("noise_std", noise_std, allow_zero=True)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    features = torch.randn(batch_size, n_context + 1, d, generator=generator, dtype=dtype)
+    w_star = torch.randn(batch_size, d, generator=generator, dtype=dtype)
+    eps = noise_std * torch.randn(batch_size, n_context, generator=generator, dtype=dtype)
+    clean = torch.einsum("btd,bd->bt", features, w_star)
+    labels = torch.cat([clean[:, :n_context] + eps, torch.zeros(batch_size, 1, dtype=dtype)], dim=1)
+    return torch.cat([features, labels[..., None]], dim=2), clean[:, n_context]
+
+
+def init_attention(*, generator, width=6, imbalance=1.0, dtype=torch.float32):
+    """Weights ``W_Q, W_K, W_V`` of both layers, i.i.d. N(0, 1/width), then ``W_K -> imbalance W_K``,
+    ``W_Q -> W_Q / imbalance`` (the symmetry itself: the same function with imbalanced norms)."""
+    width = _positive_int("width", width)
+    imbalance = _positive_float("imbalance", imbalance)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    scale = {"Wq": 1.0 / imbalance, "Wk": imbalance, "Wv": 1.0}
+    return {
+        name: scale[name[:2]] * torch.randn(width, width, generator=generator, dtype=dtype) / math.sqrt(width)
+        for name in PARAM_NAMES
+    }
+
+
+def _check_params(params) -> None:
+    if not isinstance(params, dict) or set(params) != set(PARAM_NAMES):
+        raise ValueError(f"params must be a dict with keys {PARAM_NAMES}")
+    shape = params["Wq0"].shape
+    if len(shape) != 2 or shape[0] != shape[1] or any(p.shape != shape for p in params.values()):
+        raise ValueError("params must hold square matrices of one shape")
+
+
+def _check_data(params, X, y) -> None:
+    _check_params(params)
+    width = params["Wq0"].shape[0]
+    if X.ndim != 3 or X.shape[2] != width:
+        raise ValueError(f"X must have shape (n, tokens, {width}), got {tuple(X.shape)}")
+    if y.shape != X.shape[:1]:
+        raise ValueError(f"y must have shape ({X.shape[0]},), got {tuple(y.shape)}")
+
+
+def _forward_logits(logit_matrices, values, X):
+    """Two residual softmax attention layers, no MLP, no mask, no LayerNorm (spec section 5.2).
+
+    Layer l: ``H <- H + softmax(H M_l H^T / sqrt(width)) H W_V^l`` with ``M_l = W_Q^l W_K^l^T``; the
+    prediction is the label slot of the query token, ``H[-1, -1]``. ``X``: ``(..., tokens, width)``.
+    """
+    H = X
+    scale = 1.0 / math.sqrt(X.shape[-1])
+    for M, Wv in zip(logit_matrices, values):
+        scores = (H @ M @ H.transpose(-1, -2)) * scale            # (..., tokens, tokens)
+        H = H + torch.softmax(scores, dim=-1) @ (H @ Wv)
+    return H[..., -1, -1]
+
+
+def attention_forward(params, X):
+    """The network of App. B.11; its logits see ``W_Q^l, W_K^l`` only through ``W_Q^l W_K^l^T`` (Eq. 114)."""
+    return _forward_logits(
+        [params[f"Wq{l}"] @ params[f"Wk{l}"].T for l in LAYERS], [params[f"Wv{l}"] for l in LAYERS], X
+    )
+
+
+def attention_loss(params, X, y):
+    """Mean over the batch of the per-sample squared error ``(y_hat - y)^2``."""
+    _check_data(params, X, y)
+    return ((attention_forward(params, X) - y) ** 2).mean()
+
+
+def _sample_loss(params, x, target):
+    return (attention_forward(params, x) - target) ** 2
+
+
+def per_sample_grads(params, X, y):
+    """``d l / d W`` for every sample and every weight matrix: a dict of ``(n, width, width)`` tensors."""
+    _check_data(params, X, y)
+    return vmap(grad(_sample_loss), in_dims=(None, 0, 0))(params, X, y)
+
+
+def rescale_columns(params, lambdas):
+    """The symmetry of Eq. 114, one factor per column pair: ``W_K^i -> lambda W_K^i``, ``W_Q^i -> W_Q^i / lambda``.
+
+    ``lambdas`` has shape ``(2, width)`` (layer, column) and must be positive.
+    """
+    _check_params(params)
+    lambdas = torch.as_tensor(lambdas, dtype=params["Wq0"].dtype)
+    width = params["Wq0"].shape[0]
+    if lambdas.shape != (len(LAYERS), width) or not bool((lambdas > 0).all()):
+        raise ValueError(f"lambdas must be positive with shape (2, {width}), got {tuple(lambdas.shape)}")
+    out = dict(params)
+    for l in LAYERS:
+        out[f"Wk{l}"] = params[f"Wk{l}"] * lambdas[l]
+        out[f"Wq{l}"] = params[f"Wq{l}"] / lambdas[l]
+    return out
+
+
+def column_imbalance(params):
+    """``D_i = |W_K^i|^2 - |W_Q^i|^2`` for every layer and column: shape ``(2, width)``."""
+    _check_params(params)
+    return torch.stack([(params[f"Wk{l}"] ** 2).sum(0) - (params[f"Wq{l}"] ** 2).sum(0) for l in LAYERS])
+
+
+def euler_residuals(grads, params):
+    """Per-sample ``W_K^i . dl/dW_K^i - W_Q^i . dl/dW_Q^i`` (Eq. 26 of the paper's proof): ``(n, 2, width)``.
+
+    Zero for every sample when the symmetry holds per sample. Also returns the scale
+    ``|W_K^i . dl/dW_K^i|`` for a relative reading.
+    """
+    _check_params(params)
+    if not isinstance(grads, dict) or set(grads) != set(PARAM_NAMES):
+        raise ValueError(f"grads must be a dict with keys {PARAM_NAMES}")
+    k_terms = torch.stack([(params[f"Wk{l}"] * grads[f"Wk{l}"]).sum(-2) for l in LAYERS], dim=-2)
+    q_terms = torch.stack([(params[f"Wq{l}"] * grads[f"Wq{l}"]).sum(-2) for l in LAYERS], dim=-2)
+    return k_terms - q_terms, k_terms.abs()
+
+
+def g_terms(grads):
+    """``g_K^i = tr Cov[dl/dW_Q^i]`` and ``g_Q^i = tr Cov[dl/dW_K^i]`` (Fig. 6): two ``(2, width)`` tensors.
+
+    The crossing of :func:`noise_terms`, applied to all column pairs at once (``u = W_K^i``, ``w = W_Q^i``).
+    """
+    if not isinstance(grads, dict) or set(grads) != set(PARAM_NAMES):
+        raise ValueError(f"grads must be a dict with keys {PARAM_NAMES}")
+    if grads["Wq0"].shape[0] < 2:
+        raise ValueError("grads must hold n >= 2 samples for a covariance")
+    gK = torch.stack([grads[f"Wq{l}"].var(dim=0).sum(0) for l in LAYERS])
+    gQ = torch.stack([grads[f"Wk{l}"].var(dim=0).sum(0) for l in LAYERS])
+    return gK, gQ
+
+
+def g_terms_via_C(params, X, y):
+    """``g_K^i = W_K^i^T C1 W_K^i`` and ``g_Q^i = W_Q^i^T C2 W_Q^i`` through the paper's matrices (Eq. 108).
+
+    ``A = dl/dM_l`` per sample with ``M_l = W_Q^l W_K^l^T`` the argument of the logits (so that
+    ``A_{ki} = dl/d(u_i w_k)`` for ``u = W_K^i``, ``w = W_Q^i``); ``C1 = E[A^T A] - E[A]^T E[A]``,
+    ``C2 = E[A A^T] - E[A] E[A]^T``, both with the unbiased ``n / (n - 1)`` factor. One C1, C2 per layer
+    serves all its columns.
+    """
+    _check_data(params, X, y)
+    n = X.shape[0]
+    if n < 2:
+        raise ValueError(f"X must hold n >= 2 samples for a covariance, got {n}")
+    Ms = [params[f"Wq{l}"] @ params[f"Wk{l}"].T for l in LAYERS]
+    values = [params[f"Wv{l}"] for l in LAYERS]
+
+    def loss_of_M(Ms_, x, target):
+        return (_forward_logits(Ms_, values, x) - target) ** 2
+
+    As = vmap(grad(loss_of_M), in_dims=(None, 0, 0))(Ms, X, y)
+    gK, gQ = [], []
+    for l, A in zip(LAYERS, As):                                   # A: (n, width, width)
+        mean = A.mean(0)
+        C1 = (torch.einsum("nab,nac->bc", A, A) / n - mean.T @ mean) * n / (n - 1)
+        C2 = (torch.einsum("nab,ncb->ac", A, A) / n - mean @ mean.T) * n / (n - 1)
+        Wk, Wq = params[f"Wk{l}"], params[f"Wq{l}"]
+        gK.append(torch.einsum("ai,ab,bi->i", Wk, C1, Wk))
+        gQ.append(torch.einsum("ai,ab,bi->i", Wq, C2, Wq))
+    return torch.stack(gK), torch.stack(gQ)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 3. Gradient flow: gradient descent drifts, the implicit midpoint rule conserves D exactly
+# ---------------------------------------------------------------------------------------------------
+
+
+def _full_gradient(params, X, y):
+    loss = attention_loss(params, X, y)
+    grads = torch.autograd.grad(loss, [params[k] for k in PARAM_NAMES])
+    return float(loss.detach()), dict(zip(PARAM_NAMES, grads))
+
+
+def _leaf(params):
+    return {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+
+
+def _step_identity(grads, lr):
+    """``lr^2 (|g_K^i|^2 - |g_Q^i|^2)``: the exact change of every D_i in one step (spec section 3.5)."""
+    return lr**2 * torch.stack(
+        [(grads[f"Wk{l}"] ** 2).sum(0) - (grads[f"Wq{l}"] ** 2).sum(0) for l in LAYERS]
+    )
+
+
+def gradient_descent_run(params, X, y, *, lr, steps):
+    """Full-batch gradient descent; returns final params, losses, the D_i path ``(steps + 1, 2, width)`` and
+    the accumulated per-step identity ``sum_k lr^2 (|g_K^i|^2 - |g_Q^i|^2)`` (which must equal ``D_end - D_0``)."""
+    _check_data(params, X, y)
+    lr = _positive_float("lr", lr)
+    steps = _positive_int("steps", steps)
+    p = _leaf(params)
+    D, losses = [column_imbalance(p).detach()], []
+    predicted = torch.zeros_like(D[0])
+    for _ in progress(range(steps), desc=f"GD lr={lr:g}"):
+        loss, g = _full_gradient(p, X, y)
+        losses.append(loss)
+        predicted += _step_identity(g, lr)
+        with torch.no_grad():
+            p = {k: p[k] - lr * g[k] for k in PARAM_NAMES}
+        p = _leaf(p)
+        D.append(column_imbalance(p).detach())
+    return {"params": p, "loss": np.array(losses), "D": torch.stack(D), "identity": predicted}
+
+
+def implicit_midpoint_run(params, X, y, *, h, steps, tol=1e-15, max_iter=100):
+    """Implicit midpoint rule ``theta' = theta - h grad L((theta + theta') / 2)`` by fixed-point iteration.
+
+    A Gauss-Legendre method: it keeps every quadratic invariant of the flow, so each
+    ``D_i = theta^T S_i theta`` (with ``theta^T S_i grad L(theta) = 0``) is conserved up to the residual of
+    the fixed-point iteration. Raises ``RuntimeError`` if the iteration does not converge (``h`` too large).
+    """
+    _check_data(params, X, y)
+    h = _positive_float("h", h)
+    steps = _positive_int("steps", steps)
+    max_iter = _positive_int("max_iter", max_iter)
+    theta = {k: v.detach().clone() for k, v in params.items()}
+    D, losses, iterations = [column_imbalance(theta)], [], []
+    for _ in progress(range(steps), desc=f"midpoint h={h:g}"):
+        loss, g = _full_gradient(_leaf(theta), X, y)
+        losses.append(loss)
+        nxt = {k: theta[k] - h * g[k] for k in PARAM_NAMES}
+        for it in range(1, max_iter + 1):
+            _, g = _full_gradient(_leaf({k: (theta[k] + nxt[k]) / 2 for k in PARAM_NAMES}), X, y)
+            new = {k: theta[k] - h * g[k] for k in PARAM_NAMES}
+            change = max(float((new[k] - nxt[k]).abs().max()) for k in PARAM_NAMES)
+            nxt = new
+            if change <= tol:
+                break
+        else:
+            raise RuntimeError(f"implicit midpoint: fixed point not reached in {max_iter} iterations at h={h}")
+        iterations.append(it)
+        theta = {k: v.detach() for k, v in nxt.items()}
+        D.append(column_imbalance(theta))
+    return {"params": theta, "loss": np.array(losses), "D": torch.stack(D), "iterations": np.array(iterations)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# 4. Online SGD on App. B.11 with exact bookkeeping of every D_i
+# ---------------------------------------------------------------------------------------------------
+
+
+def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_every, g_samples,
+                        g_chunk=2000, noise_std=0.1):
+    """Online SGD (fresh batch every step) with the exact per-step split of ``Delta D_i`` (spec section 3.5-3.6).
+
+    Each step computes the gradients of the two half batches ``a, b`` (the step uses their mean). With
+    ``|g|^2 = g_a . g_b + |g_a - g_b|^2 / 4``, the exact ``Delta D_i = lr^2 (|g_K^i|^2 - |g_Q^i|^2)`` splits
+    into a *GD part* (``g_a . g_b``, unbiased for the full-gradient term) and a *noise part*
+    (``|g_a - g_b|^2 / 4``, unbiased for ``-lr T (g_K^i - g_Q^i)``, the law). Every ``checkpoint_every``
+    steps, ``g_K^i, g_Q^i`` are estimated from ``g_samples`` fresh sequences (per-sample gradients, in
+    chunks of ``g_chunk``; the per-chunk values give an error bar).
+
+    Returns a dict of numpy arrays: ``loss`` (steps,), ``D`` (steps + 1, 2, width), ``dD_gd``, ``dD_noise``
+    (steps, 2, width), ``identity_residual`` (accumulated ``|D_k - D_0 - sum dD|`` max), ``checkpoints``,
+    ``gK``, ``gQ`` (checkpoints, 2, width) and their chunk standard errors ``gK_se``, ``gQ_se``.
+    """
+    _check_params(params)
+    lr = _positive_float("lr", lr)
+    batch_size = _positive_int("batch_size", batch_size, minimum=2)
+    if batch_size % 2:
+        raise ValueError(f"batch_size must be even (two half batches), got {batch_size}")
+    steps = _positive_int("steps", steps)
+    checkpoint_every = _positive_int("checkpoint_every", checkpoint_every)
+    g_samples = _positive_int("g_samples", g_samples, minimum=2)
+    g_chunk = _positive_int("g_chunk", min(g_chunk, g_samples), minimum=2)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    dtype = params["Wq0"].dtype
+    half = batch_size // 2
+    p = _leaf(params)
+    D0 = column_imbalance(p).detach()
+    out = {"loss": [], "D": [D0], "dD_gd": [], "dD_noise": [], "checkpoints": [], "gK": [], "gQ": [],
+           "gK_se": [], "gQ_se": []}
+    accumulated = torch.zeros_like(D0, dtype=torch.float64)
+
+    def checkpoint(k):
+        chunks = []
+        for start in range(0, g_samples, g_chunk):
+            n = min(g_chunk, g_samples - start)
+            if n < 2:
+                break
+            Xg, yg = icl_regression_batch(n, generator=generator, noise_std=noise_std, dtype=dtype)
+            chunks.append(g_terms(per_sample_grads({k_: v.detach() for k_, v in p.items()}, Xg, yg)))
+        gK = torch.stack([c[0] for c in chunks]).double()
+        gQ = torch.stack([c[1] for c in chunks]).double()
+        out["checkpoints"].append(k)
+        out["gK"].append(gK.mean(0))
+        out["gQ"].append(gQ.mean(0))
+        spread = (lambda g: g.std(0) / math.sqrt(len(g))) if len(chunks) > 1 else (lambda g: torch.full_like(g[0], math.nan))
+        out["gK_se"].append(spread(gK))
+        out["gQ_se"].append(spread(gQ))
+
+    for k in progress(range(steps), desc=f"SGD batch={batch_size}"):
+        if k % checkpoint_every == 0:
+            checkpoint(k)
+        X, y = icl_regression_batch(batch_size, generator=generator, noise_std=noise_std, dtype=dtype)
+        loss_a, ga = _full_gradient(p, X[:half], y[:half])
+        loss_b, gb = _full_gradient(p, X[half:], y[half:])
+        g = {name: (ga[name] + gb[name]) / 2 for name in PARAM_NAMES}
+
+        def split(f):
+            return lr**2 * torch.stack([f(f"Wk{l}") - f(f"Wq{l}") for l in LAYERS])
+
+        gd_part = split(lambda n_: (ga[n_] * gb[n_]).sum(0))
+        noise_part = split(lambda n_: ((ga[n_] - gb[n_]) ** 2).sum(0) / 4)
+        with torch.no_grad():
+            p = {name: p[name] - lr * g[name] for name in PARAM_NAMES}
+        p = _leaf(p)
+        out["loss"].append((loss_a + loss_b) / 2)
+        out["dD_gd"].append(gd_part)
+        out["dD_noise"].append(noise_part)
+        accumulated += (gd_part + noise_part).double()
+        out["D"].append(column_imbalance(p).detach())
+    checkpoint(steps)
+    result = {key: np.asarray(torch.stack(v).double()) if key in ("D", "dD_gd", "dD_noise", "gK", "gQ", "gK_se", "gQ_se")
+              else np.asarray(v) for key, v in out.items()}
+    result["identity_residual"] = float((result["D"][-1] - result["D"][0] - accumulated.numpy()).__abs__().max())
+    result["params"] = {k: v.detach() for k, v in p.items()}
+    return result
+
+
+def law_prediction(run, *, lr, batch_size, skip=1):
+    """The law's ``Delta D_i = -lr T integral (g_K^i - g_Q^i) d(steps)`` over a run of :func:`train_attention_sgd`,
+    against the measured change, both from checkpoint ``skip`` to the last one.
+
+    The integral is the trapezoid rule over the checkpoints (``T = lr / batch_size``; one step is ``dt = lr``).
+    Returns ``(predicted, measured, noise_part)``, each of shape ``(2, width)``: the measured total change of
+    ``D_i`` and its in-batch noise part over the same steps.
+    """
+    lr = _positive_float("lr", lr)
+    batch_size = _positive_int("batch_size", batch_size)
+    steps = np.asarray(run["checkpoints"])
+    skip = _positive_int("skip", skip, minimum=0)
+    if skip >= len(steps) - 1:
+        raise ValueError(f"skip must leave at least two checkpoints, got skip={skip} of {len(steps)}")
+    gap = (np.asarray(run["gK"]) - np.asarray(run["gQ"]))[skip:]
+    widths = np.diff(steps[skip:])[:, None, None]
+    predicted = -lr * (lr / batch_size) * np.sum(0.5 * (gap[1:] + gap[:-1]) * widths, axis=0)
+    first, last = steps[skip], steps[-1]
+    measured = run["D"][last] - run["D"][first]
+    return predicted, measured, run["dD_noise"][first:last].sum(0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 5. A width-one two-layer linear network: C1, C2 in closed form, Eq. 7 exactly
+# ---------------------------------------------------------------------------------------------------
+
+
+def linear_C1_C2(u, w, M_star, sigma):
+    """Exact C1, C2 of Theorem B.3 for ``f(x) = u (w^T x)``, ``l = |f(x) - y|^2``, ``y = M* x + eps``,
+    ``x ~ N(0, I_d)``, ``eps ~ N(0, sigma^2 I_{d_o})``.
+
+    With ``M = u w^T`` the per-sample ``dl/dM = 2 r x^T``, ``r = Delta x - eps``, ``Delta = u w^T - M*``, and
+    the paper's ``A_{ki} = dl/d(u_i w_k)`` is its transpose. Isserlis' theorem gives
+    ``C1 = E[A^T A] - E[A]^T E[A] = 4[(d + 1) Delta Delta^T + d sigma^2 I_{d_o}]`` (acts on ``u``) and
+    ``C2 = E[A A^T] - E[A] E[A]^T = 4[(|Delta|_F^2 + d_o sigma^2) I_d + Delta^T Delta]`` (acts on ``w``).
+    Returns ``(C1, C2)``.
+    """
+    u, w, M_star = (np.asarray(a, dtype=float) for a in (u, w, M_star))
+    sigma = _positive_float("sigma", sigma, allow_zero=True)
+    if u.ndim != 1 or w.ndim != 1:
+        raise ValueError(f"u and w must be vectors, got shapes {u.shape} and {w.shape}")
+    if M_star.shape != (u.size, w.size):
+        raise ValueError(f"M_star must have shape ({u.size}, {w.size}), got {M_star.shape}")
+    Delta = np.outer(u, w) - M_star
+    C1, C2 = _linear_C1_C2_batched(Delta[None], sigma)
+    return C1[0], C2[0]
+
+
+def _linear_C1_C2_batched(Delta, sigma):
+    """:func:`linear_C1_C2` for a stack of ``Delta`` of shape ``(runs, d_o, d)``."""
+    _, d_o, d = Delta.shape
+    C1 = 4 * ((d + 1) * Delta @ Delta.transpose(0, 2, 1) + d * sigma**2 * np.eye(d_o))
+    frob = np.sum(Delta**2, axis=(1, 2))[:, None, None]
+    C2 = 4 * ((frob + d_o * sigma**2) * np.eye(d) + Delta.transpose(0, 2, 1) @ Delta)
+    return C1, C2
+
+
+def linear_balance_ratio(C1, C2, u, w):
+    """The ``|u|^2 / |w|^2`` at which Eq. 108 is stationary along the directions of ``u`` and ``w``.
+
+    Writing ``u = a u_hat``, ``w = b w_hat``, the right-hand side vanishes when
+    ``a^2 u_hat^T C1 u_hat = b^2 w_hat^T C2 w_hat``, i.e. ``a^2 / b^2 = (w_hat^T C2 w_hat) / (u_hat^T C1 u_hat)``.
+    At the minimum of the linear model ``C1 = 4 d sigma^2 I``, ``C2 = 4 d_o sigma^2 I`` and this is ``d_o / d``.
+    """
+    C1, C2, u, w = (np.asarray(a, dtype=float) for a in (C1, C2, u, w))
+    if u.ndim != 1 or w.ndim != 1 or C1.shape != (u.size, u.size) or C2.shape != (w.size, w.size):
+        raise ValueError(f"C1 must be ({u.size}, {u.size}) and C2 ({w.size}, {w.size}) for vectors u, w")
+    if not (np.any(u) and np.any(w)):
+        raise ValueError("u and w must be non-zero")
+    u_hat, w_hat = u / np.linalg.norm(u), w / np.linalg.norm(w)
+    denominator = u_hat @ C1 @ u_hat
+    if denominator <= 0:
+        raise ValueError("u^T C1 u must be positive (no noise on w: the law has no stationary ratio)")
+    return float((w_hat @ C2 @ w_hat) / denominator)
+
+
+def linear_balance_ode_time(*, ratio0, target, d, d_o, sigma, T, product=1.0, tolerance=0.1):
+    """Time ``t = lr * steps`` for the on-manifold law to bring ``|u|^2 / |w|^2`` within ``tolerance`` of ``target``.
+
+    On the minimum manifold ``|u|^2 |w|^2 = c`` Eq. 108 reads, with ``a = |u|^2``,
+    ``d(a - c / a)/dt = -4 T sigma^2 (d a - d_o c / a)``; the ratio is ``a^2 / c``. Integrated in ``log a``.
+    """
+    from scipy.integrate import solve_ivp
+
+    for name, value in (("ratio0", ratio0), ("target", target), ("sigma", sigma), ("T", T), ("product", product),
+                        ("tolerance", tolerance)):
+        _positive_float(name, value)
+    d, d_o = _positive_int("d", d), _positive_int("d_o", d_o)
+    c = product
+
+    def rhs(_, s):                        # s = log a;  da/dt = -4 T sigma^2 (d a - d_o c/a) / (1 + c/a^2)
+        a = math.exp(s[0])
+        return [-4 * T * sigma**2 * (d * a - d_o * c / a) / (1 + c / a**2) / a]
+
+    def reached(_, s):
+        return abs(math.exp(2 * s[0]) / c - target) - tolerance * target
+
+    reached.terminal = True
+    solution = solve_ivp(rhs, (0, 1e9), [0.5 * math.log(ratio0 * c)], events=reached, rtol=1e-10, atol=1e-12)
+    if not solution.t_events[0].size:
+        raise ValueError("the ratio never comes within tolerance of target")
+    return float(solution.t_events[0][0])
+
+
+def linear_sgd_runs(u0, w0, M_star, *, sigma, lr, batch_size, steps, runs, rng, record_every=10,
+                    exact_gradient=False):
+    """``runs`` independent SGD runs of the width-one linear network, vectorised over runs and batch.
+
+    ``exact_gradient=True`` uses the population gradient ``2 (Delta w, Delta^T u)`` instead (no noise).
+    Returns ``(t_steps, ratio, C_band)``: record steps, ``|u|^2 / |w|^2`` of shape ``(records, runs)`` and
+    the Eq. 7 band ``(records, runs, 2)`` computed from the exact C1, C2 at each recorded point.
+    """
+    u0, w0, M_star = (np.asarray(a, dtype=float) for a in (u0, w0, M_star))
+    if u0.ndim != 1 or w0.ndim != 1 or M_star.shape != (u0.size, w0.size):
+        raise ValueError(f"M_star must have shape ({u0.size}, {w0.size}) for vectors u0, w0")
+    sigma = _positive_float("sigma", sigma, allow_zero=True)
+    lr = _positive_float("lr", lr)
+    batch_size = _positive_int("batch_size", batch_size)
+    steps = _positive_int("steps", steps)
+    runs = _positive_int("runs", runs)
+    record_every = _positive_int("record_every", record_every)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    d_o, d = u0.size, w0.size
+    u = np.tile(u0, (runs, 1))
+    w = np.tile(w0, (runs, 1))
+    times, ratios, bands = [], [], []
+
+    def record(k):
+        times.append(k)
+        ratios.append((u**2).sum(1) / (w**2).sum(1))
+        C1, C2 = _linear_C1_C2_batched(u[:, :, None] * w[:, None, :] - M_star, sigma)
+        e1, e2 = np.linalg.eigvalsh(C1), np.linalg.eigvalsh(C2)
+        with np.errstate(divide="ignore", invalid="ignore"):     # sigma = 0 at the minimum: no band
+            bands.append(np.stack([e2[:, 0] / e1[:, -1], e2[:, -1] / e1[:, 0]], axis=1))
+
+    for k in progress(range(steps), desc=f"linear SGD lr={lr:g} B={batch_size}"):
+        if k % record_every == 0:
+            record(k)
+        Delta = u[:, :, None] * w[:, None, :] - M_star                        # (runs, d_o, d)
+        if exact_gradient:
+            grad_u = 2 * np.einsum("rad,rd->ra", Delta, w)
+            grad_w = 2 * np.einsum("rad,ra->rd", Delta, u)
+        else:
+            x = rng.standard_normal((runs, batch_size, d))
+            eps = sigma * rng.standard_normal((runs, batch_size, d_o))
+            residual = np.einsum("rad,rbd->rba", Delta, x) - eps               # (runs, batch, d_o)
+            proj = np.einsum("rbd,rd->rb", x, w)                               # w^T x
+            grad_u = 2 * np.einsum("rb,rba->ra", proj, residual) / batch_size
+            grad_w = 2 * np.einsum("rba,ra,rbd->rd", residual, u, x) / batch_size
+        u, w = u - lr * grad_u, w - lr * grad_w
+    record(steps)
+    return np.array(times), np.array(ratios), np.array(bands)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 6. The identities behind the theorem, checked symbolically
+# ---------------------------------------------------------------------------------------------------
+
+
+def sympy_identities(*, dim_u=2, dim_w=3, n_samples=3):
+    """Residuals (SymPy expressions, each ``0`` when the identity holds) of the steps of the derivation.
+
+    - ``euler``: ``u . grad_u l - w . grad_w l`` for ``l = F(u w^T)`` with ``F`` an undefined function (Eq. 26).
+    - ``one_step``: if ``u . g_u = w . g_w`` then one step changes ``|u|^2 - |w|^2`` by exactly
+      ``lr^2 (|g_u|^2 - |g_w|^2)`` (spec section 3.5).
+    - ``crossing_u``, ``crossing_w``: over ``n_samples`` symbolic per-sample matrices ``A``,
+      ``u^T C1 u = sum_k Var[(A u)_k] = tr Cov[grad_w l]`` and ``w^T C2 w = tr Cov[grad_u l]``
+      (population moments over the samples, as in Eq. 108).
+    - ``isotropic``: with ``C1 = c1 I``, ``C2 = c2 I`` the stationary ratio solving Eq. 108 is ``c2 / c1``.
+    """
+    import sympy as sp
+
+    dim_u = _positive_int("dim_u", dim_u)
+    dim_w = _positive_int("dim_w", dim_w)
+    n_samples = _positive_int("n_samples", n_samples, minimum=2)
+    u = sp.Matrix(sp.symbols(f"u0:{dim_u}", real=True))
+    w = sp.Matrix(sp.symbols(f"w0:{dim_w}", real=True))
+    M = u * w.T
+    entries = sp.symbols(f"m0:{dim_u * dim_w}", real=True)
+    F = sp.Function("F")(*entries)
+    loss = F.subs(dict(zip(entries, list(M))), simultaneous=True)
+    euler = sum(ui * sp.diff(loss, ui) for ui in u) - sum(wk * sp.diff(loss, wk) for wk in w)
+
+    lr = sp.Symbol("eta", positive=True)
+    gu = sp.Matrix(sp.symbols(f"a0:{dim_u}", real=True))
+    gw = sp.Matrix(sp.symbols(f"b0:{dim_w}", real=True))
+    # impose u . g_u = w . g_w by solving for the first component of g_w (w0 != 0 generically)
+    constrained = {gw[0]: sp.solve(sp.Eq((u.T * gu)[0], (w.T * gw)[0]), gw[0])[0]}
+    step = ((u - lr * gu).norm() ** 2 - (w - lr * gw).norm() ** 2 - (u.norm() ** 2 - w.norm() ** 2)
+            - lr**2 * (gu.norm() ** 2 - gw.norm() ** 2))
+    one_step = sp.simplify(sp.expand(step.subs(constrained)).subs({sp.Abs(s): s for s in (*u, *w, *gu, *gw)}))
+
+    # A^{(n)} of the paper, indexed (w, u): A_{ki} = dl/d(u_i w_k); grad_u l = A^T w, grad_w l = A u
+    As = [sp.Matrix(dim_w, dim_u, sp.symbols(f"A{n}_0:{dim_w * dim_u}", real=True)) for n in range(n_samples)]
+    mean = sum(As, sp.zeros(dim_w, dim_u)) / n_samples
+    C1 = sum((A.T * A for A in As), sp.zeros(dim_u, dim_u)) / n_samples - mean.T * mean
+    C2 = sum((A * A.T for A in As), sp.zeros(dim_w, dim_w)) / n_samples - mean * mean.T
+
+    def trace_var(vectors):
+        centre = sum(vectors, sp.zeros(*vectors[0].shape)) / n_samples
+        return sum(((v - centre).T * (v - centre))[0] for v in vectors) / n_samples
+
+    crossing_u = sp.expand((u.T * C1 * u)[0] - trace_var([A * u for A in As]))
+    crossing_w = sp.expand((w.T * C2 * w)[0] - trace_var([A.T * w for A in As]))
+
+    c1, c2, a, b = sp.symbols("c1 c2 a b", positive=True)        # a = |u|^2, b = |w|^2
+    ratio = sp.solve(sp.Eq(c1 * a - c2 * b, 0), a)[0] / b
+    isotropic = sp.simplify(ratio - c2 / c1)
+    return {"euler": sp.simplify(euler), "one_step": one_step, "crossing_u": crossing_u,
+            "crossing_w": crossing_w, "isotropic": isotropic}

@@ -1,0 +1,254 @@
+"""Unit tests of icllib.balance: closed forms against autograd and Monte Carlo, identities, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from icllib import balance
+from icllib.config import rng, torch_generator
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def setup64():
+    gen = torch_generator(0)
+    params = balance.init_attention(generator=gen, imbalance=2.0, dtype=torch.float64)
+    X, y = balance.icl_regression_batch(64, generator=gen, dtype=torch.float64)
+    return params, X, y
+
+
+# --- noise_terms -------------------------------------------------------------------------------------
+
+
+def test_noise_terms_crossing_matches_quadratic_forms():
+    # per-sample A (dim w x dim u); grad_u = A^T w, grad_w = A u; C1, C2 with the unbiased factor
+    r = rng(3)
+    n, du, dw = 500, 3, 4
+    A = r.standard_normal((n, dw, du)) + 0.5
+    u, w = r.standard_normal(du), r.standard_normal(dw)
+    grads_u = np.einsum("nki,k->ni", A, w)
+    grads_w = np.einsum("nki,i->nk", A, u)
+    mean = A.mean(0)
+    C1 = (np.einsum("nki,nkj->ij", A, A) / n - mean.T @ mean) * n / (n - 1)
+    C2 = (np.einsum("nki,nli->kl", A, A) / n - mean @ mean.T) * n / (n - 1)
+    term_u, term_w = balance.noise_terms(grads_u, grads_w)
+    assert term_u == pytest.approx(u @ C1 @ u, rel=1e-12)
+    assert term_w == pytest.approx(w @ C2 @ w, rel=1e-12)
+
+
+def test_noise_terms_accepts_torch_and_is_crossed():
+    gu = torch.tensor([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    gw = torch.tensor([[1.0], [2.0], [3.0]])
+    # all the noise is on w's gradient, so it shows up in the first term (the one quadratic in u)
+    assert balance.noise_terms(gu, gw) == (pytest.approx(1.0), 0.0)
+
+
+@pytest.mark.parametrize(
+    "grads_u, grads_w, match",
+    [
+        (np.zeros((5, 2)), np.zeros((4, 3)), "same samples"),
+        (np.zeros((1, 2)), np.zeros((1, 3)), "n >= 2"),
+        (np.zeros(5), np.zeros((5, 3)), "grads_u must have shape"),
+        (np.zeros((5, 2)), np.zeros((5, 3, 1)), "grads_w must have shape"),
+        (np.zeros((5, 2), dtype=int), np.zeros((5, 3)), "grads_u must hold real floats"),
+    ],
+)
+def test_noise_terms_bad_input(grads_u, grads_w, match):
+    with pytest.raises(ValueError, match=match):
+        balance.noise_terms(grads_u, grads_w)
+
+
+# --- Eq. 7 and the linear model ------------------------------------------------------------------------
+
+
+def test_eq7_bounds_isotropic_and_singular():
+    assert balance.eq7_bounds(2 * np.eye(3), 6 * np.eye(4)) == pytest.approx((3.0, 3.0))
+    lower, upper = balance.eq7_bounds(np.diag([0.0, 1.0]), np.eye(2))
+    assert lower == pytest.approx(1.0) and upper == math.inf
+
+
+@pytest.mark.parametrize("C1, C2, match", [(np.ones((2, 3)), np.eye(2), "C1"), (np.eye(2), -np.eye(2), "semi-definite"),
+                                           (np.eye(2), np.array([[1.0, 2.0], [0.0, 1.0]]), "C2")])
+def test_eq7_bounds_bad_input(C1, C2, match):
+    with pytest.raises(ValueError, match=match):
+        balance.eq7_bounds(C1, C2)
+
+
+def test_linear_C1_C2_against_monte_carlo():
+    r = rng(7)
+    d_o, d, sigma, n = 2, 5, 0.7, 400_000
+    u, w = r.standard_normal(d_o), r.standard_normal(d)
+    M_star = 0.5 * np.outer(r.standard_normal(d_o), r.standard_normal(d))
+    x = r.standard_normal((n, d))
+    residual = x @ (np.outer(u, w) - M_star).T - sigma * r.standard_normal((n, d_o))
+    A = 2 * residual[:, :, None] * x[:, None, :]                  # dl/dM per sample, (n, d_o, d)
+    mean = A.mean(0)
+    C1_mc = np.einsum("nai,nbi->ab", A, A) / n - mean @ mean.T      # acts on u
+    C2_mc = np.einsum("nai,naj->ij", A, A) / n - mean.T @ mean      # acts on w
+    C1, C2 = balance.linear_C1_C2(u, w, M_star, sigma)
+    # Monte-Carlo error of fourth moments at n = 4e5: a few 1e-3 relative
+    assert np.abs(C1_mc - C1).max() / np.abs(C1).max() < 2e-2
+    assert np.abs(C2_mc - C2).max() / np.abs(C2).max() < 2e-2
+
+
+def test_linear_balance_ratio_at_minimum_is_do_over_d():
+    u, w = np.array([1.0, 0.0]), np.array([0.0, 2.0, 0.0, 0.0])
+    C1, C2 = balance.linear_C1_C2(u, w, np.outer(u, w), sigma=0.3)
+    assert balance.linear_balance_ratio(C1, C2, u, w) == pytest.approx(2 / 4, rel=1e-12)
+    lower, upper = balance.eq7_bounds(C1, C2)
+    assert lower == pytest.approx(0.5) and upper == pytest.approx(0.5)
+
+
+def test_linear_balance_ratio_bad_input():
+    with pytest.raises(ValueError, match="C1 must be"):
+        balance.linear_balance_ratio(np.eye(3), np.eye(2), np.ones(2), np.ones(2))
+    with pytest.raises(ValueError, match="non-zero"):
+        balance.linear_balance_ratio(np.eye(2), np.eye(2), np.zeros(2), np.ones(2))
+    with pytest.raises(ValueError, match="positive"):
+        balance.linear_balance_ratio(np.zeros((2, 2)), np.eye(2), np.ones(2), np.ones(2))
+
+
+def test_linear_C1_C2_bad_input():
+    with pytest.raises(ValueError, match="M_star"):
+        balance.linear_C1_C2(np.ones(2), np.ones(3), np.ones((3, 2)), 0.1)
+    with pytest.raises(ValueError, match="sigma"):
+        balance.linear_C1_C2(np.ones(2), np.ones(3), np.ones((2, 3)), -1.0)
+
+
+def test_ode_time_scales_as_one_over_T():
+    kwargs = dict(ratio0=16.0, target=0.25, d=8, d_o=2, sigma=0.5)
+    t1 = balance.linear_balance_ode_time(T=0.01, **kwargs)
+    t2 = balance.linear_balance_ode_time(T=0.005, **kwargs)
+    assert t2 / t1 == pytest.approx(2.0, rel=1e-6)
+    with pytest.raises(ValueError, match="T"):
+        balance.linear_balance_ode_time(T=0.0, **kwargs)
+
+
+def test_linear_sgd_conserves_without_noise_and_balances_with_it():
+    u0, w0 = np.array([2.0, 0.0]), np.array([0.5, 0.0, 0.0, 0.0])
+    M_star = np.outer(u0, w0)
+    _, frozen, _ = balance.linear_sgd_runs(u0, w0, M_star, sigma=0.0, lr=0.02, batch_size=1, steps=200, runs=2,
+                                           rng=rng(0))
+    assert np.all(frozen == 16.0)
+    _, ratio, band = balance.linear_sgd_runs(u0, w0, M_star, sigma=1.0, lr=0.02, batch_size=1, steps=3000,
+                                             runs=16, rng=rng(0), record_every=100)
+    assert ratio[-1].mean() < 2.0          # far below 16, heading to d_o/d = 0.5
+    assert band.shape == (ratio.shape[0], 16, 2)
+
+
+def test_linear_sgd_bad_input():
+    with pytest.raises(ValueError, match="batch_size"):
+        balance.linear_sgd_runs(np.ones(2), np.ones(3), np.ones((2, 3)), sigma=0.1, lr=0.1, batch_size=0, steps=1,
+                                runs=1, rng=rng(0))
+    with pytest.raises(ValueError, match="rng"):
+        balance.linear_sgd_runs(np.ones(2), np.ones(3), np.ones((2, 3)), sigma=0.1, lr=0.1, batch_size=1, steps=1,
+                                runs=1, rng=0)
+
+
+# --- the attention network ------------------------------------------------------------------------------
+
+
+def test_icl_regression_batch_shapes_and_labels():
+    X, y = balance.icl_regression_batch(4, generator=torch_generator(0), noise_std=0.0, dtype=torch.float64)
+    assert X.shape == (4, 50, 6) and y.shape == (4,)
+    assert torch.all(X[:, -1, -1] == 0)
+    # without noise, the context labels and the query label come from one w* per sequence
+    for b in range(4):
+        w_star = torch.linalg.lstsq(X[b, :49, :5], X[b, :49, 5:]).solution[:, 0]
+        assert torch.allclose(X[b, -1, :5] @ w_star, y[b], atol=1e-10)
+
+
+@pytest.mark.parametrize("kwargs, match", [({"batch_size": 0}, "batch_size"), ({"batch_size": 2, "d": 0}, "d"),
+                                           ({"batch_size": 2, "noise_std": -1}, "noise_std"),
+                                           ({"batch_size": 2, "generator": 3}, "generator")])
+def test_icl_regression_batch_bad_input(kwargs, match):
+    kwargs = {"generator": torch_generator(0), **kwargs}
+    with pytest.raises(ValueError, match=match):
+        balance.icl_regression_batch(**kwargs)
+
+
+def test_symmetry_euler_and_crossing(setup64):
+    params, X, y = setup64
+    lam = torch.exp(torch.randn(2, 6, generator=torch_generator(1), dtype=torch.float64))
+    assert balance.attention_loss(balance.rescale_columns(params, lam), X, y).item() == pytest.approx(
+        balance.attention_loss(params, X, y).item(), rel=1e-13)
+    grads = balance.per_sample_grads(params, X, y)
+    residual, _ = balance.euler_residuals(grads, params)
+    assert residual.abs().max() < 1e-12
+    gK, gQ = balance.g_terms(grads)
+    gK_C, gQ_C = balance.g_terms_via_C(params, X, y)
+    assert torch.allclose(gK, gK_C, rtol=1e-12) and torch.allclose(gQ, gQ_C, rtol=1e-12)
+
+
+def test_per_sample_grads_match_autograd(setup64):
+    params, X, y = setup64
+    grads = balance.per_sample_grads(params, X, y)
+    leaf = {k: v.clone().requires_grad_(True) for k, v in params.items()}
+    full = torch.autograd.grad(balance.attention_loss(leaf, X, y), [leaf[k] for k in balance.PARAM_NAMES])
+    for name, g in zip(balance.PARAM_NAMES, full):
+        assert torch.allclose(grads[name].mean(0), g, rtol=1e-10, atol=1e-12)
+
+
+def test_a_broken_symmetry_is_detected(setup64):
+    # the Euler residual must be non-zero when the pair is not a symmetry (here: W_V against W_Q)
+    params, X, y = setup64
+    grads = balance.per_sample_grads(params, X, y)
+    fake = {**params, "Wk0": params["Wv0"]}
+    fake_grads = {**grads, "Wk0": grads["Wv0"]}
+    residual, _ = balance.euler_residuals(fake_grads, fake)
+    assert residual.abs().max() > 1e-3
+
+
+def test_gradient_descent_identity_and_midpoint_conservation(setup64):
+    params, X, y = setup64
+    gd = balance.gradient_descent_run(params, X[:16], y[:16], lr=2e-3, steps=20)
+    assert torch.allclose(gd["D"][-1] - gd["D"][0], gd["identity"], atol=1e-13)
+    assert (gd["D"][-1] - gd["D"][0]).abs().max() > 1e-9          # GD does drift
+    mid = balance.implicit_midpoint_run(params, X[:16], y[:16], h=2e-3, steps=5)
+    assert (mid["D"] - mid["D"][0]).abs().max() < 1e-13
+
+
+def test_sgd_bookkeeping():
+    params = balance.init_attention(generator=torch_generator(0), imbalance=2.0, dtype=torch.float64)
+    run = balance.train_attention_sgd(params, lr=4e-3, batch_size=8, steps=30, generator=torch_generator(1),
+                                      checkpoint_every=10, g_samples=40, g_chunk=20)
+    assert run["identity_residual"] < 1e-12
+    assert run["D"].shape == (31, 2, 6) and run["gK"].shape == (4, 2, 6)
+    predicted, measured, noise = balance.law_prediction(run, lr=4e-3, batch_size=8)
+    assert predicted.shape == measured.shape == noise.shape == (2, 6)
+
+
+@pytest.mark.parametrize("kwargs, match", [({"batch_size": 3}, "even"), ({"batch_size": 1}, "batch_size"),
+                                           ({"lr": 0.0}, "lr"), ({"g_samples": 1}, "g_samples")])
+def test_train_attention_sgd_bad_input(kwargs, match):
+    params = balance.init_attention(generator=torch_generator(0))
+    args = dict(lr=1e-3, batch_size=4, steps=1, generator=torch_generator(0), checkpoint_every=1, g_samples=4)
+    with pytest.raises(ValueError, match=match):
+        balance.train_attention_sgd(params, **{**args, **kwargs})
+
+
+def test_attention_bad_input(setup64):
+    params, X, y = setup64
+    with pytest.raises(ValueError, match="X must have shape"):
+        balance.attention_loss(params, X[..., :5], y)
+    with pytest.raises(ValueError, match="y must have shape"):
+        balance.attention_loss(params, X, y[:3])
+    with pytest.raises(ValueError, match="params"):
+        balance.attention_loss({"Wq0": params["Wq0"]}, X, y)
+    with pytest.raises(ValueError, match="lambdas"):
+        balance.rescale_columns(params, -torch.ones(2, 6))
+    with pytest.raises(ValueError, match="n >= 2"):
+        balance.g_terms_via_C(params, X[:1], y[:1])
+    with pytest.raises(ValueError, match="imbalance"):
+        balance.init_attention(generator=torch_generator(0), imbalance=0)
+    with pytest.raises(ValueError, match="grads"):
+        balance.g_terms({"Wq0": X})
+
+
+def test_sympy_identities_all_vanish():
+    assert all(value == 0 for value in balance.sympy_identities().values())
+    with pytest.raises(ValueError, match="n_samples"):
+        balance.sympy_identities(n_samples=1)
