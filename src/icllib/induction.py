@@ -260,6 +260,45 @@ def full_model_loss_and_grad(alpha: float, beta: float, gamma: float, X: torch.T
     return float(loss.detach()), tuple(float(g) for g in grads)
 
 
+def induction_coordinates(W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor) -> tuple[float, float, float]:
+    """``(alpha_3, beta_2, gamma_3)`` of any weights: the Frobenius coordinates ``<W, B_k>/D`` on the basis
+    matrices of Eqs. 6-8 (``B_k`` is ``M`` in block (X2, X2) of W1, ``I`` in block (U1, U3) of W2, ``I`` in
+    block 5 of W3; each has ``||B_k||_F^2 = D``)."""
+    if not isinstance(W1, torch.Tensor) or W1.ndim != 2 or W1.shape[0] != W1.shape[1] or W1.shape[0] % 4:
+        raise ValueError(f"W1 must be a 2D x 2D tensor with D even, got {getattr(W1, 'shape', W1)!r}")
+    D = W1.shape[0] // 2
+    if not isinstance(W2, torch.Tensor) or tuple(W2.shape) != (4 * D, 4 * D):
+        raise ValueError(f"W2 must be a tensor of shape {(4 * D, 4 * D)}, got {getattr(W2, 'shape', W2)!r}")
+    if not isinstance(W3, torch.Tensor) or tuple(W3.shape) != (8 * D, D):
+        raise ValueError(f"W3 must be a tensor of shape {(8 * D, D)}, got {getattr(W3, 'shape', W3)!r}")
+    M = rotation_M(D).to(W1.dtype)
+    alpha = torch.trace(W1[D:, D:] @ M) / D
+    beta = torch.trace(W2[:D, 2 * D:3 * D]) / D
+    gamma = torch.trace(W3[4 * D:5 * D]) / D
+    return float(alpha), float(beta), float(gamma)
+
+
+def full_matrix_step(alpha: float, beta: float, gamma: float, X: torch.Tensor, y: torch.Tensor, lr: float):
+    """One gradient step of size ``lr`` on the full matrices ``W1, W2, W3`` of Eq. 1 at the three-parameter
+    weights, projected back onto the three-parameter subspace (App. F "constrains the parameters").
+
+    Returns the new ``(alpha, beta, gamma)``. Since ``<grad_W L, B_k> = dL/dc_k`` and ``||B_k||_F^2 = D``,
+    the pseudo-parameters move by ``-(lr / D) dL/dc_k``: a learning rate ``lr`` on the matrices is a rate
+    ``lr / D`` on (alpha, beta, gamma).
+    """
+    lr = _check_positive("lr", lr)
+    values = [_check_real_array(n, v) for n, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma))]
+    if any(v.ndim for v in values):
+        raise ValueError("alpha, beta and gamma must be scalars")
+    if not isinstance(X, torch.Tensor) or X.ndim != 2:
+        raise ValueError(f"X must be a 2-d tensor (2N+1, 2D), got {getattr(X, 'shape', X)!r}")
+    weights = [W.detach().requires_grad_(True) for W in induction_weights(*(float(v) for v in values),
+                                                                           X.shape[-1] // 2)]
+    loss = ((y - disentangled_forward(X, *weights)) ** 2).sum()
+    grads = torch.autograd.grad(loss, weights)
+    return induction_coordinates(*(W.detach() - lr * g for W, g in zip(weights, grads)))
+
+
 # ---------------------------------------------------------------------------------------------------
 # 3. Closed forms of the three-parameter model (App. B.3-B.5)
 #
