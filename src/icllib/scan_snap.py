@@ -1,0 +1,766 @@
+"""Scan and Snap (Tian, Wang, Chen, Du, NeurIPS 2023): one attention layer, reparameterised by Y and Z.
+
+The module follows the paper's order:
+
+1. **Data and model.** Sequence classes (Sec. 3.2), the Syn-Small / Syn-Medium vocabularies of the authors'
+   experiments, the Y/Z objective (Eq. 15) and its gradient (Lemma 1, Eq. 3-4). Without positional encoding
+   the forward pass sees a sequence only through the count vector of its contextual tokens, so batches are
+   drawn as multinomial counts (exact, and the fast simulator of the chapter).
+2. **Training** (:func:`train_yz`): SGD with momentum or Adam, as the authors ran it.
+3. **The decoder clock** h(t) (Lemma 5-7, Eq. 33 and 45), the speed control gamma(t) (Eq. 85, Lemma 9) and the
+   transition time t_0 (Lemma 8).
+4. **Theorem 1** (the back-propagated gradient g = gamma (iota f_n - sum beta f_n')) under the modified and the
+   plain update.
+5. **Scan**: the long-sequence dynamics of Z (Eq. 10, Theorem 2-3) integrated as an ODE.
+6. **Snap**: B_n(t) of Theorem 4 (Eq. 14, 124-129) with the corrected constant.
+
+Symbols follow the paper: ``M`` vocabulary size, ``K`` number of next tokens (classes), ``eta_Y`` and ``eta_Z``
+the learning rates, ``P[n, l] = P(l|n)``, ``c_n`` the attention of Eq. 5, ``f_n = c_n / ||c_n||``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
+from scipy.special import wrightomega
+
+# ---------------------------------------------------------------------------------------------------------
+# Input validation
+
+
+def _positive_int(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _nonnegative(name: str, value, *, strict: bool = False) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number, got {value!r}") from None
+    if not np.isfinite(number) or number < 0 or (strict and number == 0):
+        raise ValueError(f"{name} must be {'positive' if strict else 'non-negative'} and finite, got {value!r}")
+    return number
+
+
+def _generator(name: str, value) -> np.random.Generator:
+    if not isinstance(value, np.random.Generator):
+        raise ValueError(f"{name} must be a numpy.random.Generator, got {type(value).__name__}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. Sequence classes (Sec. 3.2) and the authors' synthetic vocabularies
+
+
+@dataclass(frozen=True)
+class SequenceClasses:
+    """K sequence classes s_n = (P(l|n), psi(n), n) over a vocabulary of M tokens (Sec. 3.2).
+
+    ``P[n, l] = P(l | psi(n), n)`` is the law of the contextual tokens of class n, ``query[n] = psi(n)`` the
+    query token x_T and ``next_token[n]`` the next token x_{T+1}. ``support[n]`` lists supp(n) (padded by
+    repeating its first entry, which carries zero extra mass), ``distinct[n]`` marks G_DT(n) and ``common`` G_CT.
+    """
+
+    P: np.ndarray
+    query: np.ndarray
+    next_token: np.ndarray
+    name: str = "custom"
+
+    @property
+    def M(self) -> int:
+        return self.P.shape[1]
+
+    @property
+    def K(self) -> int:
+        return self.P.shape[0]
+
+    @property
+    def omega_size(self) -> np.ndarray:
+        """|Omega(l)|: the number of classes in which token l can appear."""
+        return (self.P > 0).sum(axis=0)
+
+    @property
+    def common(self) -> np.ndarray:
+        return self.omega_size > 1
+
+    @property
+    def distinct(self) -> np.ndarray:
+        return (self.P > 0) & (self.omega_size == 1)[None, :]
+
+
+def make_classes(P, query, next_token, *, name: str = "custom") -> SequenceClasses:
+    """Validate and build a :class:`SequenceClasses`; rows of ``P`` must be distributions over [M]."""
+    P = np.array(P, dtype=np.float64)
+    if P.ndim != 2 or P.shape[0] < 1 or P.shape[1] < 2:
+        raise ValueError(f"P must be a (K, M) array with M >= 2, got shape {P.shape}")
+    if not np.all(np.isfinite(P)) or np.any(P < 0):
+        raise ValueError("P must hold finite non-negative probabilities")
+    if not np.allclose(P.sum(axis=1), 1.0, atol=1e-12, rtol=0):
+        raise ValueError(f"each row of P must sum to 1, got sums {P.sum(axis=1)}")
+    K, M = P.shape
+    query = np.asarray(query)
+    next_token = np.asarray(next_token)
+    for label, array in (("query", query), ("next_token", next_token)):
+        if array.shape != (K,) or not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(f"{label} must be {K} integer token ids, got {array!r}")
+        if np.any(array < 0) or np.any(array >= M):
+            raise ValueError(f"{label} ids must lie in [0, {M}), got {array}")
+    if len(set(next_token.tolist())) != K:
+        raise ValueError("next_token ids must be distinct (one class per next token)")
+    return SequenceClasses(P=P, query=query.astype(np.int64), next_token=next_token.astype(np.int64), name=name)
+
+
+def _authors_layout(num_last: int, next_per_last: int, name: str) -> SequenceClasses:
+    """The authors' layout: 10 common tokens (weight 1), 10 distinct tokens per class (weights 0.1, ..., 1.0),
+    then the query tokens, then the next tokens; the decoder predicts over the whole vocabulary."""
+    K = num_last * next_per_last
+    n_common, n_distinct = 10, 10
+    M = n_common + n_distinct * K + num_last + K
+    weights = np.zeros((K, M))
+    weights[:, :n_common] = 1.0
+    for n in range(K):
+        start = n_common + n_distinct * n
+        weights[n, start:start + n_distinct] = np.linspace(0.1, 1.0, n_distinct)
+    P = weights / weights.sum(axis=1, keepdims=True)
+    first_query = n_common + n_distinct * K
+    query = first_query + np.arange(K) // next_per_last
+    next_token = first_query + num_last + np.arange(K)
+    return make_classes(P, query, next_token, name=name)
+
+
+def syn_small() -> SequenceClasses:
+    """Syn-Small (Sec. 8, Fig. 4): K = 2 classes, tokens 0-9 common, 10-19 and 20-29 distinct, each class
+    with its own query token (30, 31) and next token (32, 33): M = 34 (the paper's "M = 30" counts only the
+    contextual tokens, erratum E20)."""
+    return _authors_layout(2, 1, "Syn-Small")
+
+
+def syn_medium(num_last: int) -> SequenceClasses:
+    """Syn-Medium (Fig. 6): ``num_last`` query tokens, each with 2 next tokens, so K = 2 num_last and
+    M = 10 + 10 K + num_last + K (33, 79, 125, 240 for num_last = 1, 3, 5, 10)."""
+    num_last = _positive_int("num_last", num_last)
+    return _authors_layout(num_last, 2, f"Syn-Medium {num_last}/{2 * num_last}")
+
+
+def _check_classes(spec) -> SequenceClasses:
+    if not isinstance(spec, SequenceClasses):
+        raise ValueError(f"spec must be a SequenceClasses (syn_small(), syn_medium(...)), got {type(spec).__name__}")
+    return spec
+
+
+def _check_T(T) -> int:
+    return _positive_int("T", T, minimum=2)
+
+
+def sample_counts(spec: SequenceClasses, batch_size: int, T: int, *, generator: np.random.Generator):
+    """A batch of sequences as (classes, counts): class n uniform on [K], and the count vector of the T - 1
+    contextual tokens, counts ~ Multinomial(T - 1, P(.|n)).
+
+    Without positional encoding (Assumption 1(a)) the model sees a sequence only through these counts, so
+    this is an exact simulator of the authors' data, not an approximation.
+    """
+    spec = _check_classes(spec)
+    batch_size = _positive_int("batch_size", batch_size)
+    T = _check_T(T)
+    generator = _generator("generator", generator)
+    classes = generator.integers(0, spec.K, size=batch_size)
+    counts = generator.multinomial(T - 1, spec.P[classes])
+    return classes, counts
+
+
+def sample_sequences(spec: SequenceClasses, batch_size: int, T: int, *, generator: np.random.Generator):
+    """A batch of explicit token sequences (classes, tokens of shape (batch_size, T - 1)), i.i.d. from P(.|n).
+
+    The reference for :func:`sample_counts`: the bincount of each row has the same multinomial law.
+    """
+    spec = _check_classes(spec)
+    batch_size = _positive_int("batch_size", batch_size)
+    T = _check_T(T)
+    generator = _generator("generator", generator)
+    classes = generator.integers(0, spec.K, size=batch_size)
+    cdf = np.cumsum(spec.P, axis=1)
+    uniforms = generator.random((batch_size, T - 1))
+    tokens = np.minimum((uniforms[:, :, None] > cdf[classes][:, None, :]).sum(axis=2), spec.M - 1)
+    return classes, tokens
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The Y/Z model (Eq. 15) and Lemma 1
+
+
+def _softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
+    shifted = np.exp(logits - logits.max(axis=axis, keepdims=True))
+    return shifted / shifted.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
+    top = logits.max(axis=axis, keepdims=True)
+    return logits - top - np.log(np.exp(logits - top).sum(axis=axis, keepdims=True))
+
+
+def embedding_objective(U, W_Q, W_K, W_V, tokens, query, next_token) -> float:
+    """J of Eq. 2 for one sequence, in the embedding parameterisation (U, W_Q, W_K, W_V), 1/sqrt(d) included."""
+    U = np.asarray(U, dtype=np.float64)
+    d = U.shape[1]
+    logits = U[tokens] @ W_K @ W_Q.T @ U[query] / np.sqrt(d)
+    b = _softmax(logits)
+    mixture = np.bincount(tokens, weights=b, minlength=U.shape[0])  # X^T b_T
+    u_tilde = U.T @ (mixture / np.linalg.norm(mixture))
+    decoded = U @ W_V @ u_tilde
+    return float(decoded[next_token] - np.log(np.exp(decoded - decoded.max()).sum()) - decoded.max())
+
+
+def yz_objective(Y, Z, tokens, query, next_token) -> float:
+    """J of Eq. 15 for one sequence: x_{T+1}^T Y^T LN(X^T b_T) - log 1^T exp(Y^T LN(X^T b_T))."""
+    b = _softmax(Z[query, tokens])
+    mixture = np.bincount(tokens, weights=b, minlength=Y.shape[0])
+    f = mixture / np.linalg.norm(mixture)
+    return float(_log_softmax(Y.T @ f)[next_token])
+
+
+def _check_YZ(spec: SequenceClasses, Y, Z):
+    for name, value in (("Y", Y), ("Z", Z)):
+        if not isinstance(value, np.ndarray) or value.shape != (spec.M, spec.M):
+            raise ValueError(f"{name} must be a ({spec.M}, {spec.M}) array")
+
+
+def lemma1_gradient_counts(spec: SequenceClasses, Y, Z, classes, counts):
+    """Batch-mean objective J and its gradients (dJ/dY, dJ/dZ) from count vectors (Lemma 1, Eq. 3-4).
+
+    With v = X^T b_T = counts * exp(z_m) / (counts^T exp(z_m)) and f = v / ||v||, the exact identity
+    X^T diag(b_T) X = diag(v) (rows of X are one-hot; erratum E25) turns Eq. 4 into
+    dJ/dz_m = f * (g - (f^T g) f), g = Y (e_n - alpha); and dJ/dY = f (e_n - alpha)^T (Eq. 3).
+    """
+    _check_YZ(spec, Y, Z)
+    counts = np.asarray(counts, dtype=np.float64)
+    queries = spec.query[classes]
+    targets = spec.next_token[classes]
+    logits = Z[queries]
+    weights = counts * np.exp(logits - logits.max(axis=1, keepdims=True))
+    v = weights / weights.sum(axis=1, keepdims=True)
+    f = v / np.linalg.norm(v, axis=1, keepdims=True)
+    decoded = f @ Y  # rows are (Y^T f)^T
+    log_alpha = _log_softmax(decoded)
+    batch = len(classes)
+    residual = -np.exp(log_alpha)
+    residual[np.arange(batch), targets] += 1.0  # e_n - alpha
+    J = float(log_alpha[np.arange(batch), targets].mean())
+    grad_Y = f.T @ residual / batch
+    g = residual @ Y.T
+    grad_rows = f * (g - (f * g).sum(axis=1, keepdims=True) * f)
+    grad_Z = np.zeros_like(Z)
+    np.add.at(grad_Z, queries, grad_rows / batch)
+    return J, grad_Y, grad_Z
+
+
+def lemma1_gradient_sequences(spec: SequenceClasses, Y, Z, classes, tokens):
+    """The same batch-mean J and gradients, computed literally from Eq. 3-4 with the one-hot matrices X,
+    the projection P^perp and X^T diag(b_T) X; the reference for :func:`lemma1_gradient_counts`."""
+    _check_YZ(spec, Y, Z)
+    batch, length = tokens.shape
+    X = np.zeros((batch, length, spec.M))
+    X[np.arange(batch)[:, None], np.arange(length)[None, :], tokens] = 1.0
+    queries = spec.query[classes]
+    targets = spec.next_token[classes]
+    b = _softmax(np.einsum("btm,bm->bt", X, Z[queries]))
+    v = np.einsum("btm,bt->bm", X, b)
+    norm = np.linalg.norm(v, axis=1)
+    f = v / norm[:, None]
+    log_alpha = _log_softmax(f @ Y)
+    residual = -np.exp(log_alpha)
+    residual[np.arange(batch), targets] += 1.0
+    J = float(log_alpha[np.arange(batch), targets].mean())
+    grad_Y = np.einsum("bm,bk->mk", f, residual) / batch
+    projector = np.eye(spec.M)[None] - f[:, :, None] * f[:, None, :]  # P^perp of X^T b_T
+    XbX = np.matmul(X.transpose(0, 2, 1), b[:, :, None] * X)  # X^T diag(b_T) X, (batch, M, M)
+    g = residual @ Y.T
+    rows = np.matmul(np.matmul(g[:, None, :], projector), XbX)[:, 0] / norm[:, None]
+    grad_Z = np.zeros_like(Z)
+    np.add.at(grad_Z, queries, rows / batch)
+    return J, grad_Y, grad_Z
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. Training (the authors' Model2: SGD with momentum or Adam, one optimiser per matrix)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """A training run: final Y and Z, the query rows Z[psi(n)] at the recorded steps, and the losses."""
+
+    Y: np.ndarray
+    Z: np.ndarray
+    steps: np.ndarray  # iterations at which Z_query was recorded (0 = initial)
+    Z_query: np.ndarray  # (len(steps), K, M): row psi(n) of Z for each class n
+    losses: np.ndarray  # (steps,) batch cross-entropy = -J before each update
+
+
+class _Optimizer:
+    """PyTorch's SGD (momentum, dampening 0, buf <- mu buf + grad) or Adam (defaults) on one array."""
+
+    def __init__(self, kind: str, lr: float, momentum: float):
+        self.kind, self.lr, self.momentum = kind, lr, momentum
+        self.state = None
+        self.t = 0
+
+    def step(self, param: np.ndarray, grad: np.ndarray) -> None:
+        self.t += 1
+        if self.kind == "sgd":
+            if self.momentum == 0:
+                param -= self.lr * grad
+                return
+            self.state = grad.copy() if self.state is None else self.momentum * self.state + grad
+            param -= self.lr * self.state
+            return
+        beta1, beta2, eps = 0.9, 0.999, 1e-8
+        if self.state is None:
+            self.state = (np.zeros_like(param), np.zeros_like(param))
+        m, s = self.state
+        m *= beta1
+        m += (1 - beta1) * grad
+        s *= beta2
+        s += (1 - beta2) * grad**2
+        m_hat = m / (1 - beta1**self.t)
+        s_hat = s / (1 - beta2**self.t)
+        param -= self.lr * m_hat / (np.sqrt(s_hat) + eps)
+
+
+def train_yz(spec: SequenceClasses, *, eta_Y: float, eta_Z: float, steps: int, batch_size: int, T: int,
+             optimizer: str = "sgd", momentum: float = 0.9, init="zero", seed: int,
+             record_every: int | None = None, simulator: str = "counts") -> TrainResult:
+    """Train Y and Z on the cross-entropy -J of Eq. 15, as the authors' code does.
+
+    - ``init``: ``"zero"`` (Y(0) = Z(0) = 0, Fig. 4/5 and the theory), ``"default"`` (PyTorch's nn.Linear
+      init, i.i.d. U(-1/sqrt(M), 1/sqrt(M)), used for Fig. 6), or a pair ``(Y0, Z0)`` of arrays.
+    - ``optimizer``: ``"sgd"`` (lr eta_Y for Y and eta_Z for Z, the given momentum) or ``"adam"``.
+    - ``simulator``: ``"counts"`` (multinomial counts, exact) or ``"sequences"`` (explicit token sequences,
+      the slow reference).
+    - ``record_every``: record the query rows of Z every that many steps (always at 0 and at the end).
+    """
+    spec = _check_classes(spec)
+    eta_Y = _nonnegative("eta_Y", eta_Y)
+    eta_Z = _nonnegative("eta_Z", eta_Z)
+    steps = _positive_int("steps", steps)
+    batch_size = _positive_int("batch_size", batch_size)
+    T = _check_T(T)
+    if optimizer not in ("sgd", "adam"):
+        raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    momentum = _nonnegative("momentum", momentum)
+    if momentum >= 1:
+        raise ValueError(f"momentum must be < 1, got {momentum!r}")
+    if simulator not in ("counts", "sequences"):
+        raise ValueError(f"simulator must be 'counts' or 'sequences', got {simulator!r}")
+    if record_every is not None:
+        record_every = _positive_int("record_every", record_every)
+    from icllib.config import rng
+
+    generator = rng(seed)
+    M = spec.M
+    if isinstance(init, str) and init == "zero":
+        Y, Z = np.zeros((M, M)), np.zeros((M, M))
+    elif isinstance(init, str) and init == "default":
+        bound = 1.0 / np.sqrt(M)
+        Y = generator.uniform(-bound, bound, size=(M, M))
+        Z = generator.uniform(-bound, bound, size=(M, M))
+    elif isinstance(init, tuple) and len(init) == 2:
+        Y, Z = (np.array(a, dtype=np.float64) for a in init)
+        _check_YZ(spec, Y, Z)
+    else:
+        raise ValueError(f"init must be 'zero', 'default' or a pair (Y0, Z0), got {init!r}")
+
+    opt_Y, opt_Z = _Optimizer(optimizer, eta_Y, momentum), _Optimizer(optimizer, eta_Z, momentum)
+    recorded_steps, recorded = [0], [Z[spec.query].copy()]
+    losses = np.empty(steps)
+    for step in range(1, steps + 1):
+        if simulator == "counts":
+            classes, counts = sample_counts(spec, batch_size, T, generator=generator)
+            J, grad_Y, grad_Z = lemma1_gradient_counts(spec, Y, Z, classes, counts)
+        else:
+            classes, tokens = sample_sequences(spec, batch_size, T, generator=generator)
+            J, grad_Y, grad_Z = lemma1_gradient_sequences(spec, Y, Z, classes, tokens)
+        losses[step - 1] = -J
+        # The optimisers minimise the loss -J, so they receive -dJ.
+        opt_Y.step(Y, -grad_Y)
+        opt_Z.step(Z, -grad_Z)
+        if step == steps or (record_every is not None and step % record_every == 0):
+            recorded_steps.append(step)
+            recorded.append(Z[spec.query].copy())
+    return TrainResult(Y=Y, Z=Z, steps=np.array(recorded_steps), Z_query=np.array(recorded), losses=losses)
+
+
+def attention_distribution(spec: SequenceClasses, Z) -> np.ndarray:
+    """c_n of Eq. 5 for every class: c_{l|n} = P(l|n) exp(z_{psi(n) l}) / sum_l' P(l'|n) exp(z_{psi(n) l'}).
+
+    ``Z`` is the full (M, M) matrix or the (K, M) stack of its query rows (as :class:`TrainResult` records);
+    returns a (K, M) array whose rows sum to 1 (the long-sequence limit of X^T b_T, Lemma 2).
+    """
+    spec = _check_classes(spec)
+    Z = np.asarray(Z, dtype=np.float64)
+    if Z.shape == (spec.M, spec.M):
+        rows = Z[spec.query]
+    elif Z.shape == (spec.K, spec.M):
+        rows = Z
+    else:
+        raise ValueError(f"Z must have shape ({spec.M}, {spec.M}) or ({spec.K}, {spec.M}), got {Z.shape}")
+    if not np.all(np.isfinite(rows)):
+        raise ValueError("Z must be finite")
+    log_c = np.where(spec.P > 0, np.log(np.where(spec.P > 0, spec.P, 1.0)) + rows, -np.inf)
+    return _softmax(log_c)
+
+
+def distinct_token_entropy(spec: SequenceClasses, Z, *, per_class: bool = False):
+    """The Fig. 6 metric: the entropy (nats) of c_n restricted to G_DT(n) and renormalised, averaged over n
+    (or one value per class with ``per_class=True``)."""
+    c = attention_distribution(spec, Z)
+    c_dt = np.where(spec.distinct, c, 0.0)
+    c_dt = c_dt / c_dt.sum(axis=1, keepdims=True)
+    entropy = -np.sum(np.where(c_dt > 0, c_dt * np.log(np.where(c_dt > 0, c_dt, 1.0)), 0.0), axis=1)
+    return entropy if per_class else float(entropy.mean())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. The decoder clock (Lemma 5-9)
+
+
+def decoder_clock_h_star(steps: int, M: int, eta_Y: float) -> np.ndarray:
+    """h*(s), s = 0..steps, of Lemma 5 (Eq. 33): h*(s) = h*(s-1) + eta_Y / ((M-1) + exp(M h*(s-1)))."""
+    steps = _positive_int("steps", steps)
+    M = _positive_int("M", M, minimum=2)
+    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
+    h = np.empty(steps + 1)
+    h[0] = 0.0
+    current = 0.0
+    for s in range(1, steps + 1):  # a recursion: each step needs the previous one
+        current = current + eta_Y / ((M - 1) + np.exp(M * current))
+        h[s] = current
+    return h
+
+
+def decoder_row_dynamics(steps: int, M: int, eta_Y: float) -> np.ndarray:
+    """w_n(s), s = 0..steps, of the decoupled decoder dynamics of one class (Eq. 8 with K = 1, batch 1):
+    w_n(s) = w_n(s-1) + eta_Y (e_n - softmax(w_n(s-1))), w_n(0) = 0, class n = 0. Shape (steps + 1, M)."""
+    steps = _positive_int("steps", steps)
+    M = _positive_int("M", M, minimum=2)
+    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
+    w = np.zeros((steps + 1, M))
+    for s in range(1, steps + 1):  # a recursion: each step needs the previous one
+        residual = -_softmax(w[s - 1])
+        residual[0] += 1.0
+        w[s] = w[s - 1] + eta_Y * residual
+    return w
+
+
+def decoder_clock_h(s, M: int, eta_Y: float):
+    """h(s) of Lemma 6, the solution of exp(M h) + (M-1) M h = M eta_Y s + 1 (Eq. 45).
+
+    Closed form: with x = (M eta_Y s + 1)/(M-1), h = [x - omega(x - ln(M-1))]/M, omega the Wright omega
+    function (W(exp(.)) would overflow for large s). Since omega + ln omega = x - ln(M-1), this equals
+    h = [ln(M-1) + ln omega]/M, which avoids the cancellation x - omega for large x.
+    """
+    M = _positive_int("M", M, minimum=2)
+    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
+    s_array = np.asarray(s, dtype=np.float64)
+    if np.any(~np.isfinite(s_array)) or np.any(s_array < 0):
+        raise ValueError("s must be finite and non-negative")
+    x = (M * eta_Y * s_array + 1.0) / (M - 1)
+    h = (np.log(M - 1) + np.log(np.real(wrightomega(x - np.log(M - 1))))) / M
+    return float(h) if np.ndim(s) == 0 else h
+
+
+def speed_control_gamma(t, K: int, M: int, eta_Y: float, *, discrete: bool = False):
+    """gamma(t) = (M-1)^2 h / ((M-1) + exp(M h)) at h = h(t/K) (or h(ceil(t/K)) with ``discrete``; Eq. 85,
+    erratum E27)."""
+    K = _positive_int("K", K)
+    t = np.asarray(t, dtype=np.float64)
+    s = np.ceil(t / K) if discrete else t / K
+    h = decoder_clock_h(s, M, eta_Y)
+    return (M - 1) ** 2 * h / ((M - 1) + np.exp(M * h))
+
+
+def lemma8_omegas(M: int) -> tuple[float, float]:
+    """The two zeros omega_0 < omega_1 of exp(M h) = (M-1) M h written as h = (1 + omega) ln M / M ...
+
+    Lemma 8 (Eq. 50-51): omega_0 ln M = ln(M/(M-1)) + M^{-(1 - omega_0)} and M^{omega_1} = (1 + omega_1)
+    ln M (M-1)/M; both solved with Brent's method.
+    """
+    M = _positive_int("M", M, minimum=3)
+    lnM = np.log(M)
+    omega0 = brentq(lambda w: w * lnM - np.log(M / (M - 1)) - M ** (-(1 - w)), 0.0, 0.5)
+    omega1 = brentq(lambda w: M**w - (1 + w) * lnM * (M - 1) / M, omega0 + 1e-9 if omega0 > 0 else 1e-9, 5.0)
+    return float(omega0), float(omega1)
+
+
+def transition_time(K: int, M: int, eta_Y: float) -> float:
+    """t_0 = 2 (1 + omega_1) K ln M / eta_Y (Theorem 4, Lemma 8)."""
+    K = _positive_int("K", K)
+    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
+    return 2.0 * (1.0 + lemma8_omegas(M)[1]) * K * np.log(M) / eta_Y
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. Theorem 1: the structure of the back-propagated gradient
+
+
+def theorem1_coefficients(F, *, eta_Y: float, steps: int, update: str, generator: np.random.Generator):
+    """Run the decoder dynamics with fixed F (Assumption 1(c)) and return the coefficients of g_n in F.
+
+    Y = F A stays in span(F). ``update="modified"`` is Eq. 26 (A += eta_Y (I - E') e_n (e_n - alpha_n)^T),
+    ``update="plain"`` is Eq. 7 (A += eta_Y e_n (e_n - alpha_n)^T); alpha_n = softmax(w_n), W = F^T Y (Eq. 25).
+    Classes are drawn uniformly, batch 1. Returns (coef, counts) with coef[n] = A (e_n - alpha_n), so that
+    g_n = F coef[n] = gamma (iota_n f_n - sum_n' beta_nn' f_n') (Eq. 9) and counts the per-class step counts.
+    """
+    F = np.asarray(F, dtype=np.float64)
+    if F.ndim != 2 or F.shape[1] > F.shape[0] or np.any(F < 0):
+        raise ValueError("F must be an (M, K) non-negative array with K <= M")
+    if not np.allclose(np.linalg.norm(F, axis=0), 1.0, atol=1e-12):
+        raise ValueError("the columns f_n of F must have unit norm")
+    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
+    steps = _positive_int("steps", steps)
+    if update not in ("modified", "plain"):
+        raise ValueError(f"update must be 'modified' or 'plain', got {update!r}")
+    generator = _generator("generator", generator)
+    M, K = F.shape
+    gram = F.T @ F
+    E_prime = np.eye(K) - np.linalg.inv(gram)
+    mix = np.eye(K) - E_prime if update == "modified" else np.eye(K)
+    A = np.zeros((K, M))
+    classes = generator.integers(0, K, size=steps)
+    for n in classes:  # SGD with batch 1 is sequential
+        w_n = gram[n] @ A
+        residual = -_softmax(w_n)
+        residual[n] += 1.0
+        A += eta_Y * np.outer(mix[:, n], residual)
+    W = gram @ A
+    residuals = -_softmax(W)
+    residuals[np.arange(K), np.arange(K)] += 1.0
+    coef = residuals @ A.T  # coef[n] = A (e_n - alpha_n)
+    return coef, np.bincount(classes, minlength=K)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 5. Scan: the long-sequence dynamics of Z (Eq. 10, Theorems 2-3)
+
+
+def normalised_attention(P, z) -> np.ndarray:
+    """f_n = c_n / ||c_n|| for every class, c_n of Eq. 5 with logits z (one query token)."""
+    c = P * np.exp(z - z.max())
+    return c / np.linalg.norm(c, axis=1, keepdims=True)
+
+
+def population_zdot(P, z, *, gamma: float, eta_Z: float, class_weight: float = 1.0):
+    """dz/dt of Eq. 10 for one query token shared by all classes, with beta = E' of the current F (Theorem 1):
+
+    dz/dt = eta_Z gamma w sum_n diag(f_n) sum_{n' != n} beta_nn' (f_n f_n^T - I) f_n'.
+
+    ``class_weight`` w is 1 for the literal Eq. 10 and 1/K for the expectation over uniform classes (E14).
+    Returns (zdot, xi) with xi_n = gamma sum_{n' != n} beta_nn' f_n^T f_n' (Theorem 1(a)).
+    """
+    F = normalised_attention(P, z).T  # (M, K)
+    gram = F.T @ F
+    K = gram.shape[0]
+    beta = np.eye(K) - np.linalg.inv(gram)
+    np.fill_diagonal(beta, 0.0)
+    pushed = F @ beta.T  # column n: sum_{n'} beta_nn' f_n'
+    overlap = np.sum(F * pushed, axis=0)  # f_n^T sum beta f_n'
+    zdot = eta_Z * gamma * class_weight * np.sum(F * (F * overlap - pushed), axis=1)
+    return zdot, gamma * overlap
+
+
+def integrate_scan(P, t_eval, *, K_clock: int, M_decoder: int, eta_Y: float, eta_Z: float,
+                   class_weight: float = 1.0, z0=None):
+    """Integrate Eq. 10 with gamma(t) of Eq. 85 (continuous h) and B_n(t) = eta_Z int_0^t xi_n alongside.
+
+    Returns (z, B, zdot, xi) at ``t_eval``, shapes (len(t), M), (len(t), K), (len(t), M), (len(t), K).
+    """
+    P = np.asarray(P, dtype=np.float64)
+    if P.ndim != 2 or np.any(P < 0) or not np.allclose(P.sum(axis=1), 1.0, atol=1e-12):
+        raise ValueError("P must be a (K, M) array of distributions")
+    eta_Z = _nonnegative("eta_Z", eta_Z, strict=True)
+    t_eval = np.asarray(t_eval, dtype=np.float64)
+    K, M = P.shape
+    z0 = np.zeros(M) if z0 is None else np.asarray(z0, dtype=np.float64)
+
+    def rhs(t, state):
+        gamma = float(speed_control_gamma(t, K_clock, M_decoder, eta_Y))
+        zdot, xi = population_zdot(P, state[:M], gamma=gamma, eta_Z=eta_Z, class_weight=class_weight)
+        return np.concatenate([zdot, eta_Z * class_weight * xi])
+
+    solution = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([z0, np.zeros(K)]), method="LSODA",
+                         t_eval=t_eval, rtol=1e-10, atol=1e-12)
+    if not solution.success:
+        raise RuntimeError(f"the scan ODE failed: {solution.message}")
+    z, B = solution.y[:M].T, solution.y[M:].T
+    derivatives = [population_zdot(P, zi, gamma=float(speed_control_gamma(t, K_clock, M_decoder, eta_Y)),
+                                   eta_Z=eta_Z, class_weight=class_weight) for t, zi in zip(t_eval, z)]
+    zdot = np.array([d[0] for d in derivatives])
+    xi = np.array([d[1] for d in derivatives])
+    return z, B, zdot, xi
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 6. Snap: Theorem 4
+
+
+def snap_Gamma(t, K: int, M: int, eta_Y: float, eta_Z: float):
+    """Gamma(t) = eta_Z int_0^t gamma = (eta_Z/eta_Y) K (M-1)^2 h^2(t/K) / 2 (Eq. 124-128)."""
+    K = _positive_int("K", K)
+    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
+    eta_Z = _nonnegative("eta_Z", eta_Z, strict=True)
+    h = decoder_clock_h(np.asarray(t, dtype=np.float64) / K, M, eta_Y)
+    return eta_Z / eta_Y * K * (M - 1) ** 2 * h**2 / 2.0
+
+
+def snap_B(t, K: int, M: int, eta_Y: float, eta_Z: float, C0: float = 1.0):
+    """B_n(t) of Theorem 4 with the corrected constant (erratum E1): B = (1/4) ln(1 + 4 Gamma(t) / C0).
+
+    The paper prints (1/4) ln(C0 + 4 Gamma) (Eq. 129), which drops -(1/4) ln C0; both agree for C0 = 1.
+    """
+    C0 = _nonnegative("C0", C0, strict=True)
+    return 0.25 * np.log1p(4.0 * snap_Gamma(t, K, M, eta_Y, eta_Z) / C0)
+
+
+def snap_B_ode(t_eval, K: int, M: int, eta_Y: float, eta_Z: float, C0: float = 1.0) -> np.ndarray:
+    """B(t) from the ODE dB/dt = C0^{-1} eta_Z gamma(t) exp(-4 B), B(0) = 0 (Eq. 13 with z = -B)."""
+    C0 = _nonnegative("C0", C0, strict=True)
+    eta_Z = _nonnegative("eta_Z", eta_Z, strict=True)
+    t_eval = np.asarray(t_eval, dtype=np.float64)
+
+    def rhs(t, B):
+        return eta_Z * speed_control_gamma(t, K, M, eta_Y) * np.exp(-4.0 * B) / C0
+
+    solution = solve_ivp(rhs, (0.0, float(t_eval[-1])), [0.0], method="LSODA", t_eval=t_eval,
+                         rtol=1e-11, atol=1e-13)
+    if not solution.success:
+        raise RuntimeError(f"the snap ODE failed: {solution.message}")
+    return solution.y[0]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 7. The Syn-Medium sweep of Fig. 6
+
+
+# The authors' released Fig. 6 statistics (facebookresearch/luckmatters, ssl/real-dataset/scan_snap/
+# figure_6_data.pkl, re-tabulated in shared/reference/scan_snap_fig6_authors.json): mean and standard
+# deviation over 10 seeds of distinct_token_entropy, indexed [num_last, eta_Z, eta_Y/eta_Z] on the grids below.
+FIG6_NUM_LAST = (1, 3, 5, 10)
+FIG6_ETA_Z = (0.5, 1.0, 2.0, 3.0)
+FIG6_RATIOS = (1, 2, 5, 10)
+FIG6_AUTHORS_MEAN = np.array([
+    [  # num_last = 1
+        [1.971, 2.007, 2.066, 2.092],  # eta_Z = 0.5
+        [1.871, 1.937, 2.022, 2.053],  # eta_Z = 1
+        [1.699, 1.810, 1.934, 1.900],  # eta_Z = 2
+        [1.551, 1.708, 1.786, 1.825],  # eta_Z = 3
+    ],
+    [  # num_last = 3
+        [2.019, 1.988, 2.031, 2.063],  # eta_Z = 0.5
+        [1.963, 1.920, 1.982, 2.024],  # eta_Z = 1
+        [1.842, 1.809, 1.899, 1.955],  # eta_Z = 2
+        [1.737, 1.715, 1.821, 1.839],  # eta_Z = 3
+    ],
+    [  # num_last = 5
+        [2.026, 1.994, 2.020, 2.055],  # eta_Z = 0.5
+        [1.995, 1.931, 1.971, 2.014],  # eta_Z = 1
+        [1.906, 1.816, 1.884, 1.926],  # eta_Z = 2
+        [1.817, 1.718, 1.802, 1.831],  # eta_Z = 3
+    ],
+    [  # num_last = 10
+        [2.033, 2.012, 2.018, 2.051],  # eta_Z = 0.5
+        [2.027, 1.975, 1.976, 2.015],  # eta_Z = 1
+        [1.990, 1.888, 1.899, 1.947],  # eta_Z = 2
+        [1.940, 1.805, 1.829, 1.875],  # eta_Z = 3
+    ],
+])
+FIG6_AUTHORS_STD = np.array([
+    [  # num_last = 1
+        [0.028, 0.032, 0.017, 0.016],  # eta_Z = 0.5
+        [0.052, 0.052, 0.036, 0.030],  # eta_Z = 1
+        [0.101, 0.099, 0.068, 0.200],  # eta_Z = 2
+        [0.155, 0.152, 0.170, 0.331],  # eta_Z = 3
+    ],
+    [  # num_last = 3
+        [0.010, 0.012, 0.007, 0.005],  # eta_Z = 0.5
+        [0.015, 0.018, 0.009, 0.008],  # eta_Z = 1
+        [0.024, 0.027, 0.018, 0.020],  # eta_Z = 2
+        [0.032, 0.038, 0.030, 0.100],  # eta_Z = 3
+    ],
+    [  # num_last = 5
+        [0.005, 0.007, 0.007, 0.006],  # eta_Z = 0.5
+        [0.007, 0.011, 0.010, 0.009],  # eta_Z = 1
+        [0.012, 0.022, 0.020, 0.025],  # eta_Z = 2
+        [0.021, 0.032, 0.033, 0.050],  # eta_Z = 3
+    ],
+    [  # num_last = 10
+        [0.004, 0.004, 0.004, 0.003],  # eta_Z = 0.5
+        [0.003, 0.005, 0.006, 0.006],  # eta_Z = 1
+        [0.005, 0.009, 0.013, 0.015],  # eta_Z = 2
+        [0.006, 0.013, 0.019, 0.023],  # eta_Z = 3
+    ],
+])
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Final attention statistics of a grid of :func:`train_yz` runs on Syn-Medium.
+
+    ``entropy[i, j, k, s]`` is :func:`distinct_token_entropy` for num_last_values[i], eta_Z_values[j],
+    ratios[k] (eta_Y = ratio eta_Z) and seeds[s]; ``attention[i]`` holds the final c_n of those runs,
+    shape (len(eta_Z), len(ratios), len(seeds), K, M) for that size.
+    """
+
+    num_last_values: tuple
+    eta_Z_values: tuple
+    ratios: tuple
+    seeds: tuple
+    entropy: np.ndarray
+    attention: list
+
+
+def fig6_sweep(num_last_values, eta_Z_values, ratios, seeds, *, steps: int = 100, batch_size: int = 128,
+               T: int = 128) -> SweepResult:
+    """Train Y/Z on Syn-Medium for every (size, eta_Z, eta_Y/eta_Z, seed) with the authors' Fig. 6 settings:
+    PyTorch default init, SGD momentum 0.9, batch 128, T = 128, 100 iterations."""
+    from icllib.config import progress
+
+    grids = {}
+    for name, values in (("num_last_values", num_last_values), ("eta_Z_values", eta_Z_values),
+                         ("ratios", ratios), ("seeds", seeds)):
+        values = tuple(values)
+        if not values:
+            raise ValueError(f"{name} must not be empty")
+        grids[name] = values
+    for value in grids["eta_Z_values"] + grids["ratios"]:
+        _nonnegative("eta_Z_values and ratios", value, strict=True)
+    entropy = np.empty(tuple(len(v) for v in grids.values()))
+    attention = []
+    runs = [(i, j, k, s) for i in range(len(grids["num_last_values"])) for j in range(len(grids["eta_Z_values"]))
+            for k in range(len(grids["ratios"])) for s in range(len(grids["seeds"]))]
+    specs = [syn_medium(n) for n in grids["num_last_values"]]
+    for spec in specs:
+        attention.append(np.empty((len(grids["eta_Z_values"]), len(grids["ratios"]), len(grids["seeds"]),
+                                   spec.K, spec.M)))
+    for i, j, k, s in progress(runs, total=len(runs), desc="Fig. 6 sweep"):
+        eta_Z = grids["eta_Z_values"][j]
+        result = train_yz(specs[i], eta_Y=grids["ratios"][k] * eta_Z, eta_Z=eta_Z, steps=steps,
+                          batch_size=batch_size, T=T, init="default", seed=grids["seeds"][s])
+        entropy[i, j, k, s] = distinct_token_entropy(specs[i], result.Z)
+        attention[i][j, k, s] = attention_distribution(specs[i], result.Z)
+    return SweepResult(entropy=entropy, attention=attention, **grids)
+
+
+def distinct_token_recall(spec: SequenceClasses, attention, thresholds) -> np.ndarray:
+    """Recall of Figs. 11-12 (App. G): the fraction of a class's distinct tokens whose attention weight is at
+    least the threshold, averaged over classes; ``attention`` is (..., K, M), the result (..., len(thresholds))."""
+    spec = _check_classes(spec)
+    attention = np.asarray(attention, dtype=np.float64)
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    if attention.shape[-2:] != (spec.K, spec.M):
+        raise ValueError(f"attention must end with shape ({spec.K}, {spec.M}), got {attention.shape}")
+    above = attention[..., None] >= thresholds
+    hits = np.sum(above & spec.distinct[..., None], axis=-2) / spec.distinct.sum(axis=1)[:, None]
+    return hits.mean(axis=-2)

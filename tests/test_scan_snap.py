@@ -1,0 +1,275 @@
+"""Unit tests of icllib.scan_snap: data, model and gradient, training, the clock, scan and snap, bad input."""
+
+import numpy as np
+import pytest
+import torch
+
+from icllib import scan_snap as ss
+from icllib.config import rng
+
+
+@pytest.fixture(scope="module")
+def small():
+    return ss.syn_small()
+
+
+# --- sequence classes -------------------------------------------------------------------------------------
+
+
+def test_syn_small_layout(small):
+    assert (small.K, small.M) == (2, 34)
+    assert small.query.tolist() == [30, 31] and small.next_token.tolist() == [32, 33]
+    assert small.common.sum() == 10 and small.distinct.sum() == 20
+    np.testing.assert_allclose(small.P[0, 0], 1 / 15.5)
+    np.testing.assert_allclose(small.P[0, 10:20], np.linspace(0.1, 1.0, 10) / 15.5)
+    assert np.all(small.P[:, 30:] == 0)
+
+
+@pytest.mark.parametrize("num_last, K, M", [(1, 2, 33), (3, 6, 79), (5, 10, 125), (10, 20, 240)])
+def test_syn_medium_sizes(num_last, K, M):
+    spec = ss.syn_medium(num_last)
+    assert (spec.K, spec.M) == (K, M)
+    assert len(set(spec.query.tolist())) == num_last  # two next tokens share each query token
+    np.testing.assert_allclose(spec.P.sum(axis=1), 1.0)
+    assert np.all(spec.distinct.sum(axis=1) == 10)
+
+
+def test_entropy_at_zero_matches_authors_initial_value(small):
+    assert ss.distinct_token_entropy(small, np.zeros((small.M, small.M))) == pytest.approx(2.1513, abs=1e-4)
+
+
+def test_sample_counts_shape_and_law(small):
+    classes, counts = ss.sample_counts(small, 4000, 128, generator=rng(0))
+    assert counts.shape == (4000, small.M) and np.all(counts.sum(axis=1) == 127)
+    mean = counts[classes == 0].mean(axis=0) / 127
+    # Multinomial mean: the standard error of a frequency over ~2000 x 127 draws is < 1e-3.
+    np.testing.assert_allclose(mean, small.P[0], atol=4e-3)
+
+
+def test_sample_sequences_has_the_same_law(small):
+    classes, tokens = ss.sample_sequences(small, 4000, 128, generator=rng(1))
+    counts = np.stack([np.bincount(row, minlength=small.M) for row in tokens[classes == 1]])
+    np.testing.assert_allclose(counts.mean(axis=0) / 127, small.P[1], atol=4e-3)
+
+
+# --- model and gradient -----------------------------------------------------------------------------------
+
+
+def test_reparameterisation_equals_embedding_model():
+    generator = rng(0)
+    M, d = 12, 16
+    U = generator.normal(size=(M, d))
+    W_Q, W_K, W_V = (generator.normal(size=(d, d)) / np.sqrt(d) for _ in range(3))
+    tokens = generator.integers(0, M - 2, size=30)
+    Y = U @ W_V.T @ U.T
+    Z = U @ W_Q @ W_K.T @ U.T / np.sqrt(d)
+    assert ss.embedding_objective(U, W_Q, W_K, W_V, tokens, M - 2, M - 1) == pytest.approx(
+        ss.yz_objective(Y, Z, tokens, M - 2, M - 1), abs=1e-12)
+
+
+def test_gradients_agree_with_autograd(small):
+    generator = rng(3)
+    Y = generator.normal(size=(small.M, small.M))
+    Z = generator.normal(size=(small.M, small.M))
+    classes, tokens = ss.sample_sequences(small, 8, 20, generator=generator)
+    counts = np.stack([np.bincount(row, minlength=small.M) for row in tokens])
+    J_c, dY_c, dZ_c = ss.lemma1_gradient_counts(small, Y, Z, classes, counts)
+    J_s, dY_s, dZ_s = ss.lemma1_gradient_sequences(small, Y, Z, classes, tokens)
+    Y_t, Z_t = torch.tensor(Y, requires_grad=True), torch.tensor(Z, requires_grad=True)
+    objectives = []
+    for c, row in zip(classes, tokens):
+        row_t = torch.tensor(row)
+        b = torch.softmax(Z_t[small.query[c], row_t], 0)
+        v = torch.zeros(small.M, dtype=torch.float64).index_add(0, row_t, b)  # X^T b_T
+        objectives.append(torch.log_softmax(Y_t.T @ (v / v.norm()), 0)[small.next_token[c]])
+    J = torch.stack(objectives).mean()
+    J.backward()
+    assert J_c == pytest.approx(J.item(), abs=1e-12) and J_s == pytest.approx(J.item(), abs=1e-12)
+    for ours in (dY_c, dY_s):
+        np.testing.assert_allclose(ours, Y_t.grad.numpy(), atol=1e-12)
+    for ours in (dZ_c, dZ_s):
+        np.testing.assert_allclose(ours, Z_t.grad.numpy(), atol=1e-12)
+    np.testing.assert_allclose(dY_c.sum(axis=1), 0, atol=1e-14)
+    np.testing.assert_allclose(dZ_c.sum(axis=1), 0, atol=1e-14)
+
+
+def test_attention_distribution_rows_and_shapes(small):
+    Z = rng(4).normal(size=(small.M, small.M))
+    c_full = ss.attention_distribution(small, Z)
+    c_rows = ss.attention_distribution(small, Z[small.query])
+    np.testing.assert_allclose(c_full, c_rows)
+    np.testing.assert_allclose(c_full.sum(axis=1), 1.0)
+    assert np.all(c_full[small.P == 0] == 0)
+
+
+def test_entropy_is_zero_when_one_distinct_token_dominates(small):
+    Z = np.zeros((small.M, small.M))
+    Z[small.query[0], 19] = Z[small.query[1], 29] = 60.0
+    assert ss.distinct_token_entropy(small, Z) == pytest.approx(0.0, abs=1e-20)
+    assert ss.distinct_token_entropy(small, Z, per_class=True).shape == (2,)
+
+
+# --- training ---------------------------------------------------------------------------------------------
+
+
+def test_train_zero_init_keeps_row_sums_and_is_deterministic(small):
+    first = ss.train_yz(small, eta_Y=1.0, eta_Z=1.0, steps=20, batch_size=32, T=64, seed=5, record_every=5)
+    second = ss.train_yz(small, eta_Y=1.0, eta_Z=1.0, steps=20, batch_size=32, T=64, seed=5, record_every=5)
+    np.testing.assert_array_equal(first.Z, second.Z)
+    assert first.steps.tolist() == [0, 5, 10, 15, 20] and first.Z_query.shape == (5, 2, small.M)
+    np.testing.assert_allclose(first.Y.sum(axis=1), 0, atol=1e-12)
+    np.testing.assert_allclose(first.Z.sum(axis=1), 0, atol=1e-12)
+    assert first.losses[-1] < first.losses[0]
+
+
+def test_sgd_matches_torch_optimiser(small):
+    """Our momentum SGD and Adam follow torch.optim on the same gradients."""
+    generator = rng(6)
+    for kind in ("sgd", "adam"):
+        param = generator.normal(size=(4, 4))
+        grads = generator.normal(size=(5, 4, 4))
+        ours = ss._Optimizer(kind, 0.3, 0.9)
+        theirs_param = torch.tensor(param.copy(), requires_grad=True)
+        optimiser = (torch.optim.SGD([theirs_param], lr=0.3, momentum=0.9) if kind == "sgd"
+                     else torch.optim.Adam([theirs_param], lr=0.3))
+        for grad in grads:
+            ours.step(param, grad)
+            theirs_param.grad = torch.tensor(grad)
+            optimiser.step()
+        np.testing.assert_allclose(param, theirs_param.detach().numpy(), atol=1e-12)
+
+
+def test_count_and_sequence_simulators_agree_in_distribution(small):
+    entropies = {}
+    for simulator in ("counts", "sequences"):
+        entropies[simulator] = [ss.distinct_token_entropy(small, ss.train_yz(
+            small, eta_Y=1.0, eta_Z=1.0, steps=30, batch_size=64, T=32, seed=seed, simulator=simulator).Z)
+            for seed in range(4)]
+    gap = abs(np.mean(entropies["counts"]) - np.mean(entropies["sequences"]))
+    spread = np.std(entropies["counts"] + entropies["sequences"])
+    assert gap < 4 * spread / np.sqrt(4) + 1e-3
+
+
+# --- decoder clock, scan and snap -------------------------------------------------------------------------
+
+
+def test_clock_closed_form_solves_eq45():
+    s = np.geomspace(1e-3, 1e10, 200)
+    for M in (10, 1000, 100000):
+        h = ss.decoder_clock_h(s, M, 0.3)
+        rhs = M * 0.3 * s + 1
+        np.testing.assert_allclose(np.exp(M * h) + (M - 1) * M * h, rhs, rtol=1e-11)
+    assert ss.decoder_clock_h(0.0, 50, 1.0) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_clock_recursion_tracks_decoder_dynamics():
+    w = ss.decoder_row_dynamics(200, 50, 0.7)
+    h = ss.decoder_clock_h_star(200, 50, 0.7)
+    zeta = 50 / 49 * (np.eye(50)[0] - 1 / 50)
+    np.testing.assert_allclose(w, 49 * h[:, None] * zeta[None, :], atol=1e-12)
+
+
+def test_lemma8_and_transition_time():
+    omega0, omega1 = ss.lemma8_omegas(1000)
+    assert omega0 == pytest.approx(2.9e-4, rel=0.01) and omega1 == pytest.approx(0.3198, abs=1e-4)
+    assert ss.transition_time(10, 1000, 1.0) == pytest.approx(2 * 1.3198 * 10 * np.log(1000), rel=1e-4)
+
+
+def test_theorem1_modified_update_matches_E_prime():
+    F = np.zeros((400, 2))
+    F[0] = 0.4
+    F[1:11, 0] = F[11:21, 1] = 1.0
+    F /= np.linalg.norm(F, axis=0)
+    coef, counts = ss.theorem1_coefficients(F, eta_Y=0.5, steps=300, update="modified", generator=rng(0))
+    E_prime = np.eye(2) - np.linalg.inv(F.T @ F)
+    assert counts.sum() == 300
+    # Eq. 88 with the sign of its q_0 term corrected: beta/iota = E'_01/(1 - E'_00) + |q_0|, |q_0| = M/(M-1)^2.
+    predicted = E_prime[0, 1] / (1 - E_prime[0, 0]) + 400 / 399**2
+    assert -coef[0, 1] / coef[0, 0] == pytest.approx(predicted, rel=0.01)
+
+
+def test_population_zdot_signs_and_eq98():
+    P = np.array([[0.3, 0.3, 0.4, 0.0, 0.0], [0.3, 0.0, 0.0, 0.2, 0.5]])
+    zdot, xi = ss.population_zdot(P, np.zeros(5), gamma=2.0, eta_Z=0.5)
+    f = ss.normalised_attention(P, np.zeros(5))
+    assert zdot[0] < 0 and np.all(zdot[1:] > 0) and np.all(xi > 0)
+    np.testing.assert_allclose(zdot[1:3], 0.5 * f[0, 1:3] ** 2 * xi[0], rtol=1e-12)
+    np.testing.assert_allclose(zdot[0], -0.5 * np.sum((1 - f[:, 0] ** 2) * xi), rtol=1e-12)
+
+
+def test_snap_B_matches_ode_and_corrects_constant():
+    t = np.concatenate([[0.0], np.geomspace(1e-2, 1e5, 50)])
+    for C0 in (1.0, 3.0):
+        np.testing.assert_allclose(ss.snap_B_ode(t, 10, 1000, 2.0, 0.5, C0=C0), ss.snap_B(t, 10, 1000, 2.0, 0.5, C0=C0),
+                                   atol=1e-8)
+    assert ss.snap_B(0.0, 10, 1000, 2.0, 0.5, C0=3.0) == 0.0
+
+
+def test_recall_counts_distinct_tokens(small):
+    c = ss.attention_distribution(small, np.zeros((small.M, small.M)))
+    recall = ss.distinct_token_recall(small, c, [0.0, 1.0])
+    np.testing.assert_allclose(recall, [1.0, 0.0])
+
+
+def test_authors_table_shape():
+    assert ss.FIG6_AUTHORS_MEAN.shape == ss.FIG6_AUTHORS_STD.shape == (4, 4, 4)
+    assert ss.FIG6_AUTHORS_MEAN[3, 3, 3] == 1.875 and ss.FIG6_AUTHORS_STD[0, 3, 3] == 0.331
+
+
+# --- bad input --------------------------------------------------------------------------------------------
+
+
+def test_bad_probabilities_raise():
+    with pytest.raises(ValueError, match="P"):
+        ss.make_classes([[0.5, 0.6]], [0], [1])
+    with pytest.raises(ValueError, match="P"):
+        ss.make_classes([[-0.5, 1.5]], [0], [1])
+    with pytest.raises(ValueError, match="next_token"):
+        ss.make_classes([[0.5, 0.5], [0.5, 0.5]], [0, 0], [1, 1])
+    with pytest.raises(ValueError, match="query"):
+        ss.make_classes([[0.5, 0.5]], [5], [1])
+
+
+def test_bad_sampling_arguments_raise(small):
+    with pytest.raises(ValueError, match="T"):
+        ss.sample_counts(small, 4, 1, generator=rng(0))
+    with pytest.raises(ValueError, match="batch_size"):
+        ss.sample_counts(small, 0, 10, generator=rng(0))
+    with pytest.raises(ValueError, match="generator"):
+        ss.sample_counts(small, 4, 10, generator=0)
+    with pytest.raises(ValueError, match="spec"):
+        ss.sample_counts("syn", 4, 10, generator=rng(0))
+    with pytest.raises(ValueError, match="num_last"):
+        ss.syn_medium(0)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"eta_Y": -1.0}, "eta_Y"), ({"eta_Z": -0.1}, "eta_Z"), ({"T": 1}, "T"), ({"steps": 0}, "steps"),
+    ({"optimizer": "rmsprop"}, "optimizer"), ({"momentum": 1.0}, "momentum"), ({"init": "ones"}, "init"),
+    ({"simulator": "x"}, "simulator"), ({"batch_size": 0}, "batch_size"), ({"seed": -1}, "seed"),
+])
+def test_bad_training_arguments_raise(small, kwargs, name):
+    arguments = dict(eta_Y=1.0, eta_Z=1.0, steps=2, batch_size=4, T=8, seed=0) | kwargs
+    with pytest.raises(ValueError, match=name):
+        ss.train_yz(small, **arguments)
+
+
+def test_bad_clock_and_snap_arguments_raise(small):
+    with pytest.raises(ValueError, match="M"):
+        ss.decoder_clock_h(1.0, 1, 0.5)
+    with pytest.raises(ValueError, match="eta_Y"):
+        ss.decoder_clock_h(1.0, 10, -0.5)
+    with pytest.raises(ValueError, match="s"):
+        ss.decoder_clock_h(-1.0, 10, 0.5)
+    with pytest.raises(ValueError, match="eta_Z"):
+        ss.snap_B(1.0, 10, 100, 1.0, -1.0)
+    with pytest.raises(ValueError, match="C0"):
+        ss.snap_B(1.0, 10, 100, 1.0, 1.0, C0=0.0)
+    with pytest.raises(ValueError, match="K"):
+        ss.snap_B(1.0, 0, 100, 1.0, 1.0)
+    with pytest.raises(ValueError, match="Z"):
+        ss.attention_distribution(small, np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="update"):
+        ss.theorem1_coefficients(np.eye(3)[:, :2], eta_Y=0.1, steps=2, update="other", generator=rng(0))
+    with pytest.raises(ValueError, match="ratios"):
+        ss.fig6_sweep((1,), (1.0,), (), (1,))
