@@ -32,6 +32,7 @@
 
 # %%
 import math
+import time
 
 import numpy as np
 import torch
@@ -252,7 +253,7 @@ ax_d.legend()
 ax_s.loglog(gd_rates, list(gd_drift.values()), "o-", label=f"gradient descent (slope {drift_slope:.2f})")
 ax_s.axhline(max(midpoint_drift, 1e-17), color=PALETTE[1], ls=":", label="implicit midpoint, h = 2.5e-3")
 ax_s.set(xlabel="learning rate", ylabel="max_i |D_i(end) - D_i(0)|", title=f"drift at t = {flow_time}")
-ax_s.legend()
+ax_s.legend();
 
 # %% [markdown]
 # What we saw: the loss falls while no $D_i$ moves under the midpoint rule (to ~$10^{-15}$); gradient
@@ -390,14 +391,16 @@ order = np.argsort(scale_x)
 ax_t.loglog(scale_x, hits, "o", label="SGD, measured")
 ax_t.loglog(scale_x[order], np.array([r["ode"] for r in linear.values()])[order], "-", label="law (ODE on the minimum manifold)")
 ax_t.set(xlabel="batch / lr^2", ylabel="steps to within 10 % of d_o/d", title=f"fitted exponent {exponent:.2f}")
-ax_t.legend()
+ax_t.legend();
 
 # %% [markdown]
 # What we saw: every setting settles at $d_o/d = 0.25$ inside the band of Eq. 7, the controls do not move,
 # and the time to balance follows $S/\eta^2$. At the largest temperature SGD balances faster than the
-# on-manifold ODE: the noise also pushes the weights off the minimum, where $C_1$ gains the
-# $(d+1)\Delta\Delta^\top$ term. The late ratio sits slightly above 0.25 and the offset grows with $S$ at
-# fixed $\eta$: the finite-step term of step 4 has coefficient $\eta$, not $T$ (erratum E5).
+# on-manifold ODE (about 30 % at $T = 0.02$, a few % at $T \le 0.005$): the noise also pushes the weights off
+# the minimum, where $C_1$ gains the $(d+1)\Delta\Delta^\top$ term. The late ratio sits slightly above 0.25,
+# and in `default` the offset grows with the batch size at fixed $\eta$ (0.2512, 0.2526, 0.2533 for
+# $S = 1, 2, 4$ at $\eta = 0.01$) while $\eta = 0.005, S = 1$ matches $\eta = 0.01, S = 1$: it tracks $\eta/T = S$,
+# as the finite-step term of step 4 (coefficient $\eta$, not $T$) predicts (erratum E5).
 #
 # ## 5. The attention experiment of App. B.11 (Fig. 6)
 #
@@ -413,11 +416,14 @@ ax_t.legend()
 sgd_batch = by_mode(quick=20, default=20, full=200)
 sgd_steps = by_mode(quick=4_000, default=20_000, full=400_000)
 sgd_lr = 4e-3
+sgd_start = time.perf_counter()
 attention_run = balance.train_attention_sgd(
     balance.init_attention(generator=torch_generator(1), imbalance=2.0), lr=sgd_lr, batch_size=sgd_batch,
     steps=sgd_steps, generator=torch_generator(2), checkpoint_every=sgd_steps // 20,
     g_samples=by_mode(quick=1_000, default=8_000, full=20_000), g_chunk=by_mode(quick=500, default=2_000, full=2_000))
+sgd_seconds = time.perf_counter() - sgd_start
 log_gap = np.log(attention_run["gK"] / attention_run["gQ"])            # (checkpoints, 2, 6)
+print(f"{sgd_seconds:.0f} s including checkpoints: {sgd_steps / sgd_seconds:.0f} SGD steps per second")
 print(f"S = {sgd_batch}, {sgd_steps} steps: loss {attention_run['loss'][:100].mean():.2f} -> "
       f"{attention_run['loss'][-sgd_steps // 20:].mean():.2f}")
 print(f"accumulated float32 error of the one-step identity: {attention_run['identity_residual']:.1e}")
@@ -450,10 +456,11 @@ print(f"mean |log(g_K/g_Q)|: {start_gap:.2f} at the start, {end_gap:.2f} over th
       f"pairs within a factor 2 at the end: {within_2:.2f}")
 check_claim("balance.fig6-approach", end_gap / start_gap, upper=0.8,
             why="a 20 % shrink of the mean log gap is well outside the checkpoint-to-checkpoint scatter (~0.1-0.3 in log)")
-check_claim("balance.fig6-overlap", within_2, upper=0.5,
-            why="what we measured at this budget: at most half of the 12 pairs within a factor 2 (not an overlap)")
+print("log(g_K/g_Q) per pair over the last 3 checkpoints:\n", np.round(log_gap[-3:].mean(axis=0), 2))
+check_claim("balance.fig6-overlap", end_gap, lower=math.log(2),
+            why="what we measured at this budget: the typical pair is still more than a factor 2 apart, not an overlap")
 
-# %% mystnb={"figure": {"caption": "App. B.11 / Fig. 6 at batch 20: the two noise terms of each of the 12 query/key column pairs (g_K solid, g_Q dashed, band: chunk standard error). Layer 2 pairs cross and stay within a small factor; layer 1 keeps g_K > g_Q, and its imbalances keep shrinking at the rate the law predicts (right panel).", "name": "fig-balance-attention"}}
+# %% mystnb={"figure": {"caption": "App. B.11 / Fig. 6 at higher temperature (batch 20 in default mode): the two noise terms of each of the 12 query/key column pairs (g_K solid, g_Q dashed, same colour for one pair; band: standard error over chunks of samples). The gaps shrink from the start but do not close. Right: the imbalances D_i; in layer 1, where g_K stays above g_Q, every D_i keeps falling, as the law says.", "name": "fig-balance-attention"}}
 fig, axes = figure(1, 3, width=12.6)
 steps_ckpt = attention_run["checkpoints"]
 for layer in range(2):
@@ -474,16 +481,19 @@ for index in range(12):
 axes[2].plot([], [], "k-", label="layer 1")
 axes[2].plot([], [], "k--", label="layer 2")
 axes[2].set(xlabel="SGD step", ylabel="D_i = |W_K^i|^2 - |W_Q^i|^2", title=f"measured/law drift {rate_ratio:.2f}")
-axes[2].legend()
+axes[2].legend();
 
 # %% [markdown]
-# What we saw: the law holds where it can be measured. Every $D_i$ moves in the direction of the sign of
-# $g_Q^i - g_K^i$ and at the predicted rate (the ratio is printed above; the spec's prototype found the
-# same heavy-tail bias of the checkpoint estimates). The noise terms approach each other, but at this
-# temperature and length they do not overlap: in layer 1 $g_K^i$ stays several times $g_Q^i$ while the
-# loss keeps falling and the balance point keeps moving. The paper gives neither its number of steps nor
-# its uncertainty bands, so whether Fig. 6's overlap needs $10^5$ or $10^6$ steps at $S = 200$ is left to `full`
-# (400 000 steps at about 15-50 ms per step on two CPU cores: 2-5 hours; not run for this book).
+# What we saw: the law holds where it can be measured. The $D_i$ move in the direction of
+# $g_Q^i - g_K^i$ (the exceptions are pairs near noise balance, whose predicted drift is within the noise of
+# the estimates) and, summed over the pairs, at the predicted rate: the measured drift is somewhat larger than
+# the prediction, as expected from checkpoint estimates of heavy-tailed variances, which are typically low
+# (spec section 5.4). The noise terms approach each other, but at this temperature and length they do not
+# overlap: in layer 1 $g_K^i$ stays several times $g_Q^i$ while the loss keeps falling and the balance point
+# keeps moving. The paper gives neither its number of steps nor its uncertainty bands, so whether Fig. 6's
+# overlap needs $10^5$ or $10^6$ steps at $S = 200$ is left to `full`
+# (400 000 steps at 15-35 ms per step on two CPU cores plus the larger linear and gradient-flow runs: an
+# estimated 3-5 hours; not run for this book).
 #
 # ## 6. Errata and ambiguities
 #

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 import torch
-from torch.func import grad, vmap
+from torch.func import grad, grad_and_value, vmap
 
 from icllib.config import progress
 
@@ -379,8 +379,8 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
         raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     dtype = params["Wq0"].dtype
     half = batch_size // 2
-    p = _leaf(params)
-    D0 = column_imbalance(p).detach()
+    p = {k: v.detach() for k, v in params.items()}
+    D0 = column_imbalance(p)
     out = {"loss": [], "D": [D0], "dD_gd": [], "dD_noise": [], "checkpoints": [], "gK": [], "gQ": [],
            "gK_se": [], "gQ_se": []}
     accumulated = torch.zeros_like(D0, dtype=torch.float64)
@@ -392,7 +392,7 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
             if n < 2:
                 break
             Xg, yg = icl_regression_batch(n, generator=generator, noise_std=noise_std, dtype=dtype)
-            chunks.append(g_terms(per_sample_grads({k_: v.detach() for k_, v in p.items()}, Xg, yg)))
+            chunks.append(g_terms(per_sample_grads(p, Xg, yg)))
         gK = torch.stack([c[0] for c in chunks]).double()
         gQ = torch.stack([c[1] for c in chunks]).double()
         out["checkpoints"].append(k)
@@ -402,32 +402,35 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
         out["gK_se"].append(spread(gK))
         out["gQ_se"].append(spread(gQ))
 
+    def half_batch_loss(params_, X_, y_):
+        return ((attention_forward(params_, X_) - y_) ** 2).mean()
+
+    # both half-batch gradients in one vectorised call: (2, width, width) per weight matrix
+    half_batch_grads = vmap(grad_and_value(half_batch_loss), in_dims=(None, 0, 0))
     for k in progress(range(steps), desc=f"SGD batch={batch_size}"):
         if k % checkpoint_every == 0:
             checkpoint(k)
         X, y = icl_regression_batch(batch_size, generator=generator, noise_std=noise_std, dtype=dtype)
-        loss_a, ga = _full_gradient(p, X[:half], y[:half])
-        loss_b, gb = _full_gradient(p, X[half:], y[half:])
-        g = {name: (ga[name] + gb[name]) / 2 for name in PARAM_NAMES}
+        halves, losses = half_batch_grads(p, X.reshape(2, half, *X.shape[1:]), y.reshape(2, half))
+        ga = {name: g_[0] for name, g_ in halves.items()}
+        gb = {name: g_[1] for name, g_ in halves.items()}
 
         def split(f):
             return lr**2 * torch.stack([f(f"Wk{l}") - f(f"Wq{l}") for l in LAYERS])
 
         gd_part = split(lambda n_: (ga[n_] * gb[n_]).sum(0))
         noise_part = split(lambda n_: ((ga[n_] - gb[n_]) ** 2).sum(0) / 4)
-        with torch.no_grad():
-            p = {name: p[name] - lr * g[name] for name in PARAM_NAMES}
-        p = _leaf(p)
-        out["loss"].append((loss_a + loss_b) / 2)
+        p = {name: p[name] - lr * (ga[name] + gb[name]) / 2 for name in PARAM_NAMES}
+        out["loss"].append(float(losses.mean()))
         out["dD_gd"].append(gd_part)
         out["dD_noise"].append(noise_part)
         accumulated += (gd_part + noise_part).double()
-        out["D"].append(column_imbalance(p).detach())
+        out["D"].append(column_imbalance(p))
     checkpoint(steps)
     result = {key: np.asarray(torch.stack(v).double()) if key in ("D", "dD_gd", "dD_noise", "gK", "gQ", "gK_se", "gQ_se")
               else np.asarray(v) for key, v in out.items()}
     result["identity_residual"] = float((result["D"][-1] - result["D"][0] - accumulated.numpy()).__abs__().max())
-    result["params"] = {k: v.detach() for k, v in p.items()}
+    result["params"] = p
     return result
 
 
