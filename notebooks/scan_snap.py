@@ -538,7 +538,7 @@ for eta_Y in eta_Y_values:
     B_late = 0.25 * np.log(1 + 2 * 10 * 999**2 / 1000**2 * 0.5 / eta_Y * np.log(1000 * eta_Y * t_values / 10) ** 2)
     branch_errors["early"].append(np.abs(B_early - exact)[early].max())
     branch_errors["late"].append(np.abs(B_late - exact)[late].max())
-print({key: round(max(value), 3) for key, value in branch_errors.items()})
+print({key: round(float(max(value)), 3) for key, value in branch_errors.items()})
 check_claim("scan_snap.snap-asymptotics", max(branch_errors["early"] + branch_errors["late"]), upper=0.05,
             why="Eq. 14 drops (1 + o(1)) factors of h; an absolute error of 0.05 in B is 10% in chi = exp(2B)")
 

@@ -1,0 +1,261 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Scan and Snap on real text
+#
+# The previous chapter followed one attention layer through the theory of Tian et al. {cite}`tian2023scan`
+# and their synthetic experiments. Here we ask the paper's last question (Sec. 8, App. G): does a
+# transformer trained on real text show the same behaviour, attention in the first layer becoming sparse
+# and then freezing although the learning rate stays constant, and sparser for larger learning rates? The
+# paper used WikiText-2 and WikiText-103, which our machines cannot download; we use the real Wikipedia
+# sample shipped inside the `gensim` wheel instead (107 articles, a quarter of WikiText-2). On it, at the
+# small scale we can afford, first-layer attention does become sparser, and larger learning rates end sparser;
+# it does **not** freeze within our training budget, and the Y/Z model on text reproduces the $\eta_Z$ trend of
+# Fig. 6 but only weakly its $\eta_Y$ trend. The numbers below come from the run mode printed in the first
+# cell (`default` in the book; `quick` in tests runs the code at toy scale and checks only the corpus).
+
+# %%
+import numpy as np
+import torch
+from scipy.stats import spearmanr
+
+from icllib import scan_snap as ss
+from icllib import text
+from icllib.claims import check_claim
+from icllib.config import by_mode, mode
+from icllib.plotting import PALETTE, figure
+
+torch.set_num_threads(1)
+print("run mode:", mode())
+checked = mode() != "quick"  # the learning-dynamics checks need the default scale (see the cost note below)
+
+# %% [markdown]
+# ## The corpus
+#
+# `icllib.text` reads the shortened English Wikipedia dump of the gensim test data
+# (`enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2`), drops redirects and wiki markup,
+# lower-cases and splits into words, numbers and punctuation (a simplified version of torchtext's
+# `basic_english`), holds out the last 10% of the articles for validation, and keeps the most frequent training
+# types plus `<unk>`. What differs from WikiText-2: about a quarter of the size (566k against 2.09M tokens), a
+# slightly different tokenizer, no WikiText `<unk>` preprocessing, and a smaller vocabulary (WikiText-2 keeps
+# about 33k types; we keep 500-2000 for speed, so 15-25% of the tokens are `<unk>`). The decoder softmax is
+# cheaper and the language model weaker; the first-layer attention we study is affected mostly through the
+# `<unk>` tokens, which act like one very frequent common token.
+
+# %%
+articles = text.wikipedia_sample()
+n_tokens = sum(len(tokens) for _, tokens in articles)
+n_types = len({token for _, tokens in articles for token in tokens})
+print(f"{len(articles)} articles, {n_tokens} tokens, {n_types} types; first titles: {[t for t, _ in articles[:6]]}")
+assert (len(articles), n_tokens, n_types) == (107, 566440, 36681), "the gensim test corpus changed"
+
+vocab_size = by_mode(quick=500, default=2000, full=5000)
+corpus = text.load_corpus(vocab_size)
+train_source = text.batchify(corpus.train, 20)
+valid_source = text.batchify(corpus.valid, 10)
+print(f"vocabulary {corpus.vocab_size}: <unk> rate {corpus.unk_rate('train'):.1%} (train), "
+      f"{corpus.unk_rate('valid'):.1%} (validation); {len(corpus.train)} training tokens, "
+      f"validation articles {corpus.valid_titles[:3]}...")
+
+# %% [markdown]
+# ## Fig. 7: first-layer attention during training at a constant learning rate
+#
+# The model is the one of the authors' Fig. 7 notebook, the PyTorch transformer tutorial: embeddings scaled by
+# $\sqrt d$, sinusoidal positional encoding (so Assumption 1(a) does not hold), one post-LN encoder layer with one
+# head and a causal mask, dropout 0.3, a linear decoder; batches of 20 columns, windows of 35 tokens, plain SGD
+# with learning rate 5 (10 for the feed-forward layer, as in the authors' run), gradient-norm clipping at 0.5,
+# no decay. Every 100 steps we measure the mean entropy of the first layer's attention rows (rows 5 and later)
+# on a fixed validation window. Sizes: $d = 64$, vocabulary 2000, 1000 steps in `default`; $d = 200$,
+# vocabulary 5000, 1500 steps, one and three layers in `full`.
+
+# %%
+d_model = by_mode(quick=32, default=64, full=200)
+lm_steps = by_mode(quick=150, default=1000, full=1500)
+record_every = by_mode(quick=50, default=100, full=100)
+depths = by_mode(quick=(1,), default=(1,), full=(1, 3))
+probe = valid_source[:35].T
+trajectories = {}
+for n_layers in depths:
+    model = ss.make_transformer_lm(corpus.vocab_size, d_model=d_model, d_hidden=d_model, n_layers=n_layers,
+                                   dropout=0.3, seed=0)
+    steps, entropies, _, valid_loss = ss.train_transformer_lm(model, train_source, valid_source[:400], steps=lm_steps,
+                                                              lr=5.0, lr_ffn=10.0, record_every=record_every,
+                                                              probe=probe)
+    trajectories[n_layers] = (steps, entropies, model)
+    print(f"{n_layers} layer(s): entropy {np.round(entropies, 3).tolist()}; validation loss {valid_loss:.3f}")
+
+# %% mystnb={"figure": {"caption": "Fig. 7 on the Wikipedia sample: mean entropy of the first layer's attention rows on a fixed validation window during SGD at a constant learning rate of 5. The entropy falls from its initial value (attention becomes sparser) but keeps drifting down and fluctuating instead of freezing within the budget.", "name": "fig-scan_snap_text-entropy"}}
+fig, ax = figure(1, 1, width=5.5)
+for colour, (n_layers, (steps, entropies, _)) in zip(PALETTE, trajectories.items()):
+    ax.plot(steps, entropies, "o-", color=colour, label=f"{n_layers} layer(s), d = {d_model}")
+ax.set(xlabel="SGD step", ylabel="first-layer attention entropy (nats)", title="constant learning rate 5")
+ax.legend();
+
+# %% mystnb={"figure": {"caption": "First-layer attention maps of the 1-layer model on the validation window (batch element 0) at the end of training: rows are query positions, columns the causal past. Compare the paper's Fig. 7: a few tokens take most of the weight in many rows.", "name": "fig-scan_snap_text-maps"}}
+model = trajectories[1][2]
+model.eval()
+with torch.no_grad():
+    attention_map = model.first_layer_attention(torch.as_tensor(probe[:1]))[0].numpy()
+fig, ax = figure(1, 1, width=4.2, height=4.0)
+ax.imshow(attention_map, cmap="viridis")
+ax.set(xlabel="key position", ylabel="query position", title=f"after {lm_steps} steps")
+ax.grid(False);
+
+# %% [markdown]
+# **Sparser.** The entropy after training, averaged over the last three records, against the initial value.
+# **Frozen?** The paper (line 264) says the first-layer attention "freezes at some point, even if the learning
+# rate remains the same". We compare the drift over the second half of training with the drop over the first
+# tenth; a frozen map would have a ratio near 0 (we take below 0.2 as frozen, the spec's provisional threshold).
+
+# %%
+steps, entropies, _ = trajectories[1]
+late = entropies[-3:].mean()
+tenth = np.searchsorted(steps, lm_steps // 10)
+half = np.searchsorted(steps, lm_steps // 2)
+early_drop = entropies[0] - entropies[tenth]
+late_drift = entropies[half] - entropies[-1]
+print(f"initial {entropies[0]:.3f}, final (mean of last 3) {late:.3f}; drop over the first tenth {early_drop:.3f}, "
+      f"drift over the second half {late_drift:.3f}, ratio {late_drift / early_drop:.2f}")
+if checked:
+    check_claim("scan_snap.text-sparse", entropies[0] - late, lower=0.3,
+                why="0.3 nats is 10% of the initial entropy and above the record-to-record noise (~0.1) of one window")
+    check_claim("scan_snap.text-freeze", late_drift / early_drop, lower=0.2,
+                why="not reproduced: we assert the measured drift, at least 0.2 of the early drop (the spec's "
+                    "threshold for 'frozen'), so the map is still moving at the end of our budget")
+
+# %% [markdown]
+# At our scale the attention is still moving at the end of the budget, so the "freeze" of line 264 is not
+# reproduced here. Two differences may matter: the authors trained a wider model ($d = 200$) on four times more
+# text for 1500 steps (0.5 epoch of WikiText-2, against several epochs of our sample), and our small vocabulary
+# turns a fifth of the tokens into `<unk>`. `full` mode runs the authors' width and length.
+#
+# ## Fig. 10: larger learning rates give sparser attention
+#
+# App. G trains the same 1-layer model with one learning rate $\eta$ for all parameters and reports that the
+# validation attention entropy is lower for larger $\eta$ (Sec. 6: a larger $B_n$ means sparser attention). We
+# train for a fixed number of steps (the paper trains "until convergence") with $\eta \in \{0.5, 1, 2, 5\}$ and
+# average the first-layer attention entropy over the validation windows.
+
+# %%
+lr_values = (0.5, 1.0, 2.0, 5.0)
+lr_steps = by_mode(quick=40, default=250, full=800)
+valid_entropy = {}
+for lr in lr_values:
+    model = ss.make_transformer_lm(corpus.vocab_size, d_model=d_model, d_hidden=d_model, n_layers=1, dropout=0.3,
+                                   seed=0)
+    _, _, valid_entropy[lr], valid_loss = ss.train_transformer_lm(model, train_source, valid_source[:400],
+                                                                  steps=lr_steps, lr=lr, record_every=lr_steps)
+    print(f"eta = {lr}: validation attention entropy {valid_entropy[lr]:.3f}, validation loss {valid_loss:.3f}")
+rho = spearmanr(lr_values, [valid_entropy[lr] for lr in lr_values])[0]
+if checked:
+    check_claim("scan_snap.fig10-lr", rho, upper=-0.8,
+                why="Spearman correlation over 4 learning rates, one seed: -0.8 allows one adjacent inversion")
+
+# %% [markdown]
+# ## The Y/Z model on text: varying $\eta_Y$ and $\eta_Z$ separately
+#
+# In the embedding parameterisation the two rates cannot be set apart (App. G). The Y/Z model can: as a causal
+# language model, position $t$ attends to the positions before it with logits $Z[x_t, x_s]$ (itself excluded,
+# as the query in Eq. 1), the mixture of their one-hot vectors is $\ell_2$-normalised and decoded by $Y^\top$;
+# $Y = Z = 0$ at the start, SGD with separate rates. This is the authors' `decoder_wiki_yz` idea at a small
+# vocabulary. We repeat the two trends of Fig. 6: entropy down with $\eta_Z$ at $\eta_Y/\eta_Z = 2$, and the
+# effect of $\eta_Y/\eta_Z$ at $\eta_Z = 1$.
+
+# %%
+yz_vocab = by_mode(quick=200, default=500, full=1000)
+yz_steps = by_mode(quick=20, default=100, full=400)
+yz_corpus = text.load_corpus(yz_vocab)
+yz_train, yz_valid = text.batchify(yz_corpus.train, 20), text.batchify(yz_corpus.valid, 10)[:400]
+eta_Z_text, ratio_text = (0.5, 1.0, 2.0, 4.0), (1, 2, 5, 10)
+by_eta_Z = [ss.train_yz_text(yz_train, yz_valid, yz_corpus.vocab_size, eta_Y=2 * eta_Z, eta_Z=eta_Z, steps=yz_steps)[0]
+            for eta_Z in eta_Z_text]
+by_ratio = [ss.train_yz_text(yz_train, yz_valid, yz_corpus.vocab_size, eta_Y=ratio, eta_Z=1.0, steps=yz_steps)[0]
+            for ratio in ratio_text]
+print("eta_Y/eta_Z = 2, eta_Z =", eta_Z_text, ": entropy", np.round(by_eta_Z, 4).tolist())
+print("eta_Z = 1, eta_Y/eta_Z =", ratio_text, ": entropy", np.round(by_ratio, 4).tolist())
+if checked:
+    check_claim("scan_snap.text-yz-eta-z", bool(np.all(np.diff(by_eta_Z) < 0)), expected=True)
+    check_claim("scan_snap.text-yz-threshold", float(ratio_text[int(np.argmin(by_ratio))]), lower=5.0,
+                why="not reproduced: we assert the measured position of the minimum, at ratio 5 or above rather than 2")
+
+# %% mystnb={"figure": {"caption": "Real-text versions of the Fig. 6 trends. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with eta_Z (at eta_Y/eta_Z = 2, top axis) and barely moves with eta_Y/eta_Z (at eta_Z = 1, bottom axis).", "name": "fig-scan_snap_text-rates"}}
+fig, (ax_lr, ax_yz) = figure(1, 2)
+ax_lr.plot(lr_values, [valid_entropy[lr] for lr in lr_values], "o-", color=PALETTE[0], label="transformer, unified eta")
+ax_lr.set(xscale="log", xlabel="learning rate eta", ylabel="validation attention entropy (nats)", title="Fig. 10")
+ax_lr.legend()
+ax_yz.plot(ratio_text, by_ratio, "o-", color=PALETTE[1], label="eta_Z = 1, varying eta_Y/eta_Z")
+ax_yz.plot(eta_Z_text, by_eta_Z, "s--", color=PALETTE[2], label="eta_Y/eta_Z = 2, varying eta_Z")
+ax_yz.set(xscale="log", xlabel="eta_Y/eta_Z (circles) or eta_Z (squares)", ylabel="validation attention entropy",
+          title="Y/Z model on text")
+ax_yz.legend();
+
+# %% [markdown]
+# ## What we saw
+#
+# On real Wikipedia text, the first attention layer of a small transformer does become sparser under SGD, and
+# more so for larger learning rates, as Figs. 7 and 10 say. The "freeze at a constant learning rate" is not
+# visible within our budget, and the Y/Z model on text reproduces the $\eta_Z$ trend of Fig. 6 while its
+# dependence on $\eta_Y/\eta_Z$ is weak, with the minimum at a larger ratio than 2. These are small models on a
+# small corpus; they say what happens at this scale and nothing stronger.
+#
+# **Cost.** `quick` (tests) runs every cell at toy scale (vocabulary 500, $d = 32$, 150 steps) and checks only the
+# corpus; `default` takes about 3 minutes on one core; `full` ($d = 200$, vocabulary 5000, 1500 steps, one and
+# three layers, 800 steps per learning rate, Y/Z at vocabulary 1000 for 400 steps) about 40 minutes on one core.
+
+# %% [markdown]
+# ## Exercises
+#
+# ```{exercise}
+# :label: ex-scan_snap_text-unk
+# Rebuild the corpus with vocabularies of 500, 2000 and 10000 and print the `<unk>` rate of each split. Why does
+# a small vocabulary look, to the attention layer, like the "single common token" of Theorem 2(b)?
+# ```
+#
+# ```{solution} ex-scan_snap_text-unk
+# :class: dropdown
+# `text.load_corpus(V).unk_rate("valid")` falls from about a quarter of the tokens at V = 500 to a few percent at
+# V = 10000. `<unk>` then occurs after every query token with a similar probability: it is common to all
+# "classes", so the theory predicts that its attention logit is pushed down (Theorem 2(b)).
+# ```
+#
+# ```{exercise}
+# :label: ex-scan_snap_text-freeze
+# Train the 1-layer model with `lr=5.0` for 3000 steps and plot the entropy. Does the drift over the second half
+# shrink relative to the first tenth? Repeat with a learning rate decayed by 0.95 per 100 steps.
+# ```
+#
+# ```{solution} ex-scan_snap_text-freeze
+# :class: dropdown
+# Call `ss.train_transformer_lm` with `steps=3000` and compare the ratio computed above. With a decaying rate the
+# attention freezes trivially because the updates vanish; the paper's point is that it freezes without decay,
+# through the $\ln t/t$ decay of the back-propagated signal (Sec. 6).
+# ```
+#
+# ```{exercise}
+# :label: ex-scan_snap_text-positions
+# Our transformer has positional encodings, which the theory excludes. Remove them (set `model.positional` to
+# zero) and rerun the Fig. 7 experiment. What changes in the attention maps?
+# ```
+#
+# ```{solution} ex-scan_snap_text-positions
+# :class: dropdown
+# `model.positional.zero_()` after `make_transformer_lm`. Without positions the attention can only use token
+# identities, as in the Y/Z model; the maps lose the diagonal band of attention to the previous few positions
+# that positional encoding allows.
+# ```
+
+# %% [markdown]
+# ```{cite-this-chapter}
+# :paper: tian2023scan
+# ```
