@@ -383,7 +383,7 @@ for index, key in enumerate(("gamma", "beta", "alpha", "loss")):
 left.set(xscale="log", xlabel="N (pairs in context)", ylabel="rescaled time", title="constants of the law")
 right.set(xlabel="N (pairs in context)", ylabel="gradient-flow time", title="emergence and loss-drop times")
 left.legend()
-right.legend()
+right.legend();
 
 # %% [markdown]
 # **The slow manifold.** Proposition 2 ties $\alpha$ to $\beta$ in the middle phase: $\alpha = \beta^2/2$, so
@@ -413,7 +413,7 @@ ax.plot(beta_line, beta_line**2 / 2, "k--", linewidth=1, label=r"$\alpha = \beta
 ax.axhline(0.5, color="grey", linewidth=0.8)
 ax.axvline(0.5, color="grey", linewidth=0.8)
 ax.set(xlabel=r"$\beta$ (second layer)", ylabel=r"$\alpha$ (first layer)")
-ax.legend()
+ax.legend();
 
 # %% [markdown]
 # ## 5. The proof, step by step
@@ -514,7 +514,7 @@ for axis in (left, right):
 left.set(xlabel=r"$t / N^2$", ylabel="loss", title=f"N = {N_show}")
 right.set(xlabel=r"$t / N^2$", ylabel="parameter value", ylim=(0, 3))
 left.legend(loc="lower left")
-right.legend(loc="upper left")
+right.legend(loc="upper left");
 
 # %% [markdown]
 # ## 7. Fig. 5: thresholds 0.1 and gradient descent
@@ -576,7 +576,7 @@ right.semilogy(n, fig5_asymptotics["T_alpha/N^2"] * n**2, "--", color="C0", labe
 right.semilogy(n, T["alpha"], "s-", color="C1", markersize=4, label=r"$T_\alpha$ (Definition 1)")
 right.semilogy(n, asymptotics["T_alpha/N^2"] * n**2, ":", color="C1", label=r"$1.711\,N^2$")
 right.set(xlabel="N (pairs in context)", ylabel="time until ICL", title="quadratic asymptotes")
-right.legend(fontsize=7)
+right.legend(fontsize=7);
 
 # %% [markdown]
 # ## What we saw
