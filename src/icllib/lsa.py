@@ -1,0 +1,785 @@
+"""A single linear self-attention (LSA) layer trained on linear regression prompts.
+
+Zhang, Frei and Bartlett, *Trained Transformers Learn Linear Models In-Context* (JMLR 2024). Equation
+numbers refer to that paper; "spec" refers to the replication spec of the chapter.
+
+The module reads top to bottom in the order of the chapter:
+
+1. covariances and the paper's constants: :func:`make_lambda`, :func:`gamma_matrix`,
+   :func:`global_minimum` (Eq. 4.1);
+2. data and the model: :func:`sample_prompts`, :func:`embed` (Eq. 3.4), :func:`lsa_forward` (Eq. 3.3),
+   :func:`predict` (bottom-right entry, rho = prompt length), :func:`quadratic_form_prediction` (Lemma 5.1),
+   :func:`ols_predict`;
+3. exact population losses: :func:`population_loss` for every parameter (Gaussian moments up to order 6,
+   spec 1.6) and :func:`restricted_loss` / :func:`restricted_gradient` on the invariant set (Eqs. 5.4, 5.5);
+4. training: :func:`assumption33_init` (Eq. 3.10), :func:`gradient_flow` (Eq. 5.4, exact),
+   :func:`gradient_descent` (exact loss, many runs at once), :func:`sgd_full` (Monte Carlo, literal model),
+   :func:`newton_refine`, :func:`pl_constant` (Eq. 5.7);
+5. test-time error: :func:`task_moments`, :func:`prediction_error` (Eq. 4.6), :func:`shift_error`
+   (distribution shifts), :func:`corollary43_thresholds`;
+6. random covariances (Theorem 4.5): :func:`exp1_moments`, :func:`random_cov_flow`.
+
+Array conventions: ``Lam`` is a ``(d, d)`` symmetric positive-definite covariance; parameters ``W_KQ`` and
+``W_PV`` are ``(..., d+1, d+1)``; prompts are ``X (B, M, d)``, ``y (B, M)``, ``x_query (B, d)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from scipy.integrate import solve_ivp
+
+# --------------------------------------------------------------------------------------------------
+# Input validation
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _positive_number(name: str, value, *, allow_zero: bool = False) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number, got {value!r}") from None
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value!r}")
+    return number
+
+
+def _covariance(Lam, name: str = "Lam") -> np.ndarray:
+    """Return ``Lam`` as a float64 array after checking it is square, symmetric and positive definite."""
+    if isinstance(Lam, torch.Tensor):
+        Lam = Lam.detach().cpu().numpy()
+    Lam = np.asarray(Lam, dtype=np.float64)
+    if Lam.ndim != 2 or Lam.shape[0] != Lam.shape[1] or Lam.shape[0] < 1:
+        raise ValueError(f"{name} must be a square (d, d) matrix, got shape {Lam.shape}")
+    if not np.all(np.isfinite(Lam)):
+        raise ValueError(f"{name} must be finite")
+    if not np.allclose(Lam, Lam.T, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(Lam).max())):
+        raise ValueError(f"{name} must be symmetric")
+    if np.linalg.eigvalsh(Lam).min() <= 0:
+        raise ValueError(f"{name} must be positive definite")
+    return Lam
+
+
+def _params(W_KQ, W_PV) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both parameter matrices as float64 tensors of a common shape ``(..., d+1, d+1)`` (autograd kept)."""
+    W_KQ = torch.as_tensor(W_KQ, dtype=torch.float64)
+    W_PV = torch.as_tensor(W_PV, dtype=torch.float64)
+    for name, W in (("W_KQ", W_KQ), ("W_PV", W_PV)):
+        if W.ndim < 2 or W.shape[-1] != W.shape[-2] or W.shape[-1] < 2:
+            raise ValueError(f"{name} must have shape (..., d+1, d+1) with d >= 1, got {tuple(W.shape)}")
+    if W_KQ.shape[-1] != W_PV.shape[-1]:
+        raise ValueError(f"W_KQ and W_PV must have the same size, got {tuple(W_KQ.shape)} and {tuple(W_PV.shape)}")
+    return W_KQ, W_PV
+
+
+def _prompt(X, y, x_query) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    X = torch.as_tensor(X)
+    dtype = X.dtype if X.dtype in (torch.float32, torch.float64) else torch.float64
+    X, y, x_query = (torch.as_tensor(t, dtype=dtype) for t in (X, y, x_query))
+    if X.ndim != 3 or X.shape[1] < 1:
+        raise ValueError(f"X must have shape (B, M, d) with M >= 1, got {tuple(X.shape)}")
+    B, M, d = X.shape
+    if tuple(y.shape) != (B, M):
+        raise ValueError(f"y must have shape (B, M) = {(B, M)}, got {tuple(y.shape)}")
+    if tuple(x_query.shape) != (B, d):
+        raise ValueError(f"x_query must have shape (B, d) = {(B, d)}, got {tuple(x_query.shape)}")
+    return X, y, x_query
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. Covariances and the paper's constants
+
+
+def make_lambda(eigenvalues, *, rotation_seed: int | None = None) -> np.ndarray:
+    """A covariance with the given eigenvalues, rotated by a Haar-random orthogonal matrix if a seed is given.
+
+    A rotated (non-diagonal) Lambda checks that nothing relies on Lambda being diagonal.
+    """
+    eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
+    if eigenvalues.ndim != 1 or eigenvalues.size < 1 or not np.all(np.isfinite(eigenvalues)) or eigenvalues.min() <= 0:
+        raise ValueError(f"eigenvalues must be a non-empty 1-d array of positive numbers, got {eigenvalues!r}")
+    if rotation_seed is None:
+        return np.diag(eigenvalues)
+    if isinstance(rotation_seed, bool) or not isinstance(rotation_seed, (int, np.integer)) or rotation_seed < 0:
+        raise ValueError(f"rotation_seed must be a non-negative integer or None, got {rotation_seed!r}")
+    Q, R = np.linalg.qr(np.random.default_rng(rotation_seed).standard_normal((eigenvalues.size,) * 2))
+    Q = Q * np.sign(np.diag(R))  # sign fix makes Q Haar-distributed
+    Lam = (Q * eigenvalues) @ Q.T
+    return (Lam + Lam.T) / 2
+
+
+def gamma_matrix(Lam, N) -> np.ndarray:
+    """Gamma = (1 + 1/N) Lambda + tr(Lambda)/N I_d (Theorem 4.1)."""
+    Lam = _covariance(Lam)
+    N = _positive_int("N", N)
+    return (1 + 1 / N) * Lam + np.trace(Lam) / N * np.eye(Lam.shape[0])
+
+
+def global_minimum(Lam, N) -> tuple[np.ndarray, np.ndarray]:
+    """The limit (W*_KQ, W*_PV) of Eq. (4.1): tr(Gamma^-2)^(-1/4) [Gamma^-1 0; 0 0] and tr(Gamma^-2)^(1/4) e e^T."""
+    Lam = _covariance(Lam)
+    d = Lam.shape[0]
+    Gi = np.linalg.inv(gamma_matrix(Lam, N))
+    scale = np.trace(Gi @ Gi) ** 0.25
+    W_KQ = np.zeros((d + 1, d + 1))
+    W_KQ[:d, :d] = Gi / scale
+    W_PV = np.zeros((d + 1, d + 1))
+    W_PV[d, d] = scale
+    return W_KQ, W_PV
+
+
+def minimum_loss(Lam, N) -> float:
+    """L* = tr(Lambda)/2 - tr(Lambda^2 Gamma^-1)/2 (Corollary A.2 plus the constant of spec 1.5)."""
+    Lam = _covariance(Lam)
+    return float(0.5 * np.trace(Lam) - 0.5 * np.trace(Lam @ Lam @ np.linalg.inv(gamma_matrix(Lam, N))))
+
+
+# --------------------------------------------------------------------------------------------------
+# 2. Data and the model
+
+
+def sample_prompts(B, M, Lam, generator: torch.Generator, *, w=None, dtype=torch.float64):
+    """Draw ``B`` prompts of length ``M``: x_i, x_query ~ N(0, Lam) and w ~ N(0, I_d) unless ``w`` is given.
+
+    Returns ``(X, w, x_query)`` of shapes (B, M, d), (B, d), (B, d); labels are ``y = X @ w`` (Section 3).
+    A given ``w`` may be (d,) (one task for all prompts) or (B, d).
+    """
+    B, M = _positive_int("B", B), _positive_int("M", M)
+    Lam = _covariance(Lam)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError("generator must be a torch.Generator (icllib.config.torch_generator)")
+    d = Lam.shape[0]
+    L = torch.as_tensor(np.linalg.cholesky(Lam), dtype=dtype)
+    X = torch.randn(B, M, d, generator=generator, dtype=dtype) @ L.T
+    x_query = torch.randn(B, d, generator=generator, dtype=dtype) @ L.T
+    if w is None:
+        w = torch.randn(B, d, generator=generator, dtype=dtype)
+    else:
+        w = torch.as_tensor(w, dtype=dtype)
+        if w.shape not in ((d,), (B, d)):
+            raise ValueError(f"w must have shape (d,) or (B, d), got {tuple(w.shape)}")
+        w = w.expand(B, d).clone()
+    return X, w, x_query
+
+
+def embed(X, y, x_query) -> torch.Tensor:
+    """The embedding E(P) of Eq. (3.4): columns (x_i; y_i) and (x_query; 0), shape (B, d+1, M+1)."""
+    X, y, x_query = _prompt(X, y, x_query)
+    top = torch.cat([X, x_query[:, None, :]], dim=1).transpose(1, 2)
+    bottom = torch.cat([y, torch.zeros_like(y[:, :1])], dim=1)[:, None, :]
+    return torch.cat([top, bottom], dim=1)
+
+
+def lsa_forward(W_KQ, W_PV, E, rho) -> torch.Tensor:
+    """The whole output f_LSA(E) = E + W_PV E (E^T W_KQ E) / rho of Eq. (3.3), shape (B, d+1, M+1)."""
+    W_KQ, W_PV = _params(W_KQ, W_PV)
+    E = torch.as_tensor(E)
+    if E.ndim != 3 or E.shape[1] != W_KQ.shape[-1]:
+        raise ValueError(f"E must have shape (B, d+1, M+1) with d+1 = {W_KQ.shape[-1]}, got {tuple(E.shape)}")
+    rho = _positive_number("rho", rho)
+    W_KQ, W_PV = W_KQ.to(E.dtype), W_PV.to(E.dtype)
+    return E + W_PV @ E @ (E.transpose(1, 2) @ W_KQ @ E) / rho
+
+
+def predict(W_KQ, W_PV, X, y, x_query) -> torch.Tensor:
+    """y-hat_query = [f_LSA(E)]_{d+1, M+1} of Eq. (3.3) with rho = M, the prompt length; shape (B,).
+
+    The entry is evaluated as ``W_PV[d, :] (E E^T / M) W_KQ E[:, M]``, the same product as (3.3) grouped
+    so that no (M+1) x (M+1) matrix is formed (the residual E contributes the query label 0). The paper
+    normalises by rho = N during training and, silently, by M at test time (Eqs. 4.2-4.3).
+    """
+    W_KQ, W_PV = _params(W_KQ, W_PV)
+    X, y, x_query = _prompt(X, y, x_query)
+    if W_KQ.ndim != 2 or W_KQ.shape[-1] != X.shape[2] + 1:
+        raise ValueError(f"W_KQ and W_PV must be (d+1, d+1) with d = {X.shape[2]}, got {tuple(W_KQ.shape)}")
+    W_KQ, W_PV = W_KQ.to(X.dtype), W_PV.to(X.dtype)
+    E = embed(X, y, x_query)
+    S = E @ E.transpose(1, 2) / X.shape[1]  # (B, d+1, d+1)
+    return torch.einsum("i,bij,jk,bk->b", W_PV[-1], S, W_KQ, E[:, :, -1])
+
+
+def quadratic_form_prediction(W_KQ, W_PV, X, y, x_query) -> torch.Tensor:
+    """y-hat = u^T H u of Lemma 5.1, H = X_q (x) (E E^T / M) / 2, u = Vec(U) (column-major); shape (B,).
+
+    U = [[W_KQ_11, w_PV_21], [w_KQ_21^T, w_PV_22]] collects the only entries that enter the prediction.
+    Forms the ((d+1)^2 x (d+1)^2) matrix H per prompt, so it is for checking, not for speed.
+    """
+    W_KQ, W_PV = _params(W_KQ, W_PV)
+    X, y, x_query = _prompt(X, y, x_query)
+    d = X.shape[2]
+    E = embed(X, y, x_query)
+    S = E @ E.transpose(1, 2) / X.shape[1]
+    Xq = torch.zeros(X.shape[0], d + 1, d + 1, dtype=X.dtype)
+    Xq[:, :d, d] = x_query
+    Xq[:, d, :d] = x_query
+    H = 0.5 * torch.einsum("bij,bkl->bikjl", Xq, S).reshape(X.shape[0], (d + 1) ** 2, (d + 1) ** 2)
+    U = torch.cat([W_KQ[:, :d], W_PV[d:, :].T], dim=1).to(X.dtype)  # columns: [W_KQ_{:, :d} | W_PV_{d, :}^T]
+    u = U.T.reshape(-1)  # column-major Vec
+    return torch.einsum("i,bij,j->b", u, H, u)
+
+
+def ols_predict(X, y, x_query) -> torch.Tensor:
+    """Ordinary least squares fitted on each prompt (minimum-norm when M < d), evaluated at the query; (B,)."""
+    X, y, x_query = _prompt(X, y, x_query)
+    w_hat = torch.linalg.pinv(X) @ y[:, :, None]
+    return (x_query[:, None, :] @ w_hat)[:, 0, 0]
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. Exact population losses
+
+
+def population_loss(W_KQ, W_PV, Lam, N) -> torch.Tensor:
+    """Exact population loss (3.8), L = E (y-hat - <w, x_q>)^2 / 2 with w ~ N(0, I), x ~ N(0, Lam), rho = N.
+
+    Valid for all parameters, not only on the invariant set of the paper (spec 1.6, derived for this book
+    by Isserlis' theorem up to sixth order). With p = (v, c) the last row of W_PV, U = W_KQ_11 and
+    u = w_KQ_21, the prediction splits into a part odd in w, w^T Lam-hat A x_q with A = c U + v u^T, and
+    an even part T1 + T2 + T3; the cross term vanishes. The odd part gives Eq. (5.5) with U_11 -> A.
+    Differentiable in torch; accepts a leading batch of parameter pairs and returns one loss per pair.
+    """
+    W_KQ, W_PV = _params(W_KQ, W_PV)
+    Lam = _covariance(Lam)
+    N = _positive_int("N", N)
+    d = Lam.shape[0]
+    if W_KQ.shape[-1] != d + 1:
+        raise ValueError(f"W_KQ and W_PV must be (d+1, d+1) with d = {d}, got {tuple(W_KQ.shape)}")
+    L = torch.as_tensor(Lam)
+    G = torch.as_tensor(gamma_matrix(Lam, N))
+    trL, trL2 = float(np.trace(Lam)), float(np.trace(Lam @ Lam))
+    U, u = W_KQ[..., :d, :d], W_KQ[..., d, :d]
+    v, c = W_PV[..., d, :d], W_PV[..., d, d]
+
+    def quad(a, Mat, b):
+        return torch.einsum("...i,ij,...j->...", a, Mat, b) if Mat.ndim == 2 else torch.einsum(
+            "...i,...ij,...j->...", a, Mat, b)
+
+    A = c[..., None, None] * U + v[..., :, None] * u[..., None, :]
+    odd = 0.5 * (torch.einsum("ij,...jk,kl,...il->...", G @ L, A, L, A)
+                 - 2 * torch.einsum("ij,...ij->...", L @ L, A) + trL)
+
+    Us = (U + U.transpose(-1, -2)) / 2
+    beta = Us @ L
+    tr_beta = torch.einsum("...ii->...", beta)
+    tr_beta2 = torch.einsum("...ij,...ji->...", beta, beta)
+    alpha = torch.einsum("...ji,jk,...k->...i", U, L, v)  # U^T Lam v
+    vLv = quad(v, L, v)
+    LUL = L @ U @ L
+    LUsL = L @ Us @ L
+    ET1 = ((1 + 1 / N) * quad(v, LUL @ U.transpose(-1, -2) @ L, v)
+           + vLv * torch.einsum("...ji,jk,...kl,li->...", U, L, U, L) / N)
+    ET2 = (vLv * (tr_beta**2 + 2 * tr_beta2) + 4 * quad(v, LUsL, v) * tr_beta
+           + 8 * quad(v, LUsL @ Us @ L, v)) / N**2
+    ET3 = c**2 * quad(u, L, u) * ((1 + 2 / N) * trL**2 + (2 + 4 / N) * trL2)
+    ET1T2 = (quad(alpha, L, v) * tr_beta + 2 * quad(alpha, LUsL, v)) / N
+    ET1T3 = c * (trL * quad(v, LUL, u) + 2 / N * quad(v, L @ LUL, u))
+    ET2T3 = c / N * trL * (quad(v, L, u) * tr_beta + 2 * quad(v, LUsL, u))
+    even = 0.5 * (ET1 + ET2 + ET3 + 2 * (ET1T2 + ET1T3 + ET2T3))
+    return odd + even
+
+
+def restricted_loss(U, c, Lam, N) -> float:
+    """Population loss on the invariant set u_12 = u_21 = 0 (Lemma A.1, Eq. 5.5 plus tr(Lambda)/2).
+
+    L(U_11, u_-1) = c^2 tr(Gamma Lam U Lam U^T)/2 - c tr(Lam^2 U^T) + tr(Lam)/2 with c = u_-1 (spec 1.5).
+    """
+    Lam = _covariance(Lam)
+    G = gamma_matrix(Lam, N)
+    U = _square("U", U, Lam.shape[0])
+    return float(0.5 * c**2 * np.trace(G @ Lam @ U @ Lam @ U.T) - c * np.trace(Lam @ Lam @ U.T)
+                 + 0.5 * np.trace(Lam))
+
+
+def restricted_gradient(U, c, Lam, N) -> tuple[np.ndarray, float]:
+    """(dL/dU_11, dL/du_-1); gradient flow dU/dt = -dL/dU is Eq. (5.4) of Lemma 5.2."""
+    Lam = _covariance(Lam)
+    G = gamma_matrix(Lam, N)
+    U = _square("U", U, Lam.shape[0])
+    GL, L2 = G @ Lam, Lam @ Lam
+    dU = c**2 * GL @ U @ Lam - c * L2
+    dc = c * np.trace(GL @ U @ Lam @ U.T) - np.trace(L2 @ U.T)
+    return dU, float(dc)
+
+
+def restricted_hessian(U, c, Lam, N) -> np.ndarray:
+    """Hessian of :func:`restricted_loss` in (Vec U_11, u_-1), shape (d^2+1, d^2+1), by autograd.
+
+    At W* it has one zero eigenvalue (the rescaling U -> U/s, c -> s c); the smallest non-zero one sets
+    the local convergence rate of the flow (the loss gap decays at twice that rate).
+    """
+    Lam = _covariance(Lam)
+    d = Lam.shape[0]
+    U = _square("U", U, d)
+    G, L = torch.as_tensor(gamma_matrix(Lam, N)), torch.as_tensor(Lam)
+
+    def f(z):
+        Uz, cz = z[:-1].reshape(d, d), z[-1]
+        # traces written as sums of entrywise products: forward-mode AD (used by hessian) lacks torch.trace
+        return 0.5 * cz**2 * ((G @ L @ Uz @ L) * Uz).sum() - cz * ((L @ L) * Uz).sum()
+
+    z = torch.as_tensor(np.append(U.ravel(), float(c)))
+    return torch.func.hessian(f)(z).numpy()
+
+
+def _square(name, U, d) -> np.ndarray:
+    U = np.asarray(U, dtype=np.float64)
+    if U.shape != (d, d):
+        raise ValueError(f"{name} must have shape ({d}, {d}), got {U.shape}")
+    return U
+
+
+# --------------------------------------------------------------------------------------------------
+# 4. Training
+
+
+def assumption33_init(d, sigma, seed) -> tuple[np.ndarray, np.ndarray]:
+    """Initialisation (3.10) of Assumption 3.3: W_PV = sigma e e^T, W_KQ = sigma [Theta Theta^T 0; 0 0].
+
+    Theta Theta^T = M M^T / ||M M^T||_F with M a standard Gaussian d x d matrix drawn from ``seed``.
+    """
+    d = _positive_int("d", d)
+    sigma = _positive_number("sigma", sigma)
+    M = np.random.default_rng(_seed(seed)).standard_normal((d, d))
+    TT = M @ M.T / np.linalg.norm(M @ M.T)
+    W_KQ = np.zeros((d + 1, d + 1))
+    W_KQ[:d, :d] = sigma * TT
+    W_PV = np.zeros((d + 1, d + 1))
+    W_PV[d, d] = sigma
+    return W_KQ, W_PV
+
+
+def _seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def gradient_flow(U0, c0, Lam, N, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> dict:
+    """Exact gradient flow (5.4) on the population loss from (U_11, u_-1) = (U0, c0), solved by LSODA.
+
+    Returns ``t`` (n_eval,), ``U`` (n_eval, d, d), ``c`` (n_eval,), ``loss`` (n_eval,) and ``grad_sq``
+    (n_eval,), the squared gradient norm ||dL/dU||_F^2 + (dL/dc)^2 used by the PL inequality (5.8).
+    Time points are log-spaced from 1e-3 to T (and t = 0).
+    """
+    Lam = _covariance(Lam)
+    d = Lam.shape[0]
+    U0 = _square("U0", U0, d)
+    T = _positive_number("T", T)
+    n_eval = _positive_int("n_eval", n_eval)
+
+    def rhs(_, z):
+        dU, dc = restricted_gradient(z[:-1].reshape(d, d), z[-1], Lam, N)
+        return -np.append(dU.ravel(), dc)
+
+    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, T, n_eval - 1)])
+    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", t_eval=t_eval,
+                    rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"gradient flow failed: {sol.message}")
+    U, c = sol.y[:-1].T.reshape(-1, d, d), sol.y[-1]
+    loss = np.array([restricted_loss(Ui, ci, Lam, N) for Ui, ci in zip(U, c)])
+    grads = [restricted_gradient(Ui, ci, Lam, N) for Ui, ci in zip(U, c)]
+    grad_sq = np.array([np.sum(g**2) + gc**2 for g, gc in grads])
+    return {"t": sol.t, "U": U, "c": c, "loss": loss, "grad_sq": grad_sq}
+
+
+def pl_constant(Lam, N, sigma, W_KQ0) -> float:
+    """mu of Lemma 5.4 (Eq. 5.7); ||Lam Theta||_F^2 = tr(Lam U(0) Lam)/sigma from the initial W_KQ_11."""
+    Lam = _covariance(Lam)
+    sigma = _positive_number("sigma", sigma)
+    d = Lam.shape[0]
+    G = gamma_matrix(Lam, N)
+    U0 = _square("W_KQ0[:d, :d]", np.asarray(W_KQ0)[:d, :d], d)
+    LT = np.trace(Lam @ U0 @ Lam) / sigma
+    Gop, Lop = np.linalg.norm(G, 2), np.linalg.norm(Lam, 2)
+    Li = np.linalg.inv(Lam)
+    return float(sigma**2 * LT * (2 - math.sqrt(d) * sigma**2 * Gop)
+                 / (math.sqrt(d) * Lop**2 * np.trace(np.linalg.inv(G) @ Li) * np.trace(Li)))
+
+
+def relevant_mask(d) -> tuple[torch.Tensor, torch.Tensor]:
+    """Boolean masks of the entries that enter y-hat (Eq. 3.6): first d columns of W_KQ, last row of W_PV."""
+    d = _positive_int("d", d)
+    m_KQ = torch.zeros(d + 1, d + 1, dtype=torch.bool)
+    m_KQ[:, :d] = True
+    m_PV = torch.zeros(d + 1, d + 1, dtype=torch.bool)
+    m_PV[d, :] = True
+    return m_KQ, m_PV
+
+
+def gradient_descent(W_KQ, W_PV, Lam, N, *, lr, steps, record_every=100) -> dict:
+    """Plain gradient descent on the exact :func:`population_loss`, for a batch of runs at once.
+
+    ``W_KQ``, ``W_PV``: (R, d+1, d+1), R independent runs (the loss is summed over runs, so each run gets
+    its own gradient). Returns the final parameters, the loss every ``record_every`` steps (n, R) and the
+    conserved-under-flow quantity delta = ||p||^2 - ||Q||_F^2 of spec 1.6 at the end (R,).
+    """
+    from icllib.config import progress
+
+    W_KQ, W_PV = _params(W_KQ, W_PV)
+    if W_KQ.ndim != 3 or W_PV.shape != W_KQ.shape:
+        raise ValueError(f"W_KQ and W_PV must both have shape (R, d+1, d+1), got {tuple(W_KQ.shape)}, {tuple(W_PV.shape)}")
+    lr = _positive_number("lr", lr)
+    steps = _positive_int("steps", steps)
+    record_every = _positive_int("record_every", record_every)
+    W_KQ = W_KQ.detach().clone().requires_grad_(True)
+    W_PV = W_PV.detach().clone().requires_grad_(True)
+    history = []
+    for step in progress(range(steps), desc="gradient descent"):
+        loss = population_loss(W_KQ, W_PV, Lam, N)
+        if step % record_every == 0:
+            history.append(loss.detach().clone())
+        g_KQ, g_PV = torch.autograd.grad(loss.sum(), (W_KQ, W_PV))
+        with torch.no_grad():
+            W_KQ -= lr * g_KQ
+            W_PV -= lr * g_PV
+    with torch.no_grad():
+        final = population_loss(W_KQ, W_PV, Lam, N)
+    d = W_KQ.shape[-1] - 1
+    return {"W_KQ": W_KQ.detach(), "W_PV": W_PV.detach(), "loss": final,
+            "history": torch.stack(history + [final]), "delta": balance_gap(W_KQ.detach(), W_PV.detach())}
+
+
+def full_gradient_flow(W_KQ, W_PV, Lam, N, *, T, n_eval=60, rtol=1e-10, atol=1e-12) -> dict:
+    """Exact gradient flow on :func:`population_loss` over the relevant entries, for R runs at once.
+
+    ``W_KQ``, ``W_PV``: (R, d+1, d+1). The runs are stacked into one ODE (they do not interact) and solved
+    by LSODA, which handles the stiffness that limits plain gradient descent. Returns the final
+    parameters (irrelevant entries zero), the final loss (R,), the loss at ``n_eval`` log-spaced times
+    (n_eval, R) and those times.
+    """
+    W_KQ, W_PV = _params(W_KQ, W_PV)
+    if W_KQ.ndim != 3 or W_PV.shape != W_KQ.shape:
+        raise ValueError(f"W_KQ and W_PV must both have shape (R, d+1, d+1), got {tuple(W_KQ.shape)}, {tuple(W_PV.shape)}")
+    T = _positive_number("T", T)
+    R, d = W_KQ.shape[0], W_KQ.shape[-1] - 1
+    theta0 = _pack(W_KQ.detach(), W_PV.detach())
+    p = theta0.shape[1]
+
+    def total(z):
+        return population_loss(*_unpack(z.reshape(R, p), d), Lam, N).sum()
+
+    def rhs(_, z):
+        theta = torch.as_tensor(z).requires_grad_(True)
+        (g,) = torch.autograd.grad(total(theta), theta)
+        return -g.numpy()
+
+    def jac(_, z):
+        # the runs do not interact, so the Hessian of the summed loss is block diagonal
+        return -torch.autograd.functional.hessian(total, torch.as_tensor(z), vectorize=True).numpy()
+
+    t_eval = np.concatenate([[0.0], np.geomspace(1e-2, T, n_eval - 1)])
+    # BDF with the exact Hessian as Jacobian: the loss is stiff (curvatures from 1e-2 to about 1e2)
+    sol = solve_ivp(rhs, (0.0, T), theta0.reshape(-1).numpy(), method="BDF", jac=jac, t_eval=t_eval,
+                    rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"gradient flow failed: {sol.message}")
+    with torch.no_grad():
+        history = population_loss(*_unpack(torch.as_tensor(sol.y.T).reshape(-1, R, p), d), Lam, N)
+    W_KQ, W_PV = _unpack(torch.as_tensor(sol.y[:, -1]).reshape(R, p), d)
+    return {"W_KQ": W_KQ, "W_PV": W_PV, "loss": history[-1], "history": history, "t": sol.t}
+
+
+def balance_gap(W_KQ, W_PV) -> torch.Tensor:
+    """delta = ||(w_PV_21, w_PV_22)||^2 - ||[W_KQ_11; w_KQ_21^T]||_F^2, conserved by gradient flow (spec 1.6).
+
+    Lemma A.3 is the case delta = 0 (u_-1^2 = ||U_11||_F^2).
+    """
+    W_KQ, W_PV = _params(W_KQ, W_PV)
+    d = W_KQ.shape[-1] - 1
+    return (W_PV[..., d, :] ** 2).sum(-1) - (W_KQ[..., :, :d] ** 2).sum((-1, -2))
+
+
+def _pack(W_KQ, W_PV) -> torch.Tensor:
+    """The relevant entries (Eq. 3.6) of (..., d+1, d+1) parameters as one vector (..., (d+1)(d+1))."""
+    d = W_KQ.shape[-1] - 1
+    batch = W_KQ.shape[:-2]
+    return torch.cat([W_KQ[..., :, :d].reshape(*batch, -1), W_PV[..., d, :]], dim=-1)
+
+
+def _unpack(theta, d):
+    """Inverse of :func:`_pack` for ``theta`` of shape (..., p), irrelevant entries set to zero."""
+    k = (d + 1) * d
+    batch = theta.shape[:-1]
+    W_KQ = torch.cat([theta[..., :k].reshape(*batch, d + 1, d),
+                      torch.zeros(*batch, d + 1, 1, dtype=theta.dtype)], dim=-1)
+    W_PV = torch.cat([torch.zeros(*batch, d, d + 1, dtype=theta.dtype),
+                      theta[..., k:].reshape(*batch, 1, d + 1)], dim=-2)
+    return W_KQ, W_PV
+
+
+def newton_refine(W_KQ, W_PV, Lam, N, *, steps=5) -> dict:
+    """Newton steps (pseudo-inverse Hessian) on the exact loss over the relevant entries, from one point.
+
+    Used to pin a critical point found by gradient descent to machine precision; returns the refined
+    ``W_KQ``, ``W_PV`` (irrelevant entries set to 0), ``loss``, ``grad_norm`` and the Hessian eigenvalues.
+    """
+    W_KQ, W_PV = _params(W_KQ, W_PV)
+    if W_KQ.ndim != 2:
+        raise ValueError(f"W_KQ must be one (d+1, d+1) matrix, got {tuple(W_KQ.shape)}")
+    steps = _positive_int("steps", steps)
+    d = W_KQ.shape[-1] - 1
+
+    def f(theta):
+        return population_loss(*_unpack(theta, d), Lam, N)
+
+    theta = _pack(W_KQ.detach(), W_PV.detach())
+    hessian = torch.autograd.functional.hessian
+    for _ in range(steps):
+        g = torch.autograd.functional.jacobian(f, theta)
+        theta = theta - torch.linalg.pinv(hessian(f, theta), rtol=1e-10, hermitian=True) @ g
+    g = torch.autograd.functional.jacobian(f, theta)
+    H = hessian(f, theta)
+    W_KQ, W_PV = _unpack(theta, d)
+    return {"W_KQ": W_KQ, "W_PV": W_PV, "loss": float(f(theta)), "grad_norm": float(g.norm()),
+            "hessian_eigenvalues": torch.linalg.eigvalsh(H)}
+
+
+def mc_loss_and_gradient(W_KQ, W_PV, Lam, N, *, n, generator, chunk=50_000) -> dict:
+    """Monte-Carlo population loss and gradient through the literal model (:func:`predict`, rho = N).
+
+    Returns the mean loss, its standard error, the mean gradient of the per-prompt loss for both matrices
+    and the per-entry standard errors, from ``n`` fresh prompts (summed in chunks to bound memory).
+    """
+    W_KQ, W_PV = _params(W_KQ, W_PV)
+    n, chunk = _positive_int("n", n), _positive_int("chunk", chunk)
+    s1 = s2 = 0.0
+    g1 = g2 = 0.0
+    done = 0
+    while done < n:
+        b = min(chunk, n - done)
+        X, w, xq = sample_prompts(b, N, Lam, generator)
+        K = W_KQ.detach().expand(b, -1, -1).clone().requires_grad_(True)
+        P = W_PV.detach().expand(b, -1, -1).clone().requires_grad_(True)
+        E = embed(X, (X @ w[:, :, None])[..., 0], xq)
+        S = E @ E.transpose(1, 2) / N
+        yhat = torch.einsum("bi,bij,bjk,bk->b", P[:, -1], S, K, E[:, :, -1])
+        per = 0.5 * (yhat - (w * xq).sum(1)) ** 2
+        gK, gP = torch.autograd.grad(per.sum(), (K, P))
+        g = torch.cat([gK.reshape(b, -1), gP.reshape(b, -1)], 1)
+        s1 += float(per.detach().sum())
+        s2 += float((per.detach() ** 2).sum())
+        g1 = g1 + g.sum(0)
+        g2 = g2 + (g**2).sum(0)
+        done += b
+    mean, gmean = s1 / n, g1 / n
+    se = math.sqrt(max(s2 / n - mean**2, 0.0) / n)
+    gse = ((g2 / n - gmean**2).clamp_min(0) / n).sqrt()
+    k = W_KQ.numel()
+    return {"loss": mean, "loss_se": se, "grad_KQ": gmean[:k].reshape(W_KQ.shape),
+            "grad_PV": gmean[k:].reshape(W_PV.shape), "se_KQ": gse[:k].reshape(W_KQ.shape),
+            "se_PV": gse[k:].reshape(W_PV.shape)}
+
+
+# --------------------------------------------------------------------------------------------------
+# 5. Test-time error
+
+
+def task_moments(task, w, Lam, *, noise=0.0) -> tuple[np.ndarray, np.ndarray, float]:
+    """(a, Sigma, best linear error) of Eq. (4.5) for y = f(z) with z = <w, x>, x ~ N(0, Lam).
+
+    ``task``: ``"linear"`` (y = z + N(0, noise^2)), ``"relu"`` (y = max(z, 0)) or ``"quadratic"``
+    (y = z^2). Derived by writing x = Lam w z / s^2 + x_perp, s^2 = w^T Lam w (spec 3).
+    """
+    Lam = _covariance(Lam)
+    w = np.asarray(w, dtype=np.float64)
+    if w.shape != (Lam.shape[0],):
+        raise ValueError(f"w must have shape ({Lam.shape[0]},), got {w.shape}")
+    noise = _positive_number("noise", noise, allow_zero=True)
+    s2 = float(w @ Lam @ w)
+    Lw = Lam @ w
+    outer = np.outer(Lw, Lw)
+    if task == "linear":
+        return w.copy(), (s2 + noise**2) * Lam + outer, noise**2
+    if noise:
+        raise ValueError("noise is only defined for task='linear'")
+    if task == "relu":
+        return w / 2, 0.75 * outer + 0.5 * s2 * Lam, s2 / 4
+    if task == "quadratic":
+        return np.zeros_like(w), 12 * s2 * outer + 3 * s2**2 * Lam, 3 * s2**2
+    raise ValueError(f"task must be 'linear', 'relu' or 'quadratic', got {task!r}")
+
+
+def prediction_error(Lam, N, M, *, a, Sigma, best=0.0) -> float:
+    """Theorem 4.2, Eq. (4.6): E(y-hat - y)^2 of the trained LSA (trained on length N, tested on length M).
+
+    best + tr(Sigma Gamma^-2 Lam)/M + [||a||^2_{G^-2 L^3} + 2 tr(L) ||a||^2_{G^-2 L^2} + tr(L)^2 ||a||^2_{G^-2 L}]/N^2.
+    ``a``, ``Sigma`` and ``best`` come from :func:`task_moments` (or any distribution's Eq. 4.5 moments).
+    """
+    Lam = _covariance(Lam)
+    M = _positive_int("M", M)
+    Gi = np.linalg.inv(gamma_matrix(Lam, N))
+    a = np.asarray(a, dtype=np.float64)
+    Sigma = np.asarray(Sigma, dtype=np.float64)
+    d = Lam.shape[0]
+    if a.shape != (d,) or Sigma.shape != (d, d):
+        raise ValueError(f"a must be ({d},) and Sigma ({d}, {d}), got {a.shape} and {Sigma.shape}")
+    G2 = Gi @ Gi
+    trL = np.trace(Lam)
+    norm = lambda Mat: float(a @ Mat @ a)  # noqa: E731
+    return float(best + np.trace(Sigma @ G2 @ Lam) / M
+                 + (norm(G2 @ Lam @ Lam @ Lam) + 2 * trL * norm(G2 @ Lam @ Lam) + trL**2 * norm(G2 @ Lam)) / N**2)
+
+
+def shift_error(Lam, N, M, *, Lam_test=None, Lam_query=None, w=None, tau2=None, noise=0.0) -> float:
+    """Exact E(y-hat - <w, x_q>)^2 of the trained LSA under a distribution shift (Section 4.2).
+
+    Training covariance ``Lam`` (length N) fixes Gamma; the test prompt has x_i ~ N(0, Lam_test), an
+    independent query x_q ~ N(0, Lam_query) (both default to ``Lam``) and labels <w, x_i> + N(0, noise^2).
+    Give a fixed task ``w`` (d,) or average over w ~ N(0, tau2 I). With K = Gamma^-1 Lam_test - I:
+    E(w) = (Kw)^T Lam_q (Kw) + tr(G^-1 Lam_q G^-1 [(||w||^2_{Lam_t} + noise^2) Lam_t + Lam_t w w^T Lam_t]) / M.
+    """
+    Lam = _covariance(Lam)
+    Lt = Lam if Lam_test is None else _covariance(Lam_test, "Lam_test")
+    Lq = Lam if Lam_query is None else _covariance(Lam_query, "Lam_query")
+    d = Lam.shape[0]
+    if Lt.shape != (d, d) or Lq.shape != (d, d):
+        raise ValueError(f"Lam_test and Lam_query must be ({d}, {d})")
+    M = _positive_int("M", M)
+    noise = _positive_number("noise", noise, allow_zero=True)
+    if (w is None) == (tau2 is None):
+        raise ValueError("give exactly one of w (a fixed task) and tau2 (w ~ N(0, tau2 I))")
+    Gi = np.linalg.inv(gamma_matrix(Lam, N))
+    K = Gi @ Lt - np.eye(d)
+    GqG = Gi @ Lq @ Gi
+    if w is not None:
+        w = np.asarray(w, dtype=np.float64)
+        if w.shape != (d,):
+            raise ValueError(f"w must have shape ({d},), got {w.shape}")
+        Kw = K @ w
+        cov = (w @ Lt @ w + noise**2) * Lt + np.outer(Lt @ w, Lt @ w)
+        return float(Kw @ Lq @ Kw + np.trace(GqG @ cov) / M)
+    tau2 = _positive_number("tau2", tau2)
+    cov = (tau2 * np.trace(Lt) + noise**2) * Lt + tau2 * Lt @ Lt
+    return float(tau2 * np.trace(K.T @ Lq @ K) + np.trace(GqG @ cov) / M)
+
+
+def _task_labels(task, z, noise, generator):
+    if task == "linear":
+        return z + noise * torch.randn(z.shape, generator=generator, dtype=z.dtype) if noise else z
+    if task == "relu":
+        return z.clamp_min(0)
+    return z**2
+
+
+def mc_prediction_error(W_KQ, W_PV, *, M, n, generator, Lam_test, Lam_query=None, task="linear", w=None,
+                        tau2=1.0, noise=0.0, query="independent", ols=True, chunk=20_000) -> dict:
+    """Monte-Carlo error E(y-hat - y_q)^2 of the LSA (:func:`predict`, rho = M) and of OLS on the same prompts.
+
+    Prompts: x_i ~ N(0, Lam_test); labels y = f(<w, x>) (+ N(0, noise^2) for ``task="linear"``, on the
+    query label too); ``w`` fixed (d,) or w ~ N(0, tau2 I). ``query``: ``"independent"`` (x_q ~
+    N(0, Lam_query)), ``"first"`` (x_q = x_1, a dependent query) or ``"orthogonal"`` (x_q ~ N(0, Lam_query)
+    projected onto the orthogonal complement of span{x_i}; needs M < d). Returns the mean squared errors
+    with standard errors, E y_q^2, and max |y-hat| of the LSA (OLS entries are NaN when ``ols=False``).
+    """
+    M, n, chunk = _positive_int("M", M), _positive_int("n", n), _positive_int("chunk", chunk)
+    Lt = _covariance(Lam_test, "Lam_test")
+    Lq = Lt if Lam_query is None else _covariance(Lam_query, "Lam_query")
+    d = Lt.shape[0]
+    if task not in ("linear", "relu", "quadratic"):
+        raise ValueError(f"task must be 'linear', 'relu' or 'quadratic', got {task!r}")
+    if query not in ("independent", "first", "orthogonal"):
+        raise ValueError(f"query must be 'independent', 'first' or 'orthogonal', got {query!r}")
+    if query == "orthogonal" and M >= d:
+        raise ValueError(f"query='orthogonal' needs M < d (the x_i span R^d otherwise), got M={M}, d={d}")
+    noise = _positive_number("noise", noise, allow_zero=True)
+    Lq_chol = torch.as_tensor(np.linalg.cholesky(Lq))
+    sums = np.zeros(6)  # lsa, lsa^2, ols, ols^2, y^2
+    max_abs = 0.0
+    done = 0
+    while done < n:
+        b = min(chunk, n - done)
+        if w is None:
+            X, wb, _ = sample_prompts(b, M, Lt, generator)
+            wb = wb * math.sqrt(_positive_number("tau2", tau2))
+        else:
+            X, wb, _ = sample_prompts(b, M, Lt, generator, w=w)
+        xq = torch.randn(b, d, generator=generator, dtype=torch.float64) @ Lq_chol.T
+        if query == "first":
+            xq = X[:, 0].clone()
+        elif query == "orthogonal":
+            Qb, _ = torch.linalg.qr(X.transpose(1, 2))  # (b, d, M): orthonormal basis of span{x_i}
+            xq = xq - (Qb @ (Qb.transpose(1, 2) @ xq[:, :, None]))[..., 0]
+        y = _task_labels(task, (X @ wb[:, :, None])[..., 0], noise, generator)
+        yq = _task_labels(task, (xq * wb).sum(1), noise, generator)
+        lsa_pred = predict(W_KQ, W_PV, X, y, xq)
+        e_lsa = (lsa_pred - yq) ** 2
+        e_ols = (ols_predict(X, y, xq) - yq) ** 2 if ols else torch.full_like(e_lsa, float("nan"))
+        sums += [float(e_lsa.sum()), float((e_lsa**2).sum()), float(e_ols.sum()), float((e_ols**2).sum()),
+                 float((yq**2).sum()), 0.0]
+        max_abs = max(max_abs, float(lsa_pred.abs().max()))
+        done += b
+    mean = sums / n
+
+    def se(m1, m2):
+        return math.sqrt(max(m2 - m1**2, 0.0) / n)
+
+    return {"lsa": mean[0], "lsa_se": se(mean[0], mean[1]), "ols": mean[2], "ols_se": se(mean[2], mean[3]),
+            "y2": mean[4], "max_abs_lsa": max_abs}
+
+
+def corollary43_thresholds(Lam, eps) -> dict:
+    """Sample sizes of Corollary 4.3 for target error ``eps``, as printed and corrected.
+
+    Printed: M >= 2 (d+1) tr(Lam) / eps and N >= sqrt(2 (1+2d) tr(Lam) + d^2 kappa) eps^(-1/2).
+    Corrected (the bound tr(Lam^-1) tr(Lam)^2 <= d^2 kappa tr(Lam), and eps/2 for the whole N-term):
+    N >= sqrt(2 tr(Lam) (1 + 2d + d^2 kappa) / eps). All rounded up to integers.
+    """
+    Lam = _covariance(Lam)
+    eps = _positive_number("eps", eps)
+    d = Lam.shape[0]
+    ev = np.linalg.eigvalsh(Lam)
+    kappa, trL = ev.max() / ev.min(), ev.sum()
+    return {"M": math.ceil(2 * (d + 1) * trL / eps - 1e-9),
+            "N_paper": math.ceil(math.sqrt(2 * (1 + 2 * d) * trL + d**2 * kappa) / math.sqrt(eps) - 1e-9),
+            "N_corrected": math.ceil(math.sqrt(2 * trL * (1 + 2 * d + d**2 * kappa) / eps) - 1e-9)}
+
+
+# --------------------------------------------------------------------------------------------------
+# 6. Random covariances (Theorem 4.5)
+
+
+def exp1_moments(d, N) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(gamma, xi, zeta) of Eq. (C.3) for Lambda_tau = diag(lambda_i), lambda_i iid Exponential(1).
+
+    With E lambda^k = k!: gamma_i = 6 + (2d+10)/N, xi_i = 2, zeta_ij = 2 + (d+4)/N (i != j).
+    """
+    d, N = _positive_int("d", d), _positive_int("N", N)
+    gamma = np.full(d, 6 + (2 * d + 10) / N)
+    xi = np.full(d, 2.0)
+    zeta = np.full((d, d), 2 + (d + 4) / N)
+    np.fill_diagonal(zeta, gamma)
+    return gamma, xi, zeta
+
+
+def random_cov_flow(U0, c0, gamma, xi, zeta, *, T, rtol=1e-11, atol=1e-13) -> dict:
+    """Gradient flow (C.4) on l_rdm of (C.5): sum_ij zeta_ij c^2 u_ij^2 / 2 - sum_i xi_i u_ii c.
+
+    ``zeta`` carries gamma on its diagonal (as returned by :func:`exp1_moments`). Returns the final
+    ``U``, ``c`` and the balance gap c^2 - ||U||_F^2 at the end.
+    """
+    gamma, xi, zeta = (np.asarray(t, dtype=np.float64) for t in (gamma, xi, zeta))
+    d = gamma.size
+    if xi.shape != (d,) or zeta.shape != (d, d) or not np.allclose(np.diag(zeta), gamma):
+        raise ValueError("gamma and xi must be (d,) and zeta (d, d) with gamma on its diagonal")
+    U0 = _square("U0", U0, d)
+    T = _positive_number("T", T)
+
+    def rhs(_, z):
+        U, c = z[:-1].reshape(d, d), z[-1]
+        dU = c**2 * zeta * U - c * np.diag(xi)
+        dc = c * np.sum(zeta * U**2) - np.sum(xi * np.diag(U))
+        return -np.append(dU.ravel(), dc)
+
+    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"gradient flow failed: {sol.message}")
+    U, c = sol.y[:-1, -1].reshape(d, d), sol.y[-1, -1]
+    return {"U": U, "c": float(c), "balance": float(c**2 - np.sum(U**2))}
