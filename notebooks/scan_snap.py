@@ -26,7 +26,8 @@
 # against the authors' released numbers). The algebra holds, with one wrong constant (erratum E1) and one
 # overstated remark (the plain-gradient version of Theorem 1, erratum E2); the experiments reproduce,
 # except that the "threshold $\eta_Y/\eta_Z \approx 2$" of Fig. 6 holds only for $K \ge 6$ (erratum E21).
-# The numbers on this page come from the run mode printed below (`default` in the book: the full 640-run
+# The real-text experiments of the paper (Figs. 7 and 10) follow in the next chapter, *Scan and Snap on real
+# text*. The numbers on this page come from the run mode printed below (`default` in the book: the full 640-run
 # Fig. 6 sweep; `quick` in tests: a reduced sweep).
 
 # %%

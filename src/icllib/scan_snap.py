@@ -81,7 +81,7 @@ class SequenceClasses:
 
     @property
     def omega_size(self) -> np.ndarray:
-        """|Omega(l)|: the number of classes in which token l can appear."""
+        """``|Omega(l)|``: the number of classes in which token l can appear."""
         return (self.P > 0).sum(axis=0)
 
     @property
@@ -394,7 +394,7 @@ def train_yz(spec: SequenceClasses, *, eta_Y: float, eta_Z: float, steps: int, b
 
 
 def attention_distribution(spec: SequenceClasses, Z) -> np.ndarray:
-    """c_n of Eq. 5 for every class: c_{l|n} = P(l|n) exp(z_{psi(n) l}) / sum_l' P(l'|n) exp(z_{psi(n) l'}).
+    """c_n of Eq. 5 for every class: ``c_{l|n} = P(l|n) exp(z_{psi(n) l}) / sum_l' P(l'|n) exp(z_{psi(n) l'})``.
 
     ``Z`` is the full (M, M) matrix or the (K, M) stack of its query rows (as :class:`TrainResult` records);
     returns a (K, M) array whose rows sum to 1 (the long-sequence limit of X^T b_T, Lemma 2).
