@@ -262,9 +262,9 @@ print({key: round(value, 4) for key, value in slopes.items()})
 check_claim("induction_emergence.t-gamma-linear", slopes["gamma"], expected=1.0, atol=0.01,
             why="T_gamma/N converges like 1/N with constant 0.02: slope error < 0.001; 0.01 is a clear margin")
 check_claim("induction_emergence.t-beta-quadratic", slopes["beta"], expected=2.0, atol=0.02,
-            why="the 0.8/N correction of T/N^2 lowers the fitted slope by about 0.8/64 = 0.013 at N = 32..128")
+            why="the 0.8/N correction of T/N^2 lowers the fitted slope by about 0.8/N_mid, 0.013 for N_mid = 64")
 check_claim("induction_emergence.t-alpha-quadratic", slopes["alpha"], expected=2.0, atol=0.02,
-            why="the 0.7/N correction of T/N^2 lowers the fitted slope by about 0.7/64 = 0.011 at N = 32..128")
+            why="the 0.7/N correction of T/N^2 lowers the fitted slope by about 0.7/N_mid, 0.011 for N_mid = 64")
 
 # %% [markdown]
 # The orders come with constants, which the paper does not give. They follow from reducing the flow phase by
@@ -317,7 +317,7 @@ check_claim("induction_emergence.t-alpha-quadratic", slopes["alpha"], expected=2
 # ```{prf:proof}
 # The loss can fall below its averaging value $1 - s^2/(s^2+F) \approx 1 - 1/(2N)$ by a fixed amount only when
 # $s = \Theta(N)$, i.e. $x \approx \ln N$. Along the reduced flow $x \approx \beta e^{\beta^2/2}/(2N)$ is still
-# $O(N^{-1/2})$ at $e^{\beta^2/2} = \sqrt N$, reached at $\tau^\ast - O(N^{-1/2})$: so
+# $O(\sqrt{\ln N / N})$ at $e^{\beta^2/2} = \sqrt N$, reached at $\tau^\ast - O(N^{-1/2})$: so
 # $\liminf T_L/N^2 \ge \tau^\ast$. From there $\dot\beta \ge s e^\alpha/(2N^2)$ keeps growing and
 # $\beta$, $x$ run off in $o(N^2)$ time, so $\limsup T_L/N^2 \le \tau^\ast$. The leading correction comes from
 # $s - 1 \approx \beta e^{\alpha}/(2N)$, which speeds up $d\beta/d\tau$ by the factor $s$: integrating
@@ -606,8 +606,9 @@ right.legend(fontsize=7);
 #
 # All claims and errata of this chapter are in the {doc}`claims ledger </book/claims>` and on the
 # {doc}`errata page </book/errata>`. **Run modes.** `quick` uses $N \le 128$ (flow) and $N \le 32$ (gradient
-# descent); `default` $N \le 512$ and $N \le 128$; `full` $N \le 4096$ and $N \le 512$ (about 40 s more than
-# `default`, dominated by gradient descent at $N = 512$, which takes $6 \cdot 10^5$ steps).
+# descent); `default` $N \le 512$ and $N \le 128$; `full` $N \le 4096$ and $N \le 512$. Measured on the shared
+# 2-core machine: `quick` about 20 s, `default` about 30 s, `full` 59 s of CPU (2.3 min wall), most of it gradient
+# descent at $N = 512$, which needs $6 \cdot 10^5$ steps.
 #
 # ## Exercises
 #
@@ -664,11 +665,11 @@ right.legend(fontsize=7);
 # ```{solution} ex-induction-lr
 # :class: dropdown
 # Near $\alpha = \beta = 0$, $\gamma_{k+1} - 1 = (1 - \eta/N)(\gamma_k - 1)$, which converges iff $|1 - \eta/N| < 1$,
-# i.e. $\eta < 2N$. Near the boundary the linear criterion is not the whole story: with $\eta = 100$,
-# `gradient_descent_times([47, 48, 49, 50, 51, 52], 100.0)` flags 47, 48, 50 and 52 as diverged but not 49 and 51,
-# since with $\eta/N \approx 2$ the coupling to $\beta$ decides. From $N = 64$ on ($\eta/N \le 1.6$) the runs reach
-# the thresholds; later, when $s$ grows, $\partial^2_\gamma\mathcal L = 2(s^2+F)/r^2$ tends to 2 and a step of 100
-# is unstable again (at $N = 64$, $\gamma$ exceeds 50 by step 107).
+# i.e. $\eta < 2N$. With $\eta = 100$, `gradient_descent_times([45, 46, 47, 48, 49, 50], 100.0)` flags
+# $N \le 48$ as diverged. At $N = 49$ the factor is $-1.04$: the oscillation of $\gamma$ grows so slowly that the
+# thresholds are reached first (a run stops there). The stability is only provisional: after the loss drop $s$
+# grows and $\partial^2_\gamma\mathcal L = 2(s^2+F)/r^2$ tends to 2, so a step of 100 is unstable for every $N$
+# (with thresholds of 1000, the run at $N = 512$ blows up at step 6553).
 # ```
 #
 # ```{cite-this-chapter}

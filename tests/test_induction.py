@@ -168,6 +168,14 @@ def test_gradient_descent_follows_the_flow_and_diverges_with_a_large_step():
     assert diverged.tolist() == [True, False]
 
 
+def test_gradient_descent_stops_each_run_at_its_thresholds():
+    # N = 512 reaches the thresholds with eta = 100 but would blow up later (after the loss drop); it must
+    # not be flagged because the run for N = 2048 takes longer (about 36 000 steps).
+    steps, diverged = ih.gradient_descent_times([512, 2048], 100.0)
+    assert diverged.tolist() == [False, False]
+    assert np.all(np.isfinite(steps))
+
+
 def test_emergence_asymptotics_values():
     limits = ih.emergence_asymptotics()
     assert limits["T_gamma/N"] == pytest.approx(math.log(2), abs=1e-15)

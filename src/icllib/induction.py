@@ -507,8 +507,9 @@ def gradient_descent_times(Ns, eta: float, thresholds=(0.1, 0.1, 0.5), max_steps
     The discrete counterpart of App. F (orthonormal inputs and q = N make the loss data-independent, so
     the batch size plays no role). Returns ``(steps, diverged)``: ``steps`` has shape ``(len(Ns), 3)`` with
     the first step count at which alpha, beta, gamma reach their thresholds (``inf`` if never), and
-    ``diverged`` flags runs whose parameters left ``[-1e6, 1e6]`` or became non-finite. Multiply the steps
-    by ``eta`` to compare with gradient-flow time.
+    ``diverged`` flags runs whose parameters left ``[-1e6, 1e6]`` or became non-finite before reaching all
+    three thresholds. A run stops once it has reached them all (later steps are not examined). Multiply the
+    steps by ``eta`` to compare with gradient-flow time.
     """
     N = _check_N_array(Ns)
     if N.ndim != 1 or N.size == 0:
@@ -519,15 +520,18 @@ def gradient_descent_times(Ns, eta: float, thresholds=(0.1, 0.1, 0.5), max_steps
     theta = np.zeros((3, N.size))
     steps = np.full((3, N.size), np.inf)
     diverged = np.zeros(N.size, dtype=bool)
+    active = np.ones(N.size, dtype=bool)
     with np.errstate(over="ignore", invalid="ignore"):
         for step in range(1, max_steps + 1):
-            theta = theta - eta * np.stack(three_param_grad(theta[0], theta[1], theta[2], N))
-            bad = ~np.all(np.isfinite(theta) & (np.abs(theta) <= 1e6), axis=0)
+            update = eta * np.stack(three_param_grad(theta[0], theta[1], theta[2], N))
+            theta = np.where(active, theta - update, theta)        # finished or diverged runs stay frozen
+            bad = active & ~np.all(np.isfinite(theta) & (np.abs(theta) <= 1e6), axis=0)
             diverged |= bad
-            theta[:, bad] = 0.0                                     # frozen: flagged, never counted again
-            reached = (theta >= limits) & np.isinf(steps) & ~diverged
+            theta[:, bad] = 0.0
+            reached = (theta >= limits) & np.isinf(steps) & active & ~bad
             steps[reached] = step
-            if np.all(diverged | np.all(np.isfinite(steps), axis=0)):
+            active &= ~bad & ~np.all(np.isfinite(steps), axis=0)
+            if not active.any():
                 break
     return steps.T, diverged
 
