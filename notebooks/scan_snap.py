@@ -842,6 +842,7 @@ for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), sweep.num_last_value
     ax.set(xscale="log", xticks=ratio_values, xticklabels=[str(r) for r in ratio_values], xlabel="eta_Y / eta_Z",
            title=f"K = {2 * num_last} (M = {ss.syn_medium(num_last).M})")
 np.atleast_1d(axes)[0].set_ylabel("entropy of c_n on distinct tokens")
+np.atleast_1d(axes)[0].plot([], [], "o", mfc="none", color="grey", label="authors' released mean")
 np.atleast_1d(axes)[0].legend();
 
 # %% [markdown]

@@ -108,9 +108,10 @@ model.eval()
 with torch.no_grad():
     attention_map = model.first_layer_attention(torch.as_tensor(probe[:1]))[0].numpy()
 fig, ax = figure(1, 1, width=4.2, height=4.0)
-ax.imshow(attention_map, cmap="viridis")
+image = ax.imshow(attention_map, cmap="viridis")
 ax.set(xlabel="key position", ylabel="query position", title=f"after {lm_steps} steps")
-ax.grid(False);
+ax.grid(False)
+fig.colorbar(image, ax=ax, label="attention weight");
 
 # %% [markdown]
 # **Sparser.** The entropy after training, averaged over the last three records, against the initial value.
@@ -250,9 +251,10 @@ ax_yz.legend();
 #
 # ```{solution} ex-scan_snap_text-positions
 # :class: dropdown
-# `model.positional.zero_()` after `make_transformer_lm`. Without positions the attention can only use token
-# identities, as in the Y/Z model; the maps lose the diagonal band of attention to the previous few positions
-# that positional encoding allows.
+# `model.positional.zero_()` after `make_transformer_lm`. Without positions the attention logit of a key depends
+# only on the two tokens, as in the Y/Z model: in every row, repeated occurrences of a token get the same weight,
+# and the model can no longer prefer the most recent words. Compare the maps and the entropy trajectory with the
+# ones above.
 # ```
 
 # %% [markdown]
