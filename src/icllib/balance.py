@@ -2,9 +2,9 @@
 
 Theorem B.3 (= Theorem 3.1, Eq. 108) of the paper: if the per-sample loss obeys
 ``l(u, w, v, x) = l(lambda u, w / lambda, v, x)`` for every ``lambda > 0``, then under the SGD-as-SDE model
-``d theta = -grad L dt + sqrt(T C) dW`` with ``T = lr / batch``,
+``d theta = -grad L dt + sqrt(T C) dW`` with ``T = lr / batch``::
 
-    d/dt (|u|^2 - |w|^2) = -T (u^T C1 u - w^T C2 w),
+    d/dt (|u|^2 - |w|^2) = -T (u^T C1 u - w^T C2 w)
 
 and the two quadratic forms are gradient noises *crossed over*: ``u^T C1 u = tr Cov[grad_w l]`` and
 ``w^T C2 w = tr Cov[grad_u l]``. Eq. 7 (= Eq. 112) bounds the stationary ``|u|^2 / |w|^2`` with the extreme
