@@ -94,7 +94,7 @@ check_claim("lsa.eq36", max(err_junk, err_predict), upper=1e-10,
 # and at a generic point. The tolerance is a z-score: four standard errors of the Monte-Carlo mean.
 
 # %%
-n_mc = by_mode(quick=100_000, default=1_000_000, full=4_000_000)
+n_mc = by_mode(quick=50_000, default=400_000, full=4_000_000)
 U_test = W_KQ_star[:d, :d] * 1.3
 inv_KQ, inv_PV = junk_KQ.copy(), junk_PV.copy()
 inv_KQ[:, :d] = 0
@@ -210,6 +210,37 @@ ax_bal.legend()
 # the balance picks the point $W^*$ on that line).
 
 # %% [markdown]
+# ## Finite steps: the same function, another point of the minimum manifold
+#
+# Theorem 4.1 is about gradient flow; the paper leaves finite step sizes open (line 414). The loss only
+# depends on the product $cU$ ($c=u_{-1}$), so the global minima form the curve $cU=\Gamma^{-1}$; the flow
+# picks the point with $c^2=\|U\|_F^2$ because it conserves the imbalance $\delta=c^2-\|U\|_F^2$. A gradient
+# step changes it by exactly $\eta^2\big((\partial_cL)^2-\|\partial_UL\|_F^2\big)$, so gradient descent ends at the
+# point of the curve with the accumulated $\delta$: $c^2=\frac12(\delta+\sqrt{\delta^2+4\|\Gamma^{-1}\|_F^2})$. We run
+# exact gradient descent (no sampling noise) from the same start as above.
+
+# %%
+Gi = np.linalg.inv(lsa.gamma_matrix(Lam, N))
+K0, P0 = lsa.assumption33_init(d, 0.5 * sigma_max4, seed=7)
+gd_rows = []
+for lr, n_steps in [(0.01, 16000), (0.05, 4000), (0.2, 8000)]:
+    gd = lsa.restricted_gd(K0[:d, :d], P0[d, d], Lam, N, lr=lr, steps=n_steps)
+    _, c_pred = lsa.manifold_point(Lam, N, gd["delta_predicted"])
+    gd_rows.append((lr, gd, c_pred))
+    print(f"lr {lr:4}: gap {gd['loss'] - lsa.minimum_loss(Lam, N):.1e}, |cU - Gamma^-1| {np.abs(gd['c'] * gd['U'] - Gi).max():.1e}, "
+          f"c = {gd['c']:.6f} (flow: {W_PV_star[d, d]:.6f}), predicted from delta: {c_pred:.6f}")
+lr_big, gd_big, c_big = gd_rows[-1]
+check_claim("lsa.finite-step", abs(gd_big["c"] - c_big), upper=1e-6,
+            why="the run has converged (gap at round-off); the prediction is exact, so the difference is the remaining distance to the manifold")
+assert np.abs(gd_big["c"] * gd_big["U"] - Gi).max() < 1e-6 and abs(gd_big["c"] - W_PV_star[d, d]) > 0.5
+
+# %% [markdown]
+# **What we saw.** Every step size reaches a global minimum with $cU=\Gamma^{-1}$, i.e. the same trained
+# predictor, but the individual matrices depend on the step size: at $\eta=0.2$ the value $c$ is about half
+# the flow's, exactly where the accumulated imbalance puts it. Statements about $W^*$ itself (rather than
+# about the function it computes) are statements about gradient flow only.
+
+# %% [markdown]
 # ## Beyond the paper: the initialisation matters
 #
 # Theorem 4.1 claims a *global* minimum of (3.8), but its proof minimises only on the invariant set.
@@ -259,7 +290,7 @@ spurious = lsa.newton_refine(flow_aniso["W_KQ"][first], flow_aniso["W_PV"][first
 eig = spurious["hessian_eigenvalues"].numpy()
 spur_gap = spurious["loss"] - lsa.minimum_loss(Lam, N)
 mc_spur = lsa.mc_loss_and_gradient(spurious["W_KQ"], spurious["W_PV"], Lam, N,
-                                   n=by_mode(quick=100_000, default=400_000, full=2_000_000), generator=torch_generator(4))
+                                   n=by_mode(quick=50_000, default=200_000, full=2_000_000), generator=torch_generator(4))
 z_loss = (mc_spur["loss"] - spurious["loss"]) / mc_spur["loss_se"]
 z_grad = torch.cat([(mc_spur["grad_KQ"] / mc_spur["se_KQ"])[mask_KQ], (mc_spur["grad_PV"] / mc_spur["se_PV"])[mask_PV]])
 print(f"loss gap {spur_gap:.5f}, gradient norm {spurious['grad_norm']:.1e}, Hessian eigenvalues "
@@ -313,7 +344,7 @@ print(f"max |y-hat(W*) - Eq. (4.3)| = {err_43:.1e}")
 check_claim("lsa.eq43", err_43, upper=1e-12, why="float64 round-off of two groupings of the same product")
 
 w_task = np.array([1.029, 1.642, 1.147, -0.973])
-n_task = by_mode(quick=20_000, default=200_000, full=1_000_000)
+n_task = by_mode(quick=10_000, default=100_000, full=1_000_000)
 tasks = [("linear", 0.0), ("linear", 0.5), ("relu", 0.0), ("quadratic", 0.0)]
 Ms = [5, 20, 100]
 rows_42 = []
@@ -362,7 +393,7 @@ ax.legend()
 # %%
 N_s, M_s = 20, 40
 K_s, P_s = lsa.global_minimum(Lam, N_s)
-n_shift = by_mode(quick=20_000, default=200_000, full=1_000_000)
+n_shift = by_mode(quick=10_000, default=100_000, full=1_000_000)
 scenarios = [
     ("baseline", {}, {}),
     ("task: label noise σ = 1", {"noise": 1.0}, {"noise": 1.0}),
@@ -452,6 +483,73 @@ ax.legend()
 # %% [markdown]
 # (The dashed lines use the finite-$N$ slope $c^2\,{\rm tr}(\Gamma^{-1}\Lambda)/d$, slightly below $c^2$.)
 #
+# ## Theorem 4.5: random covariances and the factor 1/3
+#
+# If every training prompt draws its own $\Lambda_\tau={\rm diag}(\lambda_{\tau,1},\ldots,\lambda_{\tau,d})$, the flow
+# converges (Theorem 4.5) to (4.11): $W^{KQ}_{11}\propto D:=[\mathbb E\Lambda_\tau^2][\mathbb E\Gamma_\tau\Lambda_\tau^2]^{-1}$
+# with $u_{-1}=\|D\|_F^{1/2}$. For $\lambda_i\sim{\rm Exp}(1)$ the moments (C.3) are exact:
+# $\gamma_i=6+\frac{2d+10}N$, $\xi_i=2$, $\zeta_{ij}=2+\frac{d+4}N$, so $D=\frac{2}{6+(2d+10)/N}I$. The paper then
+# says $\mathbb E\hat y\to\frac13\langle w,x_q\rangle$ as $M,N\to\infty$ (line 316). Three remarks, each checked below:
+# (C.15) prints the limit of $u_{-1}$ as $[\sum_i\xi_i/\gamma_i]^{1/4}$ instead of $[\sum_i\xi_i^2/\gamma_i^2]^{1/4}$
+# (as in (C.17) and (4.11)); since $\mathbb E[\hat\Lambda_M\mid\Lambda_{\rm new}]=\Lambda_{\rm new}$, only $N\to\infty$ is needed;
+# and the $\frac13$ holds for a query drawn independently of $\Lambda_{\rm new}$. Under the training-like joint
+# sampling $x_q\sim\mathcal N(0,\Lambda_{\rm new})$ the regression slope of $\hat y$ on $y=\langle w,x_q\rangle$ is
+# $\mathbb E[\lambda^2]/\mathbb E[\lambda]\cdot D_{ii}=\frac23$.
+
+# %%
+d7, N7, M7 = 3, 20, 20
+gamma7, xi7, zeta7 = lsa.exp1_moments(d7, N7)
+K7, P7 = lsa.assumption33_init(d7, 0.16, seed=2)
+flow7 = lsa.random_cov_flow(K7[:d7, :d7], P7[d7, d7], gamma7, xi7, zeta7, T=3000)
+D7 = xi7 / gamma7
+U_411, c_411 = np.diag(D7) / np.linalg.norm(D7) ** 0.5, np.linalg.norm(D7) ** 0.5
+c_printed = np.sum(xi7 / gamma7) ** 0.25
+err_411 = max(np.abs(flow7["U"] - U_411).max() / np.abs(U_411).max(), abs(flow7["c"] - c_411) / c_411)
+print(f"flow of (C.4): relative distance to (4.11) {err_411:.1e}, balance {flow7['balance']:.1e}; "
+      f"u_-1 = {flow7['c']:.6f}, (4.11) gives {c_411:.6f}, (C.15) as printed gives {c_printed:.6f}")
+check_claim("lsa.thm45-limit", err_411, upper=1e-8, why="LSODA at rtol 1e-11 to T = 3000, far past the slowest time scale")
+check_claim("lsa.c15", abs(c_printed - flow7["c"]), lower=0.1,
+            why="the printed limit must be refuted by a margin far above the solver error (1e-8); it is off by about 0.25")
+
+# %%
+def weights(D_diag):
+    """(4.11) as full matrices for a diagonal D."""
+    K = np.zeros((len(D_diag) + 1,) * 2)
+    P = np.zeros_like(K)
+    K[:-1, :-1] = np.diag(D_diag) / np.linalg.norm(D_diag) ** 0.5
+    P[-1, -1] = np.linalg.norm(D_diag) ** 0.5
+    return K, P
+
+
+n7 = by_mode(quick=10_000, default=100_000, full=1_000_000)
+w_fix, xq_fix = np.array([1.0, 1.0, 1.0]), np.array([1.0, 0.5, 1.0])
+third_rows = []
+for label, D_diag in [(f"N = {N7}", D7), ("N = infinity", np.full(d7, 1 / 3))]:
+    K_t, P_t = weights(D_diag)
+    X7, w7, q7, _ = lsa.sample_random_cov_prompts(n7, M7, d7, torch_generator(70), w=w_fix, x_query=xq_fix)
+    ratio = (lsa.predict(K_t, P_t, X7, (X7 @ w7[:, :, None])[..., 0], q7) / float(w_fix @ xq_fix)).numpy()
+    X7, w7, q7, _ = lsa.sample_random_cov_prompts(n7, M7, d7, torch_generator(71))
+    y7 = (w7 * q7).sum(1)
+    joint = (lsa.predict(K_t, P_t, X7, (X7 @ w7[:, :, None])[..., 0], q7) * y7).numpy() / d7  # E y^2 = E tr(Lambda) = d
+    third_rows.append((label, D_diag[0], ratio.mean(), ratio.std() / np.sqrt(n7), joint.mean(), joint.std() / np.sqrt(n7)))
+print(f"{'training':14s} {'D_ii':>7s} {'E y-hat/<w,x_q> (x_q fixed)':>30s} {'slope under joint sampling':>28s} {'2 D_ii':>7s}")
+for label, Dii, r_mean, r_se, j_mean, j_se in third_rows:
+    print(f"{label:14s} {Dii:7.4f} {r_mean:21.4f} ± {r_se:.4f} {j_mean:19.4f} ± {j_se:.4f} {2 * Dii:7.4f}")
+z_third = [(r_mean - Dii) / r_se for _, Dii, r_mean, r_se, _, _ in third_rows]
+z_joint = [(j_mean - 2 * Dii) / j_se for _, Dii, _, _, j_mean, j_se in third_rows]
+check_claim("lsa.one-third", float(np.abs(z_third).max()), upper=4.0,
+            why=f"z-scores of {n7}-prompt means against D_ii (0.294 at N = 20, 1/3 at N = infinity), with M = 20 only")
+check_claim("lsa.one-third-joint", float(np.abs(z_joint).max()), upper=4.0,
+            why=f"z-scores of {n7}-prompt means against 2 D_ii; the paper's 1/3 is then 7 or more standard errors away")
+assert all(abs(j_mean - 1 / 3) > 7 * j_se for *_, j_mean, j_se in third_rows)
+
+# %% [markdown]
+# **What we saw.** The flow lands on (4.11); the printed (C.15) would give $u_{-1}\approx0.97$ instead of
+# $0.71$. With the query independent of the prompt's covariance, $\mathbb E\hat y/\langle w,x_q\rangle$ equals
+# $D_{ii}$ already at $M=20$: $0.294$ for $N=20$ and $\frac13$ for $N\to\infty$. With the query drawn from
+# the prompt's own covariance, the slope doubles to $\frac23$, because large-variance prompts have both
+# large $\hat\Lambda$ and large queries.
+#
 # ## Corollary 4.3: an audit
 #
 # Averaging the noiseless error over $w\sim\mathcal N(0,I)$, the paper bounds it by
@@ -483,7 +581,7 @@ worst_fixed = max(at_fixed / eps for _, eps, _, _, at_fixed in audit)
 name_v, Lam_v, eps_v = cases[3]
 th_v = lsa.corollary43_thresholds(Lam_v, eps_v)
 K_v, P_v = lsa.global_minimum(Lam_v, th_v["N_paper"])
-mc_v = lsa.mc_prediction_error(K_v, P_v, M=th_v["M"], n=by_mode(quick=1_000, default=4_000, full=20_000),
+mc_v = lsa.mc_prediction_error(K_v, P_v, M=th_v["M"], n=by_mode(quick=500, default=2_000, full=20_000),
                                generator=torch_generator(11), Lam_test=Lam_v, ols=False, chunk=500)
 z_v = (mc_v["lsa"] - eps_v) / mc_v["lsa_se"]
 print(f"exact {audit[3][3]:.5f}, Monte Carlo {mc_v['lsa']:.5f} ± {mc_v['lsa_se']:.5f}: {z_v:.1f} standard errors above eps")

@@ -390,6 +390,35 @@ def gradient_flow(U0, c0, Lam, N, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> d
     return {"t": sol.t, "U": U, "c": c, "loss": loss, "grad_sq": grad_sq}
 
 
+def restricted_gd(U0, c0, Lam, N, *, lr, steps) -> dict:
+    """Plain gradient descent with step ``lr`` on the invariant-set loss (5.5), exact gradients (no noise).
+
+    Returns the final ``U``, ``c``, ``loss`` and the imbalance ``delta`` = c^2 - ||U||_F^2 with its
+    prediction ``delta_predicted`` = delta_0 + lr^2 sum_k ((dL/dc)^2 - ||dL/dU||_F^2), the exact per-step
+    change for a loss whose prediction is bilinear in (U, c) (spec 1.6, consequence 3).
+    """
+    Lam = _covariance(Lam)
+    U = _square("U0", U0, Lam.shape[0]).copy()
+    c = float(c0)
+    lr = _positive_number("lr", lr)
+    steps = _positive_int("steps", steps)
+    drift = 0.0
+    delta0 = c**2 - float(np.sum(U**2))
+    for _ in range(steps):
+        dU, dc = restricted_gradient(U, c, Lam, N)
+        drift += dc**2 - float(np.sum(dU**2))
+        U, c = U - lr * dU, c - lr * dc
+    return {"U": U, "c": c, "loss": restricted_loss(U, c, Lam, N), "delta": c**2 - float(np.sum(U**2)),
+            "delta_predicted": delta0 + lr**2 * drift}
+
+
+def manifold_point(Lam, N, delta) -> tuple[np.ndarray, float]:
+    """The global minimum (U, c) with imbalance c^2 - ||U||_F^2 = delta: c^2 = (delta + sqrt(delta^2 + 4||G^-1||^2))/2."""
+    Gi = np.linalg.inv(gamma_matrix(Lam, N))
+    c = math.sqrt((delta + math.sqrt(delta**2 + 4 * np.sum(Gi**2))) / 2)
+    return Gi / c, c
+
+
 def pl_constant(Lam, N, sigma, W_KQ0) -> float:
     """mu of Lemma 5.4 (Eq. 5.7); ||Lam Theta||_F^2 = tr(Lam U(0) Lam)/sigma from the initial W_KQ_11."""
     Lam = _covariance(Lam)
@@ -485,6 +514,42 @@ def full_gradient_flow(W_KQ, W_PV, Lam, N, *, T, n_eval=60, rtol=1e-10, atol=1e-
         history = population_loss(*_unpack(torch.as_tensor(sol.y.T).reshape(-1, R, p), d), Lam, N)
     W_KQ, W_PV = _unpack(torch.as_tensor(sol.y[:, -1]).reshape(R, p), d)
     return {"W_KQ": W_KQ, "W_PV": W_PV, "loss": history[-1], "history": history, "t": sol.t}
+
+
+def sgd_full(W_KQ, W_PV, Lam, N, *, lr, batch, steps, generator, dtype=torch.float32) -> dict:
+    """Monte-Carlo SGD on the empirical risk (3.7) over the full (d+1) x (d+1) matrices, fresh prompts each step.
+
+    The prediction is the literal bottom-right entry of (3.3) with rho = N, grouped as in :func:`predict`.
+    The step size is ``lr`` for the first half and decays as lr (steps/2)/k in the second half, which
+    averages out the gradient noise. Returns the final float64 parameters.
+    """
+    from icllib.config import progress
+
+    W_KQ, W_PV = _params(W_KQ, W_PV)
+    lr = _positive_number("lr", lr)
+    batch, steps = _positive_int("batch", batch), _positive_int("steps", steps)
+    Lam = _covariance(Lam)
+    N = _positive_int("N", N)
+    chol = torch.as_tensor(np.linalg.cholesky(Lam), dtype=dtype)
+    d = Lam.shape[0]
+    K = W_KQ.detach().to(dtype).clone().requires_grad_(True)
+    P = W_PV.detach().to(dtype).clone().requires_grad_(True)
+    for k in progress(range(steps), desc="SGD"):
+        X = torch.randn(batch, N, d, generator=generator, dtype=dtype) @ chol.T
+        xq = torch.randn(batch, d, generator=generator, dtype=dtype) @ chol.T
+        w = torch.randn(batch, d, generator=generator, dtype=dtype)
+        y = (X @ w[:, :, None])[..., 0]
+        E = torch.cat([torch.cat([X, xq[:, None, :]], 1).transpose(1, 2),
+                       torch.cat([y, torch.zeros_like(y[:, :1])], 1)[:, None, :]], 1)
+        S = E @ E.transpose(1, 2) / N
+        yhat = torch.einsum("i,bij,jk,bk->b", P[-1], S, K, E[:, :, -1])
+        loss = 0.5 * ((yhat - (w * xq).sum(1)) ** 2).mean()
+        g_K, g_P = torch.autograd.grad(loss, (K, P))
+        step = lr if k < steps // 2 else lr * (steps / 2) / k
+        with torch.no_grad():
+            K -= step * g_K
+            P -= step * g_P
+    return {"W_KQ": K.detach().double(), "W_PV": P.detach().double()}
 
 
 def balance_gap(W_KQ, W_PV) -> torch.Tensor:
@@ -744,6 +809,29 @@ def corollary43_thresholds(Lam, eps) -> dict:
 
 # --------------------------------------------------------------------------------------------------
 # 6. Random covariances (Theorem 4.5)
+
+
+def sample_random_cov_prompts(B, M, d, generator: torch.Generator, *, w=None, x_query=None):
+    """Prompts of Theorem 4.5: Lambda = diag(lambda), lambda_i iid Exponential(1) per prompt, x_i ~ N(0, Lambda).
+
+    ``w`` and ``x_query`` may be fixed (d,) vectors; otherwise w ~ N(0, I) and x_query ~ N(0, Lambda) (the
+    joint sampling of training). Returns ``(X, w, x_query, lam)`` of shapes (B, M, d), (B, d), (B, d), (B, d).
+    """
+    B, M, d = _positive_int("B", B), _positive_int("M", M), _positive_int("d", d)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError("generator must be a torch.Generator (icllib.config.torch_generator)")
+    # inverse-CDF sampling keeps everything on the one torch generator
+    lam = -torch.log1p(-torch.rand(B, d, generator=generator, dtype=torch.float64))
+    X = torch.randn(B, M, d, generator=generator, dtype=torch.float64) * lam.sqrt()[:, None, :]
+    if x_query is None:
+        x_query = torch.randn(B, d, generator=generator, dtype=torch.float64) * lam.sqrt()
+    else:
+        x_query = torch.as_tensor(x_query, dtype=torch.float64).expand(B, d).clone()
+    w = torch.randn(B, d, generator=generator, dtype=torch.float64) if w is None else (
+        torch.as_tensor(w, dtype=torch.float64).expand(B, d).clone())
+    if x_query.shape != (B, d) or w.shape != (B, d):
+        raise ValueError(f"w and x_query must have shape ({d},)")
+    return X, w, x_query, lam
 
 
 def exp1_moments(d, N) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
