@@ -34,7 +34,7 @@ import math
 import numpy as np
 import sympy as sp
 import torch
-from IPython.display import Markdown, display
+from IPython.display import HTML, display
 
 from icllib import induction as ih
 from icllib.claims import check_claim
@@ -53,6 +53,15 @@ MODEL_SIZES = by_mode(quick=[(1, 2), (2, 4), (3, 6), (4, 8), (8, 16)],
 BOUND_N_VALUES = by_mode(quick=[4, 16, 64], default=[4, 16, 64, 256], full=[4, 16, 64, 256, 1024])
 N_MAX = N_VALUES[-1]
 print(f"mode = {mode()}, N up to {N_MAX}")
+
+
+def show_table(header, rows):
+    """Display a table as HTML (the book renders notebook Markdown outputs as CommonMark, without tables)."""
+    def cells(tag, values):
+        return "".join(f"<{tag}>{value}</{tag}>" for value in values)
+
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
+    display(HTML(f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"))
 
 # %% [markdown]
 # ## 1. From the network to three numbers
@@ -215,12 +224,10 @@ check_claim("induction_emergence.initial-velocity", initial_ok, expected=True)
 times = {N: ih.crossing_times(N) for N in progress(N_VALUES, desc="flow")}
 T = {key: np.array([times[N][key] for N in N_VALUES]) for key in ("gamma", "beta", "alpha", "loss")}
 n = np.array(N_VALUES, dtype=float)
-rows = ["| N | T_γ | T_β | T_α | T_L | T_γ/N | T_β/N² | T_α/N² | T_L/N² |", "|---:" * 9 + "|"]
-for i, N in enumerate(N_VALUES):
-    rows.append(f"| {N} | {T['gamma'][i]:.4g} | {T['beta'][i]:.6g} | {T['alpha'][i]:.6g} | {T['loss'][i]:.6g} "
-                f"| {T['gamma'][i] / N:.4f} | {T['beta'][i] / N**2:.4f} | {T['alpha'][i] / N**2:.4f} "
-                f"| {T['loss'][i] / N**2:.4f} |")
-display(Markdown("\n".join(rows)))
+show_table(["N", "T_γ", "T_β", "T_α", "T_L", "T_γ/N", "T_β/N²", "T_α/N²", "T_L/N²"],
+           [[N, f"{T['gamma'][i]:.4g}", f"{T['beta'][i]:.6g}", f"{T['alpha'][i]:.6g}", f"{T['loss'][i]:.6g}",
+             f"{T['gamma'][i] / N:.4f}", f"{T['beta'][i] / N**2:.4f}", f"{T['alpha'][i] / N**2:.4f}",
+             f"{T['loss'][i] / N**2:.4f}"] for i, N in enumerate(N_VALUES)])
 
 # %% [markdown]
 # Theorem 2 says the parameters *always* emerge in the order $T_\gamma < T_\beta < T_\alpha$, but B.6.2 proves it only
@@ -382,7 +389,7 @@ for index, key in enumerate(("gamma", "beta", "alpha", "loss")):
     right.loglog(n, T[key], "o-", color=colour, label=labels[key].replace("/N^2", "").replace("/N", ""))
 left.set(xscale="log", xlabel="N (pairs in context)", ylabel="rescaled time", title="constants of the law")
 right.set(xlabel="N (pairs in context)", ylabel="gradient-flow time", title="emergence and loss-drop times")
-left.legend()
+left.legend(loc="center right")
 right.legend();
 
 # %% [markdown]
@@ -436,8 +443,7 @@ paper_bound = {  # quantity: (the paper's statement, "lower" or "upper" bound or
     "betadot/(3sqrt(e)/(4N^2)) max phase3": ("< 1 (B.8.2)", "upper", 1.0),
     "beta(T_alpha)": ("< 5.45 (B.8.2)", "upper", 5.45),
 }
-rows = ["| quantity | paper | " + " | ".join(f"N = {N}" for N in BOUND_N_VALUES) + " | margin |",
-        "|---|---|" + "---:|" * (len(BOUND_N_VALUES) + 1)]
+rows = []
 for key, (statement, kind, value) in paper_bound.items():
     measured = [bounds[N][key] for N in BOUND_N_VALUES]
     if kind is None:
@@ -446,8 +452,8 @@ for key, (statement, kind, value) in paper_bound.items():
         margin = min(measured) - value if kind == "lower" else value - max(measured)
         # N gammadot = 1 exactly at t = 0: a margin of one rounding error is shown as 0
         margin_text = f"{0.0 if abs(margin) < 1e-12 else margin:.3g}"
-    rows.append(f"| {key} | {statement} | " + " | ".join(f"{m:.4g}" for m in measured) + f" | {margin_text} |")
-display(Markdown("\n".join(rows)))
+    rows.append([key, statement] + [f"{m:.4g}" for m in measured] + [margin_text])
+show_table(["quantity", "paper"] + [f"N = {N}" for N in BOUND_N_VALUES] + ["margin"], rows)
 
 
 # %%
