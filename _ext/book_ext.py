@@ -91,7 +91,7 @@ class ErrataList(SphinxDirective):
                     "",
                     f"- **The paper says:** {erratum.says}",
                     f"- **Correction:** {erratum.correction}",
-                    f"- **Evidence:** {erratum.evidence} (chapter {{doc}}`/{erratum.page}`)",
+                    f"- **Evidence:** {erratum.evidence} ({self._chapter_link(erratum)})",
                     "",
                 ]
         if not lines:
@@ -99,6 +99,13 @@ class ErrataList(SphinxDirective):
         container = nodes.container()
         self.state.nested_parse(self._as_string_list(lines), self.content_offset, container)
         return container.children
+
+    def _chapter_link(self, erratum) -> str:
+        """A link to the chapter, or its title alone when a partial build leaves that chapter out."""
+        title = claims_module.registry().chapters[erratum.chapter]["title"]
+        if erratum.page in self.env.found_docs:
+            return f"chapter {{doc}}`{title} </{erratum.page}>`"
+        return f"chapter *{title}*"
 
     def _as_string_list(self, lines):
         from docutils.statemachine import StringList
