@@ -10,7 +10,10 @@ Read top to bottom:
    gradient flow of App. B.5;
 4. the integration of that flow from zero (emergence times, loss-drop time, the bounds of the proof in
    App. B.6-B.8) and its discrete counterpart, gradient descent on (alpha, beta, gamma) as in App. F;
-5. the large-N limits of the emergence times, derived in the chapter ``induction_emergence``.
+5. the large-N limits of the emergence times, derived in the chapter ``induction_emergence``;
+6. the 19-dimensional subspace of Theorem 1 (chapter ``induction_subspace``): the basis of Eqs. 6-8, the
+   projection onto it, the group of data rotations of App. A.5 and its action on weights, a finite set of
+   rotations that averages exactly like the Haar measure, and SGD from zero as in App. C-D.
 
 Conventions. Row vectors (App. A.3): row ``i`` of ``X`` is token ``i``; ``S = X W X^T`` holds the score of
 query row ``i`` on key row ``j``. The loss is ``||y - z||^2`` summed over coordinates, as in the paper.
@@ -27,6 +30,8 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 from scipy.special import erf, expit
+
+from icllib.config import progress
 
 # ---------------------------------------------------------------------------------------------------
 # Input validation
@@ -189,12 +194,13 @@ def causal_softmax(S: torch.Tensor, *, strict: bool = True) -> torch.Tensor:
     return weights / torch.where(total > 0, total, torch.ones_like(total))
 
 
-def disentangled_forward(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor, *,
-                         strict: bool = True) -> torch.Tensor:
-    """The two-layer disentangled transformer of Eq. 1 (as restated in App. B.2); returns ``z``.
+def disentangled_states(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor, *,
+                        strict: bool = True) -> dict[str, torch.Tensor]:
+    """Every activation of Eq. 1 (App. B.2 names): ``T``, ``U = H_1``, ``Q``, ``V = H_2`` and the read-out ``z``.
 
-    ``X`` is ``(..., 2N+1, 2D)``; ``W1`` is ``2D x 2D``, ``W2`` is ``4D x 4D``, ``W3`` is ``8D x D``. Only the
-    query row ``2N+1`` is read out (Sec. 3.2), so ``z`` has shape ``(..., D)``.
+    ``X`` is ``(..., 2N+1, 2D)``; ``W1`` is ``2D x 2D``, ``W2`` is ``4D x 4D``, ``W3`` is ``8D x D``; ``U`` is
+    ``(..., 2N+1, 4D)``, ``V`` is ``(..., 2N+1, 8D)``. Only the query row ``2N+1`` is read out (Sec. 3.2), so
+    ``z`` has shape ``(..., D)``. Eq. 1 writes ``H_2 = [U | ...]``; the ``U`` there is ``H_1``.
     """
     if not isinstance(X, torch.Tensor) or X.ndim < 2 or X.shape[-1] % 2:
         raise ValueError(f"X must be a tensor (..., 2N+1, 2D), got {getattr(X, 'shape', X)!r}")
@@ -206,7 +212,16 @@ def disentangled_forward(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3
     U = torch.cat([X, T @ X], dim=-1)                     # H_1 = [X | sigma(X W1 X^T) X]
     Q = causal_softmax(U @ W2 @ U.transpose(-1, -2), strict=strict)
     V = torch.cat([U, Q @ U], dim=-1)                     # H_2 = [H_1 | sigma(H_1 W2 H_1^T) H_1]
-    return V[..., -1, :] @ W3                             # z = (H_2 W3) at the query row
+    return {"T": T, "U": U, "Q": Q, "V": V, "z": V[..., -1, :] @ W3}  # z = (H_2 W3) at the query row
+
+
+def disentangled_forward(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor, *,
+                         strict: bool = True) -> torch.Tensor:
+    """The two-layer disentangled transformer of Eq. 1 (as restated in App. B.2); returns ``z`` (..., D).
+
+    Shapes and the mask as in :func:`disentangled_states`.
+    """
+    return disentangled_states(X, W1, W2, W3, strict=strict)["z"]
 
 
 def structured_weights(alphas, betas, gammas, D: int):
@@ -563,3 +578,264 @@ def emergence_asymptotics(thresholds=(0.5, 0.5, 0.5), level: float = 0.5) -> dic
         "T_alpha/N^2": root * float(erf(math.sqrt(c_alpha))),
         "loss_drop/N^2": root,
     }
+
+
+# ---------------------------------------------------------------------------------------------------
+# 6. The 19-dimensional subspace (Theorem 1, App. A), used by the chapter ``induction_subspace``
+#
+# A triple (W1, W2, W3) is flattened to one vector of R^{28 D^2} (Sec. 4). The 19 basis triples B_k place an
+# I or an M in one D x D block (Eqs. 6-8); they are Frobenius-orthogonal with ||B_k||_F^2 = D (<I, M> = tr M
+# = 0), so the coordinates are c_k = <W, B_k>/D and the orthogonal projection is Pi(W) = sum_k c_k B_k.
+
+PSEUDO_PARAMETERS = (tuple(f"alpha_{k}" for k in range(1, 4)) + tuple(f"beta_{k}" for k in range(1, 13))
+                     + tuple(f"gamma_{k}" for k in range(1, 5)))
+INDUCTION_INDICES = (2, 4, 17)   # alpha_3, beta_2, gamma_3 in PSEUDO_PARAMETERS
+
+
+def _check_weights(W1, W2, W3) -> int:
+    """``D`` of a weight triple of Eq. 1, after checking the three shapes."""
+    if not isinstance(W1, torch.Tensor) or W1.ndim != 2 or W1.shape[0] != W1.shape[1] or W1.shape[0] % 4:
+        raise ValueError(f"W1 must be a 2D x 2D tensor with D even, got {getattr(W1, 'shape', W1)!r}")
+    D = W1.shape[0] // 2
+    for name, W, shape in (("W2", W2, (4 * D, 4 * D)), ("W3", W3, (8 * D, D))):
+        if not isinstance(W, torch.Tensor) or tuple(W.shape) != shape:
+            raise ValueError(f"{name} must be a tensor of shape {shape}, got {getattr(W, 'shape', W)!r}")
+    return D
+
+
+def parameter_count(D: int) -> int:
+    """Number of raw parameters of Eq. 1: ``4D^2 + 16D^2 + 8D^2 = 28 D^2`` (Sec. 4, line 114)."""
+    D = _check_int("D", D, 2)
+    return sum(W.numel() for W in structured_weights((0.0,) * 3, (0.0,) * 12, (0.0,) * 4, D))
+
+
+def flatten_weights(W1, W2, W3) -> torch.Tensor:
+    """The parameter vector ``[vec W1 | vec W2 | vec W3]`` of Sec. 4 (length 28 D^2)."""
+    _check_weights(W1, W2, W3)
+    return torch.cat([W1.reshape(-1), W2.reshape(-1), W3.reshape(-1)])
+
+
+def unflatten_weights(vector: torch.Tensor, D: int):
+    """Inverse of :func:`flatten_weights`."""
+    D = _check_int("D", D, 2)
+    if not isinstance(vector, torch.Tensor) or tuple(vector.shape) != (28 * D * D,):
+        raise ValueError(f"vector must be a tensor of shape ({28 * D * D},), got {getattr(vector, 'shape', vector)!r}")
+    W1, W2, W3 = torch.split(vector, [4 * D * D, 16 * D * D, 8 * D * D])
+    return W1.reshape(2 * D, 2 * D), W2.reshape(4 * D, 4 * D), W3.reshape(8 * D, D)
+
+
+def subspace_basis(D: int) -> torch.Tensor:
+    """The 19 basis triples of Eqs. 6-8, flattened: a ``(19, 28 D^2)`` float64 tensor, rows in the order of
+    :data:`PSEUDO_PARAMETERS`."""
+    D = _check_int("D", D, 2)
+    if D % 2:
+        raise ValueError(f"D must be even (Eq. 2), got {D}")
+    rows = []
+    for k in range(19):
+        unit = [1.0 if j == k else 0.0 for j in range(19)]
+        rows.append(flatten_weights(*structured_weights(unit[:3], unit[3:15], unit[15:], D)))
+    return torch.stack(rows)
+
+
+def pseudo_parameters(W1, W2, W3) -> torch.Tensor:
+    """The 19 coordinates ``c_k = <W, B_k>_F / D`` of any weights (the symbols of Eqs. 6-8).
+
+    App. D measures "the magnitude of the parameter vector along the corresponding component", which would be
+    ``<W, B_k>/||B_k|| = sqrt(D) c_k``; we keep ``c_k``, the coefficient that appears in Eqs. 6-8.
+    """
+    D = _check_weights(W1, W2, W3)
+    basis = subspace_basis(D).to(W1.dtype)
+    return basis @ flatten_weights(W1, W2, W3) / D
+
+
+def project_structured(W1, W2, W3):
+    """The orthogonal (Frobenius) projection ``Pi(W) = sum_k c_k B_k`` onto the 19-dimensional subspace."""
+    D = _check_weights(W1, W2, W3)
+    c = pseudo_parameters(W1, W2, W3)
+    return structured_weights(c[:3], c[3:15], c[15:], D)
+
+
+def subspace_residual(W1, W2, W3) -> tuple[float, float, float]:
+    """Per matrix, the off-subspace fraction ``r(W) = ||W - Pi(W)||_F / ||W||_F`` (0 for a zero matrix)."""
+    weights = (W1, W2, W3)
+    projected = project_structured(*weights)
+    ratios = []
+    for W, P in zip(weights, projected):
+        norm = float(torch.linalg.norm(W))
+        ratios.append(float(torch.linalg.norm(W - P)) / norm if norm > 0 else 0.0)
+    return tuple(ratios)
+
+
+# --- the group of data rotations (App. A.2-A.5) ---
+
+
+def _check_rotations(E, F) -> int:
+    if not isinstance(E, torch.Tensor) or E.ndim < 2 or E.shape[-1] != E.shape[-2]:
+        raise ValueError(f"E must be a tensor of square matrices (..., D, D), got {getattr(E, 'shape', E)!r}")
+    if not isinstance(F, torch.Tensor) or F.shape != E.shape:
+        raise ValueError(f"F must have the shape of E {tuple(E.shape)}, got {getattr(F, 'shape', F)!r}")
+    return E.shape[-1]
+
+
+def random_rotation(D: int, *, generator: torch.Generator):
+    """One group element ``h = (E, F)`` of App. A.5: Haar ``E`` in O(D) (Def. 4) and a block-orthogonal
+    ``F = M^s diag(E', E')`` with Haar ``E'`` in O(D/2) and a fair coin ``s`` (Def. 5); ``F`` commutes with ``M``."""
+    D = _check_int("D", D, 2)
+    if D % 2:
+        raise ValueError(f"D must be even (Eq. 2), got {D}")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
+    E = _haar_rows(D, D, generator)
+    inner = _haar_rows(D // 2, D // 2, generator)
+    F = torch.block_diag(inner, inner)
+    if torch.randint(0, 2, (1,), generator=generator).item():
+        F = rotation_M(D) @ F
+    return E, F
+
+
+def rotate_data(X: torch.Tensor, y: torch.Tensor, E: torch.Tensor, F: torch.Tensor):
+    """The transformed data of App. A.5/A.6: ``X' = X diag(E, F)``, ``y' = y E``.
+
+    ``E`` and ``F`` may be stacks ``(K, D, D)``; the result then gains a leading axis of length K.
+    """
+    D = _check_rotations(E, F)
+    if not isinstance(X, torch.Tensor) or X.ndim < 2 or X.shape[-1] != 2 * D:
+        raise ValueError(f"X must be a tensor (..., 2N+1, {2 * D}), got {getattr(X, 'shape', X)!r}")
+    if not isinstance(y, torch.Tensor) or y.shape[-1] != D or y.shape[:-1] != X.shape[:-2]:
+        raise ValueError(f"y must be a tensor {tuple(X.shape[:-2]) + (D,)}, got {getattr(y, 'shape', y)!r}")
+    lead = X.ndim - 2
+    # Stacked rotations broadcast against the batch axes of X: (K, 1, ..., 1, D, D).
+    Ek = E.reshape(E.shape[:-2] + (1,) * lead + (D, D))
+    Fk = F.reshape(F.shape[:-2] + (1,) * lead + (D, D))
+    X_rot = torch.cat([X[..., :D] @ Ek, X[..., D:] @ Fk], dim=-1)
+    y_rot = (y.unsqueeze(-2) @ Ek).squeeze(-2)
+    return X_rot, y_rot
+
+
+def rho(E: torch.Tensor, F: torch.Tensor, W1, W2, W3):
+    """The action on weights, ``rho(h) W = (R1 W1 R1^T, R2 W2 R2^T, R3 W3 E^T)`` with ``R1 = diag(E, F)``,
+    ``R2 = diag(E, F, E, F)``, ``R3 = diag(E, F, ..., E, F)`` (8 blocks).
+
+    It is defined by ``L(W; X R1, y E) = L(rho(h) W; X, y)``, so the per-sample gradient transforms as
+    ``g(W; h.x) = rho(h)^{-1} g(rho(h) W; x)``; the structured weights of Eqs. 6-8 are its fixed points.
+    """
+    D = _check_rotations(E, F)
+    if E.ndim != 2:
+        raise ValueError(f"E must be a single D x D matrix, got shape {tuple(E.shape)}")
+    if _check_weights(W1, W2, W3) != D:
+        raise ValueError(f"the weights have D = {W1.shape[0] // 2}, E and F have D = {D}")
+    R1, R2, R3 = (torch.block_diag(*([E, F] * k)) for k in (1, 2, 4))
+    return R1 @ W1 @ R1.T, R2 @ W2 @ R2.T, R3 @ W3 @ E.T
+
+
+def hadamard_cyclic_group(d: int) -> torch.Tensor:
+    """The ``d^2`` orthogonal matrices ``C^c diag(h_k)`` (C the cyclic shift, h_k the rows of the Sylvester
+    Hadamard matrix): averaging ``E^T A E`` over them gives ``(tr A / d) I`` exactly, as the Haar average of
+    Proposition 1 does. ``d`` must be a power of two."""
+    d = _check_int("d", d, 1)
+    if d & (d - 1):
+        raise ValueError(f"d must be a power of two (Sylvester Hadamard matrix), got {d}")
+    H = torch.ones(1, 1, dtype=torch.float64)
+    while H.shape[0] < d:
+        H = torch.cat([torch.cat([H, H], 1), torch.cat([H, -H], 1)], 0)
+    shifts = torch.stack([torch.roll(torch.eye(d, dtype=torch.float64), c, dims=0) for c in range(d)])
+    return (shifts[:, None] * H[None, :, None, :]).reshape(d * d, d, d)
+
+
+def orbit_rotations(D: int):
+    """A finite set of ``2 D^2`` group elements ``(eps E_k, F_k)`` whose average reproduces the Haar average:
+    for any weights ``W``, the mean of ``rho(h)^{-1} W`` over the set is exactly ``Pi(W)``.
+
+    ``E_k`` runs over :func:`hadamard_cyclic_group` (D), ``F_k = M^s diag(E', E')`` over ``s`` in {0, 1} and
+    ``E'`` in the group of size ``(D/2)^2`` (each twice), and ``eps = +-1`` on ``E`` cancels the blocks that
+    mix contents and positions (Proposition 3). Returns stacks ``(E, F)`` of shape ``(2 D^2, D, D)``.
+    """
+    D = _check_int("D", D, 2)
+    if D & (D - 1):
+        raise ValueError(f"D must be a power of two, got {D}")
+    E = hadamard_cyclic_group(D)
+    inner = hadamard_cyclic_group(D // 2)
+    blocks = torch.zeros(inner.shape[0], D, D, dtype=torch.float64)
+    blocks[:, :D // 2, :D // 2] = inner
+    blocks[:, D // 2:, D // 2:] = inner
+    F = torch.cat([blocks, rotation_M(D) @ blocks])
+    F = F[torch.arange(D * D) % F.shape[0]]
+    return torch.cat([E, -E]), torch.cat([F, F])
+
+
+def symmetrise(X: torch.Tensor, y: torch.Tensor):
+    """A batch ``(B, 2N+1, 2D)`` replaced by its ``2 D^2 B`` images under :func:`orbit_rotations`: the gradient of
+    the mean loss over it is the projection ``Pi`` of the plain batch gradient, at structured weights."""
+    if not isinstance(X, torch.Tensor) or X.ndim != 3:
+        raise ValueError(f"X must be a batch (B, 2N+1, 2D), got {getattr(X, 'shape', X)!r}")
+    E, F = orbit_rotations(X.shape[-1] // 2)
+    X_rot, y_rot = rotate_data(X, y, E, F)
+    return X_rot.reshape(-1, *X.shape[1:]), y_rot.reshape(-1, y.shape[-1])
+
+
+# --- losses, gradients and training (App. C-D) ---
+
+
+def loss_and_grads(X: torch.Tensor, y: torch.Tensor, W1, W2, W3, *, strict: bool = True):
+    """Batch mean of ``||y - z||^2`` (the paper's loss, sum over the D coordinates) and its gradients in
+    ``(W1, W2, W3)``; returns ``(loss, (g1, g2, g3))``. Divide by ``D`` for the per-coordinate loss."""
+    D = _check_weights(W1, W2, W3)
+    if not isinstance(X, torch.Tensor) or X.ndim < 2 or X.shape[-1] != 2 * D:
+        raise ValueError(f"X must be a tensor (..., 2N+1, {2 * D}), got {getattr(X, 'shape', X)!r}")
+    if not isinstance(y, torch.Tensor) or tuple(y.shape) != tuple(X.shape[:-2]) + (D,):
+        raise ValueError(f"y must be a tensor {tuple(X.shape[:-2]) + (D,)}, got {getattr(y, 'shape', y)!r}")
+    weights = [W.detach().requires_grad_(True) for W in (W1, W2, W3)]
+    z = disentangled_forward(X, *weights, strict=strict)
+    loss = ((y - z) ** 2).sum(-1).mean()
+    return float(loss.detach()), tuple(torch.autograd.grad(loss, weights))
+
+
+TRAINING_MODES = ("full", "three", "symmetrised")
+
+
+def train_sgd(N: int, D: int, *, steps: int, batch: int, lr: float, generator: torch.Generator,
+              training: str = "full", strict: bool = True):
+    """SGD from zero (Assumption 1) on fresh Gaussian batches of Eq. 5, as in App. C-D.
+
+    The step is ``W <- W - lr grad(L/D)``: the per-coordinate mean loss, since ``lr = 1`` on the paper's
+    ``||y - z||^2`` diverges (the gamma_1 path has curvature 2 per coordinate). ``training`` is ``"full"`` (all
+    28 D^2 entries), ``"three"`` (the step projected on alpha_3, beta_2, gamma_3, App. D bottom row) or
+    ``"symmetrised"`` (each batch of ``batch`` base sequences replaced by its ``2 D^2 batch`` images under
+    :func:`orbit_rotations`, which makes the batch gradient a population-like, structured one).
+
+    Returns a dict of arrays over steps ``0..steps``: ``loss`` (the paper's units, on the batch of the next
+    step), ``coords`` (``(steps+1, 19)`` pseudo-parameters), ``residual`` (``(steps+1, 3)``, see
+    :func:`subspace_residual`), ``w2_row2`` (max ``|W2|`` over block-row 2, the query-position rows) and
+    ``grad_row2`` (max ``|dL/dW2|`` there, per step).
+    """
+    N = _check_int("N", N, 1)
+    D = _check_int("D", D, 2)
+    steps = _check_int("steps", steps, 1)
+    batch = _check_int("batch", batch, 1)
+    lr = _check_positive("lr", lr)
+    if training not in TRAINING_MODES:
+        raise ValueError(f"training must be one of {TRAINING_MODES}, got {training!r}")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
+    if training == "symmetrised" and D & (D - 1):
+        raise ValueError(f"symmetrised training needs D a power of two, got {D}")
+    weights = list(structured_weights((0.0,) * 3, (0.0,) * 12, (0.0,) * 4, D))
+    basis = subspace_basis(D)[list(INDUCTION_INDICES)] if training == "three" else None
+    history = {"loss": [], "coords": [], "residual": [], "w2_row2": [], "grad_row2": []}
+    for step in progress(range(steps + 1), total=steps + 1, desc=f"SGD ({training})"):
+        X, y, _ = gaussian_task(N, D, batch, generator=generator)
+        if training == "symmetrised":
+            X, y = symmetrise(X, y)
+        loss, grads = loss_and_grads(X, y, *weights, strict=strict)
+        history["loss"].append(loss)
+        history["coords"].append(pseudo_parameters(*weights).numpy())
+        history["residual"].append(subspace_residual(*weights))
+        history["w2_row2"].append(float(weights[1][D:2 * D].abs().max()))
+        history["grad_row2"].append(float(grads[1][D:2 * D].abs().max()))
+        if step == steps:
+            break
+        if basis is not None:
+            flat = basis.T @ (basis @ flatten_weights(*grads) / D)
+            grads = unflatten_weights(flat, D)
+        weights = [W - (lr / D) * g for W, g in zip(weights, grads)]
+    return {key: np.asarray(value) for key, value in history.items()}

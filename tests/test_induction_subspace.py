@@ -1,0 +1,193 @@
+"""Unit tests of the 19-dimensional subspace part of icllib.induction (Theorem 1, App. A, App. C-D)."""
+
+import pytest
+import torch
+
+from icllib import induction as ih
+from icllib.config import torch_generator
+
+torch.set_num_threads(1)
+
+
+def _random_weights(D, generator, scale=1.0):
+    return (scale * torch.randn(2 * D, 2 * D, dtype=torch.float64, generator=generator),
+            scale * torch.randn(4 * D, 4 * D, dtype=torch.float64, generator=generator),
+            scale * torch.randn(8 * D, D, dtype=torch.float64, generator=generator))
+
+
+def _random_structured(D, generator, scale=0.3):
+    c = scale * torch.randn(19, dtype=torch.float64, generator=generator)
+    return c, ih.structured_weights(c[:3], c[3:15], c[15:], D)
+
+
+# --- item 1: the model ------------------------------------------------------------------------------
+
+
+def test_activation_shapes_and_parameter_count():
+    N, D = 3, 4
+    X, y, _ = ih.gaussian_task(N, D, 5, generator=torch_generator(0))
+    states = ih.disentangled_states(X, *_random_weights(D, torch_generator(1), 0.1))
+    assert states["T"].shape == (5, 2 * N + 1, 2 * N + 1) and states["Q"].shape == (5, 2 * N + 1, 2 * N + 1)
+    assert states["U"].shape == (5, 2 * N + 1, 4 * D) and states["V"].shape == (5, 2 * N + 1, 8 * D)
+    assert states["z"].shape == (5, D)
+    assert ih.parameter_count(D) == 28 * D * D and ih.parameter_count(16) == 7168
+    assert len(ih.PSEUDO_PARAMETERS) == 19
+
+
+def test_strict_mask_in_the_model_zero_first_row_and_no_self_attention():
+    X, _, _ = ih.gaussian_task(3, 4, 2, generator=torch_generator(2))
+    states = ih.disentangled_states(X, *_random_weights(4, torch_generator(3), 0.5))
+    for A in (states["T"], states["Q"]):
+        assert torch.all(A[:, 0] == 0)
+        assert torch.all(A.triu() == 0)                       # j >= i never attended
+        assert torch.allclose(A[:, 1:].sum(-1), torch.ones(2, 6, dtype=torch.float64))
+    assert torch.all(states["U"][:, 0, 8:] == 0)              # (T X)_1 = 0
+
+
+def test_forward_is_the_read_out_of_the_states():
+    X, _, _ = ih.gaussian_task(2, 4, 3, generator=torch_generator(4))
+    W = _random_weights(4, torch_generator(5), 0.3)
+    assert torch.equal(ih.disentangled_forward(X, *W), ih.disentangled_states(X, *W)["z"])
+
+
+# --- item 2: the basis ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("D", [2, 4, 6])
+def test_basis_is_orthogonal_with_squared_norm_D(D):
+    B = ih.subspace_basis(D)
+    assert B.shape == (19, 28 * D * D)
+    assert torch.equal(B @ B.T, D * torch.eye(19, dtype=torch.float64))
+
+
+def test_round_trip_projection_idempotent_and_residual():
+    D = 6
+    c, W = _random_structured(D, torch_generator(6))
+    assert torch.allclose(ih.pseudo_parameters(*W), c, atol=1e-15)
+    assert ih.subspace_residual(*W) == pytest.approx((0, 0, 0), abs=1e-15)
+    assert ih.pseudo_parameters(*W)[list(ih.INDUCTION_INDICES)].tolist() == pytest.approx(
+        ih.induction_coordinates(*W), abs=1e-15)
+    R = _random_weights(D, torch_generator(7))
+    P = ih.project_structured(*R)
+    PP = ih.project_structured(*P)
+    assert all(torch.allclose(a, b, atol=1e-14) for a, b in zip(P, PP))
+    # the residual is orthogonal to the subspace
+    assert torch.allclose(ih.pseudo_parameters(*(a - b for a, b in zip(R, P))), torch.zeros(19, dtype=torch.float64),
+                          atol=1e-14)
+    assert all(0.9 < r < 1.0 for r in ih.subspace_residual(*R))
+    assert torch.equal(ih.unflatten_weights(ih.flatten_weights(*R), D)[1], R[1])
+
+
+# --- items 3-4: the group, equivariance, exact orbit averaging ------------------------------------
+
+
+def test_random_rotation_is_orthogonal_and_F_commutes_with_M():
+    E, F = ih.random_rotation(8, generator=torch_generator(8))
+    eye, M = torch.eye(8, dtype=torch.float64), ih.rotation_M(8)
+    assert torch.allclose(E @ E.T, eye, atol=1e-13) and torch.allclose(F @ F.T, eye, atol=1e-13)
+    assert torch.allclose(F @ M, M @ F, atol=1e-13)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_gradient_equivariance_at_structured_weights_only(strict):
+    D, generator = 8, torch_generator(9)
+    X, y, _ = ih.gaussian_task(4, D, 1, generator=generator)
+    E, F = ih.random_rotation(D, generator=generator)
+    X_rot, y_rot = ih.rotate_data(X, y, E, F)
+    for W, expect_equal in ((_random_structured(D, generator)[1], True), (_random_weights(D, generator, 0.1), False)):
+        _, g = ih.loss_and_grads(X, y, *W, strict=strict)
+        _, g_rot = ih.loss_and_grads(X_rot, y_rot, *W, strict=strict)
+        # g(W; h.x) = rho(h)^{-1} g(W; x) at a fixed point W of rho; rho is orthogonal, so apply it to g_rot
+        back = ih.rho(E, F, *g_rot)
+        errors = [float((a - b).norm() / b.norm()) for a, b in zip(back, g)]
+        assert (max(errors) < 1e-13) == expect_equal
+
+
+def test_loss_identity_defining_rho_holds_for_any_weights():
+    D, generator = 4, torch_generator(10)
+    X, y, _ = ih.gaussian_task(3, D, 4, generator=generator)
+    W = _random_weights(D, generator, 0.2)
+    E, F = ih.random_rotation(D, generator=generator)
+    loss_rot, _ = ih.loss_and_grads(*ih.rotate_data(X, y, E, F), *W)
+    loss_rho, _ = ih.loss_and_grads(X, y, *ih.rho(E, F, *W))
+    assert loss_rot == pytest.approx(loss_rho, rel=1e-12)
+
+
+@pytest.mark.parametrize("d", [1, 2, 4, 8])
+def test_hadamard_cyclic_group_averages_to_the_trace(d):
+    G = ih.hadamard_cyclic_group(d)
+    A = torch.randn(d, d, dtype=torch.float64, generator=torch_generator(11))
+    assert G.shape == (d * d, d, d)
+    assert torch.allclose(G @ G.transpose(1, 2), torch.eye(d, dtype=torch.float64).expand(d * d, d, d))
+    average = (G.transpose(1, 2) @ A @ G).mean(0)
+    assert torch.allclose(average, torch.trace(A) / d * torch.eye(d, dtype=torch.float64), atol=1e-14)
+
+
+def test_orbit_average_of_the_gradient_is_its_projection():
+    D, generator = 4, torch_generator(12)
+    E, F = ih.orbit_rotations(D)
+    assert E.shape == F.shape == (2 * D * D, D, D)
+    X, y, _ = ih.gaussian_task(3, D, 2, generator=generator)
+    _, W = _random_structured(D, generator)
+    _, g_plain = ih.loss_and_grads(X, y, *W)
+    _, g_sym = ih.loss_and_grads(*ih.symmetrise(X, y), *W)
+    projected = ih.project_structured(*g_plain)
+    assert all(torch.allclose(a, b, atol=1e-13) for a, b in zip(g_sym, projected))
+    assert max(ih.subspace_residual(*g_sym)) < 1e-13 and min(ih.subspace_residual(*g_plain)) > 1e-3
+
+
+# --- item 6 and training ----------------------------------------------------------------------------
+
+
+def test_training_modes_structural_zero_and_subspaces():
+    generator = torch_generator(13)
+    full = ih.train_sgd(3, 4, steps=5, batch=32, lr=1.0, generator=generator)
+    assert full["coords"].shape == (6, 19) and full["residual"].shape == (6, 3) and full["loss"].shape == (6,)
+    assert full["grad_row2"].max() == 0.0 and full["w2_row2"].max() == 0.0
+    assert full["residual"][-1].min() > 1e-3
+    three = ih.train_sgd(3, 4, steps=5, batch=32, lr=1.0, generator=torch_generator(13), training="three")
+    others = [k for k in range(19) if k not in ih.INDUCTION_INDICES]
+    assert abs(three["coords"][:, others]).max() < 1e-15 and three["residual"].max() < 1e-13
+    sym = ih.train_sgd(3, 4, steps=5, batch=2, lr=1.0, generator=torch_generator(13), training="symmetrised")
+    assert sym["residual"].max() < 1e-13
+
+
+# --- bad input --------------------------------------------------------------------------------------
+
+
+def test_bad_input_raises():
+    W = ih.structured_weights((0.0,) * 3, (0.0,) * 12, (0.0,) * 4, 4)
+    E, F = ih.random_rotation(4, generator=torch_generator(0))
+    X, y, _ = ih.gaussian_task(2, 4, 3, generator=torch_generator(0))
+    with pytest.raises(ValueError, match="D"):
+        ih.parameter_count(1)
+    with pytest.raises(ValueError, match="D"):
+        ih.subspace_basis(3)
+    with pytest.raises(ValueError, match="W2"):
+        ih.pseudo_parameters(W[0], W[0], W[2])
+    with pytest.raises(ValueError, match="W1"):
+        ih.subspace_residual(torch.zeros(3, 3), W[1], W[2])
+    with pytest.raises(ValueError, match="vector"):
+        ih.unflatten_weights(torch.zeros(5), 4)
+    with pytest.raises(ValueError, match="generator"):
+        ih.random_rotation(4, generator=0)
+    with pytest.raises(ValueError, match="F"):
+        ih.rotate_data(X, y, E, F[:2])
+    with pytest.raises(ValueError, match="y"):
+        ih.rotate_data(X, y[:1], E, F)
+    with pytest.raises(ValueError, match="E"):
+        ih.rho(E.expand(2, 4, 4), F.expand(2, 4, 4), *W)
+    with pytest.raises(ValueError, match="d"):
+        ih.hadamard_cyclic_group(6)
+    with pytest.raises(ValueError, match="D"):
+        ih.orbit_rotations(6)
+    with pytest.raises(ValueError, match="X"):
+        ih.symmetrise(X[0], y[0])
+    with pytest.raises(ValueError, match="y"):
+        ih.loss_and_grads(X, y[:2], *W)
+    with pytest.raises(ValueError, match="training"):
+        ih.train_sgd(2, 4, steps=1, batch=1, lr=1.0, generator=torch_generator(0), training="adam")
+    with pytest.raises(ValueError, match="lr"):
+        ih.train_sgd(2, 4, steps=1, batch=1, lr=-1.0, generator=torch_generator(0))
+    with pytest.raises(ValueError, match="symmetrised"):
+        ih.train_sgd(2, 6, steps=1, batch=1, lr=1.0, generator=torch_generator(0), training="symmetrised")
