@@ -76,7 +76,7 @@ print(f"max |predict - literal| = {err_predict:.1e}, |u^T H u - literal| = {err_
 check_claim("lsa.lemma51", err_quadratic, upper=1e-10,
             why="float64 round-off of a (d+1)^2-term quadratic form with entries of order 10")
 check_claim("lsa.eq36", max(err_junk, err_predict), upper=1e-10,
-            why="float64 round-off; the junk entries are of size 10, so any dependence would show at order 1")
+            why="float64 round-off; the junk entries are of size 10, so any dependence would show at order 1");
 
 # %% [markdown]
 # **The population loss in closed form.** On the invariant set $u_{12}=u_{21}=0$ of Lemma 5.2 the
@@ -114,7 +114,7 @@ print(f"closed form at v = u = 0 minus Eq. (5.5) + tr/2: "
 check_claim("lsa.population-loss", z_restricted, lower=-4, upper=4,
             why=f"z-score of a {n_mc}-prompt Monte-Carlo mean; |z| < 4 fails by chance with probability 6e-5")
 check_claim("lsa.full-loss", z_full, lower=-4, upper=4,
-            why=f"z-score of a {n_mc}-prompt Monte-Carlo mean (heavy-tailed squared error, SE measured)")
+            why=f"z-score of a {n_mc}-prompt Monte-Carlo mean (heavy-tailed squared error, SE measured)");
 
 # %% [markdown]
 # ## Theorem 4.1 by exact gradient flow
@@ -156,7 +156,7 @@ check_claim("lsa.balance", max(r["balance"] for r in summary), upper=1e-8,
 check_claim("lsa.sigma-condition", max(max(r["err_KQ"], r["err_PV"]) for r in outside), upper=1e-8,
             why="same solver tolerance as inside the condition; runs start at 3 and 10 times the bound")
 check_claim("lsa.loss-monotone", max(r["max_increase"] for r in summary), upper=1e-12,
-            why="a loss of order 1 evaluated in float64: increases below 1e-12 are round-off")
+            why="a loss of order 1 evaluated in float64: increases below 1e-12 are round-off");
 
 # %% [markdown]
 # Why the $\sigma$ condition is not needed: under balance, $u_{-1}=0$ forces $U_{11}=0$, the origin is an
@@ -200,7 +200,7 @@ ax_gap.semilogy(t_line, gap[1] * np.exp(-mu * t_line), "k--", label="Lemma 5.4 g
 ax_gap.set(xlim=(0, 200), ylim=(1e-16, 1e4), xlabel="time t", ylabel="loss gap L - L*")
 ax_bal.set(xlabel="time t", ylabel="u_-1² - ||U_11||²_F")
 ax_gap.legend()
-ax_bal.legend()
+ax_bal.legend();
 
 # %% [markdown]
 # **What we saw.** Every run reaches $W^*$ to about $10^{-11}$, balance holds to $10^{-10}$, and the
@@ -276,7 +276,7 @@ print("isotropic Lambda, final gaps:  ", np.round(np.sort(gap_iso), 3))
 stuck = gap_aniso > 0.3
 print(f"stuck far from the minimum: {stuck.sum()}/{runs} (anisotropic), {(gap_iso > 0.3).sum()}/{runs} (isotropic)")
 check_claim("lsa.global-minimum", float(min(gap_aniso.min(), gap_iso.min())), lower=-1e-9,
-            why="no flow from any start goes below L*; 1e-9 covers the ODE solver's tolerance (atol 1e-9)")
+            why="no flow from any start goes below L*; 1e-9 covers the ODE solver's tolerance (atol 1e-9)");
 
 # %% [markdown]
 # The runs split into two groups. To show that the upper group sits at a genuine local minimum (and is not
@@ -301,7 +301,7 @@ check_claim("lsa.spurious-minimum", bool(stuck.any() and spurious["grad_norm"] <
                                          and spur_gap > 0.3 and (gap_iso < 1e-2).all()
                                          and abs(z_loss) < 4 and float(z_grad.abs().max()) < 4.5),
             expected=True, why="all of: gradient below 1e-10 (round-off), Hessian spectrum above -1e-10, gap above 0.3, "
-            "no isotropic run stuck, Monte-Carlo loss and gradient z-scores below 4 (4.5 for the max of ~30 entries)")
+            "no isotropic run stuck, Monte-Carlo loss and gradient z-scores below 4 (4.5 for the max of ~30 entries)");
 
 # %% mystnb={"figure": {"caption": "Exact gradient flow from generic random initialisations (all relevant entries N(0, 0.05^2)), d = 4, N = 15. With an anisotropic Lambda a share of the runs lingers near a saddle (gap 0.60) and then settles at a spurious local minimum (gap 0.572); with Lambda = I every run reaches the global minimum.", "name": "fig-lsa-basins"}}
 fig, ax = figure()
@@ -312,7 +312,7 @@ for j in range(runs):
                 color="C0", alpha=0.6, lw=1, label="Λ = I" if j == 0 else None)
 ax.set_xscale("log")
 ax.set(xlabel="time t of the gradient flow", ylabel="loss gap L - L* (floored at 1e-12)")
-ax.legend()
+ax.legend();
 
 # %% [markdown]
 # **What we saw.** With an anisotropic $\Lambda$ a large share of generic starts stops at a second
@@ -360,7 +360,7 @@ for name, M, exact, mean, se, best in rows_42:
     print(f"{name:14s} {M:4d} {exact:10.4f} {mean:12.4f} ± {se:6.4f} {(mean - exact) / se:+6.2f} {best:11.4f}")
 z_42 = np.array([(mean - exact) / se for _, _, exact, mean, se, _ in rows_42])
 check_claim("lsa.thm42", float(np.abs(z_42).max()), upper=4.0,
-            why=f"largest of 12 z-scores, each from {n_task} prompts; the errors are heavy-tailed, so 4 SE rather than 3")
+            why=f"largest of 12 z-scores, each from {n_task} prompts; the errors are heavy-tailed, so 4 SE rather than 3");
 
 # %% mystnb={"figure": {"caption": "Exact error (4.6) of the trained LSA for the noiseless linear task (w ~ N(0, I) averaged), as a function of the test prompt length M for several training prompt lengths N. The error falls like 1/M until it meets the 1/N^2 floor set by training; long test prompts cannot make up for short training prompts.", "name": "fig-lsa-tradeoff"}}
 fig, ax = figure()
@@ -369,7 +369,7 @@ for NN in [5, 20, 100, 1000]:
     ax.loglog(M_grid, [lsa.shift_error(Lam, NN, M, tau2=1.0) for M in M_grid], label=f"N = {NN}")
 ax.loglog(M_grid, (d + 1) * np.trace(Lam) / M_grid, "k:", label="(d+1) tr Λ / M")
 ax.set(xlabel="test prompt length M", ylabel="E (ŷ - <w, x_q>)²")
-ax.legend()
+ax.legend();
 
 # %% [markdown]
 # **What we saw.** Eq. (4.6) matches Monte Carlo for all four tasks and prompt lengths, including the
@@ -478,7 +478,7 @@ for k, c in enumerate((0.5, 1.0, 2.0)):
     line = np.linspace(-8, 8, 2)
     ax.plot(line, c**2 * line * np.trace(np.linalg.inv(lsa.gamma_matrix(Lam, N_s)) @ Lam) / d, "--", color=f"C{k}")
 ax.set(xlim=(-8, 8), ylim=(-20, 20), xlabel="<w, x_q>", ylabel="LSA prediction ŷ")
-ax.legend()
+ax.legend();
 
 # %% [markdown]
 # (The dashed lines use the finite-$N$ slope $c^2\,{\rm tr}(\Gamma^{-1}\Lambda)/d$, slightly below $c^2$.)
@@ -509,7 +509,7 @@ print(f"flow of (C.4): relative distance to (4.11) {err_411:.1e}, balance {flow7
       f"u_-1 = {flow7['c']:.6f}, (4.11) gives {c_411:.6f}, (C.15) as printed gives {c_printed:.6f}")
 check_claim("lsa.thm45-limit", err_411, upper=1e-8, why="LSODA at rtol 1e-11 to T = 3000, far past the slowest time scale")
 check_claim("lsa.c15", abs(c_printed - flow7["c"]), lower=0.1,
-            why="the printed limit must be refuted by a margin far above the solver error (1e-8); it is off by about 0.25")
+            why="the printed limit must be refuted by a margin far above the solver error (1e-8); it is off by about 0.25");
 
 # %%
 def weights(D_diag):
@@ -587,7 +587,7 @@ z_v = (mc_v["lsa"] - eps_v) / mc_v["lsa_se"]
 print(f"exact {audit[3][3]:.5f}, Monte Carlo {mc_v['lsa']:.5f} ± {mc_v['lsa_se']:.5f}: {z_v:.1f} standard errors above eps")
 check_claim("lsa.corollary43", bool(violated >= 4 and worst_fixed <= 1.0 and z_v > 4), expected=True,
             why="exact errors (no tolerance needed) at the printed thresholds exceed eps in at least 4 of 6 cases, the "
-            "corrected threshold meets eps in all, and the Monte-Carlo error is more than 4 standard errors above eps")
+            "corrected threshold meets eps in all, and the Monte-Carlo error is more than 4 standard errors above eps");
 
 # %% [markdown]
 # **What we saw.** At the printed thresholds the exact error exceeds $\varepsilon$ in most cases (about 2.5
