@@ -82,9 +82,9 @@ print(f"vocabulary {corpus.vocab_size}: <unk> rate {corpus.unk_rate('train'):.1%
 
 # %%
 d_model = by_mode(quick=32, default=64, full=200)
-lm_steps = by_mode(quick=150, default=1000, full=1500)
-deep_steps = by_mode(quick=30, default=500, full=1500)
-record_every = by_mode(quick=50, default=100, full=100)
+lm_steps = by_mode(quick=60, default=1000, full=1500)
+deep_steps = by_mode(quick=10, default=500, full=1500)
+record_every = by_mode(quick=20, default=100, full=100)
 probe = valid_source[:35].T
 trajectories = {}
 for n_layers, n_steps in ((1, lm_steps), (3, deep_steps)):
@@ -165,7 +165,7 @@ if checked:
 
 # %%
 lr_values = (0.5, 1.0, 2.0, 5.0)
-lr_steps = by_mode(quick=40, default=250, full=800)
+lr_steps = by_mode(quick=10, default=250, full=800)
 valid_entropy = {}
 for lr in lr_values:
     model = ss.make_transformer_lm(corpus.vocab_size, d_model=d_model, d_hidden=d_model, n_layers=1, dropout=0.3,
@@ -190,7 +190,7 @@ if checked:
 
 # %%
 yz_vocab = by_mode(quick=200, default=500, full=1000)
-yz_steps = by_mode(quick=20, default=100, full=400)
+yz_steps = by_mode(quick=5, default=100, full=400)
 yz_corpus = text.load_corpus(yz_vocab)
 yz_train, yz_valid = text.batchify(yz_corpus.train, 20), text.batchify(yz_corpus.valid, 10)[:400]
 eta_Z_text, ratio_text = (0.5, 1.0, 2.0, 4.0), (1, 2, 5, 10)
@@ -226,7 +226,7 @@ ax_yz.legend();
 # dependence on $\eta_Y/\eta_Z$ is weak, with the minimum at a larger ratio than 2. These are small models on a
 # small corpus; they say what happens at this scale and nothing stronger.
 #
-# **Cost.** `quick` (tests) runs every cell at toy scale (vocabulary 500, $d = 32$, 150 steps) and checks only the
+# **Cost.** `quick` (tests) runs every cell at toy scale (vocabulary 500, $d = 32$, 5-60 steps) and checks only the
 # corpus; `default` takes about 3 minutes on one core; `full` ($d = 200$, vocabulary 5000, 1500 steps, one and
 # three layers, 800 steps per learning rate, Y/Z at vocabulary 1000 for 400 steps) about 40 minutes on one core.
 
