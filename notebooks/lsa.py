@@ -620,7 +620,7 @@ worst_fixed = max(at_fixed / eps for _, eps, _, _, at_fixed in audit)
 name_v, Lam_v, eps_v = cases[3]
 th_v = lsa.corollary43_thresholds(Lam_v, eps_v)
 K_v, P_v = lsa.global_minimum(Lam_v, th_v["N_paper"])
-mc_v = lsa.mc_prediction_error(K_v, P_v, M=th_v["M"], n=by_mode(quick=500, default=2_000, full=20_000),
+mc_v = lsa.mc_prediction_error(K_v, P_v, M=th_v["M"], n=by_mode(quick=200, default=1_000, full=20_000),
                                generator=torch_generator(11), Lam_test=Lam_v, ols=False, chunk=500)
 z_v = (mc_v["lsa"] - eps_v) / mc_v["lsa_se"]
 print(f"exact {audit[3][3]:.5f}, Monte Carlo {mc_v['lsa']:.5f} ± {mc_v['lsa_se']:.5f}: {z_v:.1f} standard errors above eps")

@@ -157,7 +157,8 @@ def sample_prompts(B, M, Lam, generator: torch.Generator, *, w=None, dtype=torch
         raise ValueError("generator must be a torch.Generator (icllib.config.torch_generator)")
     d = Lam.shape[0]
     L = torch.as_tensor(np.linalg.cholesky(Lam), dtype=dtype)
-    X = torch.randn(B, M, d, generator=generator, dtype=dtype) @ L.T
+    # one 2-d product: a batched matmul with a tiny inner dimension is many times slower
+    X = (torch.randn(B * M, d, generator=generator, dtype=dtype) @ L.T).reshape(B, M, d)
     x_query = torch.randn(B, d, generator=generator, dtype=dtype) @ L.T
     if w is None:
         w = torch.randn(B, d, generator=generator, dtype=dtype)
@@ -172,9 +173,12 @@ def sample_prompts(B, M, Lam, generator: torch.Generator, *, w=None, dtype=torch
 def embed(X, y, x_query) -> torch.Tensor:
     """The embedding E(P) of Eq. (3.4): columns (x_i; y_i) and (x_query; 0), shape (B, d+1, M+1)."""
     X, y, x_query = _prompt(X, y, x_query)
-    top = torch.cat([X, x_query[:, None, :]], dim=1).transpose(1, 2)
-    bottom = torch.cat([y, torch.zeros_like(y[:, :1])], dim=1)[:, None, :]
-    return torch.cat([top, bottom], dim=1)
+    B, M, d = X.shape
+    E = torch.zeros(B, d + 1, M + 1, dtype=X.dtype)
+    E[:, :d, :M] = X.transpose(1, 2)
+    E[:, :d, M] = x_query
+    E[:, d, :M] = y
+    return E
 
 
 def lsa_forward(W_KQ, W_PV, E, rho) -> torch.Tensor:
@@ -192,7 +196,8 @@ def predict(W_KQ, W_PV, X, y, x_query) -> torch.Tensor:
     """y-hat_query = [f_LSA(E)]_{d+1, M+1} of Eq. (3.3) with rho = M, the prompt length; shape (B,).
 
     The entry is evaluated as ``W_PV[d, :] (E E^T / M) W_KQ E[:, M]``, the same product as (3.3) grouped
-    so that no (M+1) x (M+1) matrix is formed (the residual E contributes the query label 0). The paper
+    so that no (M+1) x (M+1) matrix is formed (the residual E contributes the query label 0), with E E^T
+    assembled from its blocks and E[:, M] = (x_query; 0). The paper
     normalises by rho = N during training and, silently, by M at test time (Eqs. 4.2-4.3).
     """
     W_KQ, W_PV = _params(W_KQ, W_PV)
@@ -200,9 +205,13 @@ def predict(W_KQ, W_PV, X, y, x_query) -> torch.Tensor:
     if W_KQ.ndim != 2 or W_KQ.shape[-1] != X.shape[2] + 1:
         raise ValueError(f"W_KQ and W_PV must be (d+1, d+1) with d = {X.shape[2]}, got {tuple(W_KQ.shape)}")
     W_KQ, W_PV = W_KQ.to(X.dtype), W_PV.to(X.dtype)
-    E = embed(X, y, x_query)
-    S = E @ E.transpose(1, 2) / X.shape[1]  # (B, d+1, d+1)
-    return torch.einsum("i,bij,jk,bk->b", W_PV[-1], S, W_KQ, E[:, :, -1])
+    B, M, d = X.shape
+    # E E^T assembled from its blocks [X^T X + x_q x_q^T, X^T y; y^T X, y^T y] without forming E
+    S = torch.empty(B, d + 1, d + 1, dtype=X.dtype)
+    S[:, :d, :d] = X.transpose(1, 2) @ X + x_query[:, :, None] * x_query[:, None, :]
+    S[:, :d, d] = S[:, d, :d] = (X.transpose(1, 2) @ y[:, :, None])[..., 0]
+    S[:, d, d] = (y * y).sum(1)
+    return torch.einsum("i,bij,jk,bk->b", W_PV[-1], S / M, W_KQ[:, :d], x_query)
 
 
 def quadratic_form_prediction(W_KQ, W_PV, X, y, x_query) -> torch.Tensor:
