@@ -232,16 +232,17 @@ print(f"largest |dL/dW2| in the query-position block-row, over every step of bot
 check_claim("induction_subspace.theorem1", max_sym, upper=1e-13,
             why="exact in exact arithmetic; the residual is rounding relative to the weights' norm")
 
-# %% mystnb={"figure": {"caption": "Distance from the 19-dimensional subspace during training from zero. With symmetrised batches (solid) the residual of every weight matrix stays at float64 rounding (values below 1e-17, including exact zeros, are drawn at 1e-17); with plain batches of the same size (dashed) Monte-Carlo noise pushes the weights off the subspace.", "name": "fig-induction_subspace-residuals"}}
+# %% mystnb={"figure": {"caption": "Distance from the 19-dimensional subspace during training from zero. With symmetrised batches (solid) the residual of every weight matrix stays at float64 rounding; with plain batches of the same size (dashed) Monte-Carlo noise pushes the weights off the subspace (values below 1e-17, i.e. exact zeros of a still-zero matrix, are drawn at 1e-17).", "name": "fig-induction_subspace-residuals"}}
 fig, ax = figure()
 steps_axis = np.arange(steps_sym + 1)
 for k, name in enumerate(("W1", "W2", "W3")):
     ax.semilogy(steps_axis[1:], np.maximum(symmetrised["residual"][1:, k], 1e-17), color=PALETTE[k],
                 label=f"{name}, symmetrised")
-    ax.semilogy(steps_axis[1:], plain["residual"][1:, k], color=PALETTE[k], ls="--", label=f"{name}, plain")
+    ax.semilogy(steps_axis[1:], np.maximum(plain["residual"][1:, k], 1e-17), color=PALETTE[k], ls="--",
+                label=f"{name}, plain")
 ax.set_xlabel("SGD step")
 ax.set_ylabel("residual ||W - Pi(W)|| / ||W||")
-ax.legend(ncol=2, fontsize=8)
+ax.legend(ncol=2, fontsize=8);
 
 # %% [markdown]
 # The symmetrised run keeps all three matrices in the subspace to rounding error; the plain run leaves it.
@@ -303,7 +304,7 @@ guide = residuals[0, 0] * (np.asarray(batches) / batches[0]) ** -0.5
 ax.loglog(batches, guide, ":", color="black", label="B^(-1/2)")
 ax.set_xlabel("batch size B")
 ax.set_ylabel(f"residual after {steps_mc} steps")
-ax.legend()
+ax.legend();
 
 # %% [markdown]
 # The residual falls as $B^{-1/2}$ for each matrix, $W^{(1)}$ being the noisiest (its gradient signal is the
@@ -357,6 +358,24 @@ for row, (run, title) in enumerate(((full, "standard training"), (three, "only a
     ax.set_ylabel("loss")
     ax.set_title(title)
     ax.legend(fontsize=8)
+
+# %% mystnb={"figure": {"caption": "Fig. 3 of the paper, recomputed: the weights at the end of the standard run above. Block lines separate the D x D blocks. The diagonals of I and the anti-diagonal blocks of M stand out: alpha_3 M in the positional block of W1, beta_2 I in block (X1, TX1) of W2, gamma_3 I in block 5 (QX1) of W3; the rest is small SGD noise, and the second block-row of W2 is exactly 0.", "name": "fig-induction_subspace-weights"}}
+fig, axes = figure(1, 3, height=3.4)
+labels = (("W1", "key index (X1, X2)", "query index (X1, X2)"), ("W2", "key index (U1..U4)", "query index (U1..U4)"),
+          ("W3", "output coordinate", "input index (V1..V8)"))
+for ax, W, (name, xlabel, ylabel) in zip(axes, full["weights"], labels):
+    scale = float(W.abs().max())
+    image = ax.imshow(W.numpy(), cmap="RdBu_r", vmin=-scale, vmax=scale, interpolation="nearest", aspect="auto")
+    ax.grid(False)
+    for edge in range(D4, max(W.shape), D4):
+        if edge < W.shape[1]:
+            ax.axvline(edge - 0.5, color="black", lw=0.5)
+        if edge < W.shape[0]:
+            ax.axhline(edge - 0.5, color="black", lw=0.5)
+    ax.set_title(name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    fig.colorbar(image, ax=ax, shrink=0.7, label="weight")
 
 # %% [markdown]
 # The loss leaves its plateau as $\alpha_3$, $\beta_2$, $\gamma_3$ grow (Hypothesis 1), and they are the three

@@ -145,6 +145,7 @@ def test_training_modes_structural_zero_and_subspaces():
     assert full["coords"].shape == (6, 19) and full["residual"].shape == (6, 3) and full["loss"].shape == (6,)
     assert full["grad_row2"].max() == 0.0 and full["w2_row2"].max() == 0.0
     assert full["residual"][-1].min() > 1e-3
+    assert ih.subspace_residual(*full["weights"]) == pytest.approx(tuple(full["residual"][-1]), abs=1e-15)
     three = ih.train_sgd(3, 4, steps=5, batch=32, lr=1.0, generator=torch_generator(13), training="three")
     others = [k for k in range(19) if k not in ih.INDUCTION_INDICES]
     assert abs(three["coords"][:, others]).max() < 1e-15 and three["residual"].max() < 1e-13

@@ -626,7 +626,7 @@ def unflatten_weights(vector: torch.Tensor, D: int):
 
 def subspace_basis(D: int) -> torch.Tensor:
     """The 19 basis triples of Eqs. 6-8, flattened: a ``(19, 28 D^2)`` float64 tensor, rows in the order of
-    :data:`PSEUDO_PARAMETERS`."""
+    ``PSEUDO_PARAMETERS``."""
     D = _check_int("D", D, 2)
     if D % 2:
         raise ValueError(f"D must be even (Eq. 2), got {D}")
@@ -805,8 +805,8 @@ def train_sgd(N: int, D: int, *, steps: int, batch: int, lr: float, generator: t
 
     Returns a dict of arrays over steps ``0..steps``: ``loss`` (the paper's units, on the batch of the next
     step), ``coords`` (``(steps+1, 19)`` pseudo-parameters), ``residual`` (``(steps+1, 3)``, see
-    :func:`subspace_residual`), ``w2_row2`` (max ``|W2|`` over block-row 2, the query-position rows) and
-    ``grad_row2`` (max ``|dL/dW2|`` there, per step).
+    :func:`subspace_residual`), ``w2_row2`` (max ``|W2|`` over block-row 2, the query-position rows),
+    ``grad_row2`` (max ``|dL/dW2|`` there, per step) and ``weights``, the final ``(W1, W2, W3)``.
     """
     N = _check_int("N", N, 1)
     D = _check_int("D", D, 2)
@@ -838,4 +838,4 @@ def train_sgd(N: int, D: int, *, steps: int, batch: int, lr: float, generator: t
             flat = basis.T @ (basis @ flatten_weights(*grads) / D)
             grads = unflatten_weights(flat, D)
         weights = [W - (lr / D) * g for W, g in zip(weights, grads)]
-    return {key: np.asarray(value) for key, value in history.items()}
+    return {**{key: np.asarray(value) for key, value in history.items()}, "weights": tuple(weights)}
