@@ -25,10 +25,12 @@
 # z-score-tested confirmation. We find the convergence theorem holds, with a much faster rate than the
 # paper's constant and well outside its initialisation condition; that a generic initialisation can stop
 # at a **spurious local minimum** (so Assumption 3.3 does real work); that the "zero prediction for
-# orthogonal queries" holds only for isotropic covariances; and that the sample sizes of Corollary 4.3 are
-# too small (a false inequality). What you read was executed in the `default` run mode unless the
-# build says otherwise (sizes come from `icllib.config.by_mode`; `full` multiplies the Monte-Carlo sizes
-# by 4 to 10 and takes about 15 minutes on two cores).
+# orthogonal queries" holds only for isotropic covariances; that the limit (C.15) of Theorem 4.5 is
+# misprinted and its "1/3" becomes 2/3 when the query follows the prompt's covariance; and that the sample
+# sizes of Corollary 4.3 are too small (a false inequality). What you read was executed in the `default`
+# run mode unless the build says otherwise (sizes come from `icllib.config.by_mode`; `quick` takes about
+# 40 s and `default` about 3 minutes on two shared cores; `full` multiplies the Monte-Carlo sizes by 5 to 20,
+# runs 60 generic initialisations and 30 000 SGD steps per seed, and is estimated at 30-40 minutes, not run).
 
 # %%
 import numpy as np
