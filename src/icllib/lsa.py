@@ -6,18 +6,22 @@ numbers refer to that paper; "spec" refers to the replication spec of the chapte
 The module reads top to bottom in the order of the chapter:
 
 1. covariances and the paper's constants: :func:`make_lambda`, :func:`gamma_matrix`,
-   :func:`global_minimum` (Eq. 4.1);
+   :func:`global_minimum` (Eq. 4.1), :func:`minimum_loss`;
 2. data and the model: :func:`sample_prompts`, :func:`embed` (Eq. 3.4), :func:`lsa_forward` (Eq. 3.3),
    :func:`predict` (bottom-right entry, rho = prompt length), :func:`quadratic_form_prediction` (Lemma 5.1),
    :func:`ols_predict`;
 3. exact population losses: :func:`population_loss` for every parameter (Gaussian moments up to order 6,
-   spec 1.6) and :func:`restricted_loss` / :func:`restricted_gradient` on the invariant set (Eqs. 5.4, 5.5);
+   spec 1.6) and :func:`restricted_loss`, :func:`restricted_gradient`, :func:`restricted_hessian` on the
+   invariant set (Eqs. 5.4, 5.5);
 4. training: :func:`assumption33_init` (Eq. 3.10), :func:`gradient_flow` (Eq. 5.4, exact),
-   :func:`gradient_descent` (exact loss, many runs at once), :func:`sgd_full` (Monte Carlo, literal model),
-   :func:`newton_refine`, :func:`pl_constant` (Eq. 5.7);
+   :func:`restricted_gd` and :func:`manifold_point` (finite steps), :func:`pl_constant` (Eq. 5.7),
+   :func:`gradient_descent` and :func:`full_gradient_flow` (exact loss, many runs at once),
+   :func:`sgd_full` (Monte Carlo, literal model), :func:`balance_gap`, :func:`newton_refine`,
+   :func:`mc_loss_and_gradient`;
 5. test-time error: :func:`task_moments`, :func:`prediction_error` (Eq. 4.6), :func:`shift_error`
-   (distribution shifts), :func:`corollary43_thresholds`;
-6. random covariances (Theorem 4.5): :func:`exp1_moments`, :func:`random_cov_flow`.
+   (distribution shifts), :func:`mc_prediction_error`, :func:`corollary43_thresholds`;
+6. random covariances (Theorem 4.5): :func:`sample_random_cov_prompts`, :func:`exp1_moments`,
+   :func:`random_cov_flow`.
 
 Array conventions: ``Lam`` is a ``(d, d)`` symmetric positive-definite covariance; parameters ``W_KQ`` and
 ``W_PV`` are ``(..., d+1, d+1)``; prompts are ``X (B, M, d)``, ``y (B, M)``, ``x_query (B, d)``.
@@ -297,7 +301,7 @@ def population_loss(W_KQ, W_PV, Lam, N) -> torch.Tensor:
 def restricted_loss(U, c, Lam, N) -> float:
     """Population loss on the invariant set u_12 = u_21 = 0 (Lemma A.1, Eq. 5.5 plus tr(Lambda)/2).
 
-    L(U_11, u_-1) = c^2 tr(Gamma Lam U Lam U^T)/2 - c tr(Lam^2 U^T) + tr(Lam)/2 with c = u_-1 (spec 1.5).
+    L(U_11, u_{-1}) = c^2 tr(Gamma Lam U Lam U^T)/2 - c tr(Lam^2 U^T) + tr(Lam)/2 with c = u_{-1} (spec 1.5).
     """
     Lam = _covariance(Lam)
     G = gamma_matrix(Lam, N)
@@ -307,7 +311,7 @@ def restricted_loss(U, c, Lam, N) -> float:
 
 
 def restricted_gradient(U, c, Lam, N) -> tuple[np.ndarray, float]:
-    """(dL/dU_11, dL/du_-1); gradient flow dU/dt = -dL/dU is Eq. (5.4) of Lemma 5.2."""
+    """(dL/dU_11, dL/du_{-1}); gradient flow dU/dt = -dL/dU is Eq. (5.4) of Lemma 5.2."""
     Lam = _covariance(Lam)
     G = gamma_matrix(Lam, N)
     U = _square("U", U, Lam.shape[0])
@@ -318,7 +322,7 @@ def restricted_gradient(U, c, Lam, N) -> tuple[np.ndarray, float]:
 
 
 def restricted_hessian(U, c, Lam, N) -> np.ndarray:
-    """Hessian of :func:`restricted_loss` in (Vec U_11, u_-1), shape (d^2+1, d^2+1), by autograd.
+    """Hessian of :func:`restricted_loss` in (Vec U_11, u_{-1}), shape (d^2+1, d^2+1), by autograd.
 
     At W* it has one zero eigenvalue (the rescaling U -> U/s, c -> s c); the smallest non-zero one sets
     the local convergence rate of the flow (the loss gap decays at twice that rate).
@@ -371,7 +375,7 @@ def _seed(seed) -> int:
 
 
 def gradient_flow(U0, c0, Lam, N, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> dict:
-    """Exact gradient flow (5.4) on the population loss from (U_11, u_-1) = (U0, c0), solved by LSODA.
+    """Exact gradient flow (5.4) on the population loss from (U_11, u_{-1}) = (U0, c0), solved by LSODA.
 
     Returns ``t`` (n_eval,), ``U`` (n_eval, d, d), ``c`` (n_eval,), ``loss`` (n_eval,) and ``grad_sq``
     (n_eval,), the squared gradient norm ||dL/dU||_F^2 + (dL/dc)^2 used by the PL inequality (5.8).
@@ -564,7 +568,7 @@ def sgd_full(W_KQ, W_PV, Lam, N, *, lr, batch, steps, generator, dtype=torch.flo
 def balance_gap(W_KQ, W_PV) -> torch.Tensor:
     """delta = ||(w_PV_21, w_PV_22)||^2 - ||[W_KQ_11; w_KQ_21^T]||_F^2, conserved by gradient flow (spec 1.6).
 
-    Lemma A.3 is the case delta = 0 (u_-1^2 = ||U_11||_F^2).
+    Lemma A.3 is the case delta = 0 (u_{-1}^2 = ||U_11||_F^2).
     """
     W_KQ, W_PV = _params(W_KQ, W_PV)
     d = W_KQ.shape[-1] - 1
@@ -751,7 +755,7 @@ def mc_prediction_error(W_KQ, W_PV, *, M, n, generator, Lam_test, Lam_query=None
     query label too); ``w`` fixed (d,) or w ~ N(0, tau2 I). ``query``: ``"independent"`` (x_q ~
     N(0, Lam_query)), ``"first"`` (x_q = x_1, a dependent query) or ``"orthogonal"`` (x_q ~ N(0, Lam_query)
     projected onto the orthogonal complement of span{x_i}; needs M < d). Returns the mean squared errors
-    with standard errors, E y_q^2, and max |y-hat| of the LSA (OLS entries are NaN when ``ols=False``).
+    with standard errors, E y_q^2, and the largest abs(y-hat) of the LSA (OLS entries are NaN when ``ols=False``).
     """
     M, n, chunk = _positive_int("M", M), _positive_int("n", n), _positive_int("chunk", chunk)
     Lt = _covariance(Lam_test, "Lam_test")
