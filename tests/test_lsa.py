@@ -205,6 +205,36 @@ def test_balance_gap():
     assert abs(float(lsa.balance_gap(K, P))) < 1e-12
 
 
+def test_restricted_gd_tracks_the_imbalance_and_lands_on_the_manifold():
+    K0, P0 = lsa.assumption33_init(D, 0.3, seed=5)
+    out = lsa.restricted_gd(K0[:D, :D], P0[D, D], LAM, N, lr=0.2, steps=6000)
+    assert abs(out["delta"] - out["delta_predicted"]) < 1e-10 and abs(out["delta"]) > 1e-3
+    U, c = lsa.manifold_point(LAM, N, out["delta"])
+    assert np.allclose(c * U, np.linalg.inv(lsa.gamma_matrix(LAM, N)), atol=1e-12)
+    assert math.isclose(c**2 - np.sum(U**2), out["delta"], abs_tol=1e-12)
+    assert math.isclose(out["c"], c, rel_tol=1e-6) and np.allclose(out["U"], U, atol=1e-6)
+
+
+def test_sgd_full_lowers_the_loss_and_leaves_irrelevant_entries():
+    K0, P0 = lsa.assumption33_init(D, 0.3, seed=5)
+    K0[:D, D] = 0.7  # an irrelevant entry (last column of W_KQ) that must not move
+    out = lsa.sgd_full(K0, P0, LAM, N, lr=0.01, batch=256, steps=300, generator=torch_generator(3))
+    before = float(lsa.population_loss(K0, P0, LAM, N))
+    after = float(lsa.population_loss(out["W_KQ"], out["W_PV"], LAM, N))
+    assert after < 0.5 * before
+    mask_KQ, _ = lsa.relevant_mask(D)
+    assert np.array_equal(out["W_KQ"].numpy()[~mask_KQ.numpy()], K0[~mask_KQ.numpy()].astype(np.float32).astype(np.float64))
+
+
+def test_sample_random_cov_prompts():
+    X, w, xq, lam = lsa.sample_random_cov_prompts(20_000, 5, 3, torch_generator(0), w=np.ones(3))
+    assert X.shape == (20_000, 5, 3) and w.shape == (20_000, 3) and xq.shape == (20_000, 3) and lam.shape == (20_000, 3)
+    assert torch.all(w == 1.0)
+    assert abs(float(lam.mean()) - 1.0) < 4 * float(lam.std()) / math.sqrt(lam.numel())  # Exponential(1) mean
+    ratio = (X**2).mean(1) / lam  # E[x^2 | lambda] = lambda
+    assert abs(float(ratio.mean()) - 1.0) < 4 * float(ratio.std()) / math.sqrt(ratio.numel())
+
+
 # ------------------------------------------------------------------------------------------------
 # Bad input
 
@@ -287,3 +317,13 @@ def test_bad_arguments():
         lsa.random_cov_flow(np.eye(2), 1.0, np.ones(2), np.ones(2), 2 * np.ones((2, 2)), T=1.0)
     with pytest.raises(ValueError, match="d"):
         lsa.exp1_moments(0, 5)
+    with pytest.raises(ValueError, match="steps"):
+        lsa.restricted_gd(np.eye(3), 1.0, np.eye(3), 5, lr=0.1, steps=0)
+    with pytest.raises(ValueError, match="batch"):
+        lsa.sgd_full(K, P, np.eye(3), 5, lr=0.1, batch=0, steps=1, generator=torch_generator(0))
+    with pytest.raises(ValueError, match="generator"):
+        lsa.sample_random_cov_prompts(2, 3, 2, generator=None)
+    with pytest.raises(ValueError, match="n"):
+        lsa.mc_loss_and_gradient(K, P, np.eye(3), 5, n=0, generator=torch_generator(0))
+    with pytest.raises(ValueError, match="N"):
+        lsa.sgd_full(K, P, np.eye(3), 0, lr=0.1, batch=1, steps=1, generator=torch_generator(0))
