@@ -334,11 +334,10 @@ def restricted_hessian(U, c, Lam, N) -> np.ndarray:
 
     def f(z):
         Uz, cz = z[:-1].reshape(d, d), z[-1]
-        # traces written as sums of entrywise products: forward-mode AD (used by hessian) lacks torch.trace
         return 0.5 * cz**2 * ((G @ L @ Uz @ L) * Uz).sum() - cz * ((L @ L) * Uz).sum()
 
     z = torch.as_tensor(np.append(U.ravel(), float(c)))
-    return torch.func.hessian(f)(z).numpy()
+    return torch.autograd.functional.hessian(f, z).numpy()
 
 
 def _square(name, U, d) -> np.ndarray:
