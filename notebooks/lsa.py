@@ -635,6 +635,12 @@ check_claim("lsa.corollary43", bool(violated >= 4 and worst_fixed <= 1.0 and z_v
 # times at $d=10$, $\varepsilon=0.01$), and the Monte-Carlo estimate sits many standard errors above
 # $\varepsilon$. With the corrected $N$ every case meets its target. The $M$ part of the corollary is fine.
 #
+# **Errata that need no computation** (also on the errata page): line 84 cites the objective "(4.8)" where
+# the risk (3.1) is meant; the proof of Lemma A.4 (line 806) calls the loss "non-decreasing" along the flow
+# where it is non-increasing (the flows above confirm it); the statement (C.12) of Lemma C.7 has
+# $\|\mathbb E\Lambda_\tau\Theta\|_F^2$ where its own proof ends with $\|\mathbb E\Lambda_\tau^2\|_{op}$ (line 1191); and line
+# 1177 cites Lemma D.1 where Lemma D.4 is used.
+#
 # ## Exercises
 #
 # ```{exercise}
