@@ -1,5 +1,6 @@
 """Unit tests of the 19-dimensional subspace part of icllib.induction (Theorem 1, App. A, App. C-D)."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -192,3 +193,44 @@ def test_bad_input_raises():
         ih.train_sgd(2, 4, steps=1, batch=1, lr=-1.0, generator=torch_generator(0))
     with pytest.raises(ValueError, match="symmetrised"):
         ih.train_sgd(2, 6, steps=1, batch=1, lr=1.0, generator=torch_generator(0), training="symmetrised")
+
+
+# --- item 7: the standard transformer of Sec. 2 ---------------------------------------------------
+
+
+def test_standard_task_pairs_query_and_offsets():
+    tokens, positions, target = ih.standard_task(64, generator=torch_generator(20))
+    assert tokens.shape == positions.shape == (64, 17) and target.shape == (64,)
+    for row in range(64):
+        context = tokens[row, :16].tolist()
+        assert len(set(context)) == 16                          # 16 distinct tokens
+        item = int(tokens[row, 16])
+        index = context.index(item)
+        assert index % 2 == 0 and context[index + 1] == int(target[row])
+    assert torch.all(positions[:, 1:] - positions[:, :-1] == 1)
+    assert positions.min() >= 0 and positions.max() <= 31
+
+
+def test_standard_transformer_shapes_mask_and_training_step():
+    model = ih.StandardTransformer(8, generator=torch_generator(21))
+    tokens, positions, _ = ih.standard_task(5, generator=torch_generator(22))
+    assert model(tokens, positions).shape == (5, 32)
+    A = model.previous_position_attention()
+    assert A.shape == (32, 32) and torch.all(A.triu(1) == 0)
+    assert torch.allclose(A.sum(-1), torch.ones(32))
+    trained, losses = ih.train_standard(8, steps=3, batch=4, generator=torch_generator(23))
+    assert losses.shape == (3,) and np.all(np.isfinite(losses))
+    assert 0.0 <= ih.standard_accuracy(trained, 16, generator=torch_generator(24)) <= 1.0
+
+
+def test_standard_bad_input_raises():
+    with pytest.raises(ValueError, match="vocab"):
+        ih.standard_task(2, generator=torch_generator(0), vocab=10)
+    with pytest.raises(ValueError, match="block"):
+        ih.standard_task(2, generator=torch_generator(0), block=16)
+    with pytest.raises(ValueError, match="generator"):
+        ih.StandardTransformer(8, generator=None)
+    with pytest.raises(ValueError, match="weight_decay"):
+        ih.train_standard(8, steps=1, batch=1, generator=torch_generator(0), weight_decay=-1.0)
+    with pytest.raises(ValueError, match="model"):
+        ih.standard_accuracy(None, 4, generator=torch_generator(0))

@@ -13,7 +13,8 @@ Read top to bottom:
 5. the large-N limits of the emergence times, derived in the chapter ``induction_emergence``;
 6. the 19-dimensional subspace of Theorem 1 (chapter ``induction_subspace``): the basis of Eqs. 6-8, the
    projection onto it, the group of data rotations of App. A.5 and its action on weights, a finite set of
-   rotations that averages exactly like the Haar measure, and SGD from zero as in App. C-D.
+   rotations that averages exactly like the Haar measure, and SGD from zero as in App. C-D;
+7. the standard two-layer attention-only transformer of Sec. 2 (App. E), its task and its training.
 
 Conventions. Row vectors (App. A.3): row ``i`` of ``X`` is token ``i``; ``S = X W X^T`` holds the score of
 query row ``i`` on key row ``j``. The loss is ``||y - z||^2`` summed over coordinates, as in the paper.
@@ -839,3 +840,102 @@ def train_sgd(N: int, D: int, *, steps: int, batch: int, lr: float, generator: t
             grads = unflatten_weights(flat, D)
         weights = [W - (lr / D) * g for W, g in zip(weights, grads)]
     return {**{key: np.asarray(value) for key, value in history.items()}, "weights": tuple(weights)}
+
+
+# ---------------------------------------------------------------------------------------------------
+# 7. The standard attention-only transformer of Sec. 2 (App. E), at a CPU-sized width
+
+
+def standard_task(batch: int, *, generator: torch.Generator, vocab: int = 32, block: int = 32, pairs: int = 8):
+    """Sequences of App. E: ``2 * pairs`` distinct tokens grouped in item-label pairs, then one of the items as
+    the query; the target is its label. Each sequence (length ``2 * pairs + 1``) starts at a uniform offset in
+    the block. Returns ``tokens`` and ``positions`` ``(batch, 2 pairs + 1)`` and ``target`` ``(batch,)``."""
+    batch = _check_int("batch", batch, 1)
+    pairs = _check_int("pairs", pairs, 1)
+    vocab = _check_int("vocab", vocab, 2 * pairs)
+    block = _check_int("block", block, 2 * pairs + 1)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
+    # argsort of uniform noise draws 2 * pairs distinct tokens per row without a loop over sequences
+    chosen = torch.rand(batch, vocab, generator=generator).argsort(dim=1)[:, :2 * pairs]
+    q = torch.randint(0, pairs, (batch,), generator=generator)
+    rows = torch.arange(batch)
+    tokens = torch.cat([chosen, chosen[rows, 2 * q].unsqueeze(1)], dim=1)
+    offset = torch.randint(0, block - 2 * pairs, (batch, 1), generator=generator)
+    positions = offset + torch.arange(2 * pairs + 1)
+    return tokens, positions, chosen[rows, 2 * q + 1]
+
+
+class StandardTransformer(torch.nn.Module):
+    """Two attention-only layers with one head each, token and positional embeddings, no normalisation, no MLP,
+    no weight tying (Sec. 2.1, App. E). Residual stream ``h = E[token] + P[position]``; layer ``l`` adds
+    ``softmax(h W_Q^T W_K h^T / sqrt(D_H)) h W_V^T W_O^T`` under the ordinary causal mask; the output layer
+    ``W_o`` reads the last position. Initialisation N(0, 0.02) everywhere (the paper does not state one)."""
+
+    def __init__(self, D: int, *, generator: torch.Generator, vocab: int = 32, block: int = 32):
+        super().__init__()
+        D = _check_int("D", D, 1)
+        vocab = _check_int("vocab", vocab, 2)
+        block = _check_int("block", block, 2)
+        if not isinstance(generator, torch.Generator):
+            raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
+
+        def weight(*shape):
+            return torch.nn.Parameter(0.02 * torch.randn(*shape, generator=generator))
+
+        self.D = D
+        self.E, self.P = weight(vocab, D), weight(block, D)
+        self.W_Q, self.W_K, self.W_V, self.W_O = (torch.nn.ParameterList([weight(D, D) for _ in range(2)])
+                                                  for _ in range(4))
+        self.W_out = weight(vocab, D)
+
+    def attention(self, layer: int, h: torch.Tensor) -> torch.Tensor:
+        """Row-softmax attention weights of one layer, ``(batch, n, n)``, ordinary causal mask."""
+        scores = (h @ self.W_Q[layer].T) @ (h @ self.W_K[layer].T).transpose(-1, -2) / math.sqrt(self.D)
+        return causal_softmax(scores, strict=False)
+
+    def forward(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Logits of the last position, ``(batch, vocab)``."""
+        h = self.E[tokens] + self.P[positions]
+        for layer in range(2):
+            h = h + self.attention(layer, h) @ h @ self.W_V[layer].T @ self.W_O[layer].T
+        return h[:, -1] @ self.W_out.T
+
+    def previous_position_attention(self) -> torch.Tensor:
+        """Layer-1 attention between positions alone, ``softmax_j<=i(p_i W_Q^T W_K p_j^T / sqrt(D))``: row ``i`` is
+        the query position, column ``j`` the key position (the bottom-right block of Fig. 2, left)."""
+        with torch.no_grad():
+            return self.attention(0, self.P.unsqueeze(0))[0]
+
+
+def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator, lr: float = 1e-3,
+                   weight_decay: float = 0.01):
+    """AdamW on the negative log-likelihood of the target, fresh batches every step (App. E).
+
+    Returns ``(model, losses)``, with the loss of every step's batch (a test loss: batches are independent).
+    """
+    steps = _check_int("steps", steps, 1)
+    batch = _check_int("batch", batch, 1)
+    lr = _check_positive("lr", lr)
+    if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or weight_decay < 0:
+        raise ValueError(f"weight_decay must be a number >= 0, got {weight_decay!r}")
+    model = StandardTransformer(D, generator=generator)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    losses = []
+    for _ in progress(range(steps), total=steps, desc=f"standard transformer D = {D}"):
+        tokens, positions, target = standard_task(batch, generator=generator)
+        loss = torch.nn.functional.cross_entropy(model(tokens, positions), target)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(float(loss.detach()))
+    return model, np.asarray(losses)
+
+
+def standard_accuracy(model: StandardTransformer, batch: int, *, generator: torch.Generator) -> float:
+    """Fraction of fresh sequences whose target is the arg-max of the logits."""
+    if not isinstance(model, StandardTransformer):
+        raise ValueError(f"model must be a StandardTransformer, got {model!r}")
+    tokens, positions, target = standard_task(batch, generator=generator)
+    with torch.no_grad():
+        return float((model(tokens, positions).argmax(-1) == target).double().mean())
