@@ -291,10 +291,9 @@ for B, r in zip(batches, residuals):
     print(f"B = {B:5d}: residual (W1, W2, W3) = {np.round(r, 4)}, loss {runs[B]['loss'][-1]:.2f}, "
           f"(alpha_3, beta_2, gamma_3) = {np.round(coords, 2)}")
 print(f"log-log slopes of the residual against B: {np.round(slopes, 3)}")
-check_claim("induction_subspace.sgd-residual-rate", min(slopes), lower=-0.65,
-            why="slope -1/2 for pure noise; +-0.15 allows for the trajectory (hence the norm of W) changing with B")
-check_claim("induction_subspace.sgd-residual-rate", max(slopes), upper=-0.35,
-            why="slope -1/2 for pure noise; +-0.15 allows for the trajectory (hence the norm of W) changing with B")
+check_claim("induction_subspace.sgd-residual-rate", max(abs(slope + 0.5) for slope in slopes), upper=0.15,
+            why="largest deviation of the three slopes from -1/2 (pure noise); 0.15 allows for the trajectory, "
+                "hence the norm of W, changing with B")
 inside = 1.0 - residuals[-1].max() ** 2
 check_claim("induction_subspace.sgd-structure", inside, lower=0.9,
             why="'has the structure' read as: at least 90% of every matrix's squared norm lies in the subspace")
