@@ -25,7 +25,7 @@
 # sharpened: only **15** of the 19 pseudo-parameters ever move (the query has no positional embedding, so a whole
 # block-row of $W^{(2)}$ receives an exactly zero gradient), and App. C's learning rate 1 diverges on the loss as
 # written. Training only the three induction-head parameters reproduces the plateau and its exit (Hypothesis 2),
-# and the standard transformer of Sec. 2, at width 64, forms the previous-token head of Fig. 2. Five errata are
+# and the standard transformer of Sec. 2, at width 64, forms the previous-token head of Fig. 2. Seven errata are
 # registered.
 
 # %%
@@ -137,7 +137,10 @@ check_claim("induction_subspace.basis", max(gram_errors) + max(trip_errors) + ma
 # Structured weights are fixed points of $\rho$ ($E I E^\top = I$, $F M F^\top = M$), and only for them does the
 # gradient rotate as a whole, $\nabla \mathcal L(W; h\cdot x) = \rho(h)^{-1} \nabla\mathcal L(W; x)$: this is Eq. 9
 # and App. A.6-A.7. We check it sample by sample with Haar-random $E$, $E'$, for both masks, and at random
-# unstructured weights as a negative control.
+# unstructured weights as a negative control. (Two slips of App. A's notation do not affect the argument: A.4 prints
+# all four block-rows of $W^{(2)}$ as $W_{11} \dots W_{14}$ and $W^{(3)}$ as a row of blocks, erratum E6; A.7.3
+# writes $\partial S_{kl}/\partial W^{(1)}_{ij}$ as the product of two row vectors $(X_i)_k (X_j)_l$ where the outer
+# product $(X_i)_k^\top (X_j)_l$ is meant, erratum E7.)
 
 # %%
 def equivariance_error(W, strict, seed):
