@@ -29,26 +29,10 @@ import torch
 from torch.func import grad, grad_and_value, vmap
 
 from icllib.config import progress
+from icllib.validation import positive_int, positive_number
 
 LAYERS = (0, 1)
 PARAM_NAMES = ("Wq0", "Wk0", "Wv0", "Wq1", "Wk1", "Wv1")
-
-
-def _positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _positive_float(name: str, value, *, allow_zero: bool = False) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number, got {value!r}") from None
-    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
-    return number
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -109,10 +93,10 @@ def icl_regression_batch(batch_size, *, generator, n_context=49, d=5, noise_std=
     "a ground truth vector"; a fresh one per sequence makes the task in-context).
     Returns ``(X, y)`` of shapes ``(batch_size, n_context + 1, d + 1)`` and ``(batch_size,)``.
     """
-    batch_size = _positive_int("batch_size", batch_size)
-    n_context = _positive_int("n_context", n_context)
-    d = _positive_int("d", d)
-    noise_std = _positive_float("noise_std", noise_std, allow_zero=True)
+    batch_size = positive_int("batch_size", batch_size)
+    n_context = positive_int("n_context", n_context)
+    d = positive_int("d", d)
+    noise_std = positive_number("noise_std", noise_std, allow_zero=True)
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     features = torch.randn(batch_size, n_context + 1, d, generator=generator, dtype=dtype)
@@ -126,8 +110,8 @@ def icl_regression_batch(batch_size, *, generator, n_context=49, d=5, noise_std=
 def init_attention(*, generator, width=6, imbalance=1.0, dtype=torch.float32):
     """Weights ``W_Q, W_K, W_V`` of both layers, i.i.d. N(0, 1/width), then ``W_K -> imbalance W_K``,
     ``W_Q -> W_Q / imbalance`` (the symmetry itself: the same function with imbalanced norms)."""
-    width = _positive_int("width", width)
-    imbalance = _positive_float("imbalance", imbalance)
+    width = positive_int("width", width)
+    imbalance = positive_number("imbalance", imbalance)
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     scale = {"Wq": 1.0 / imbalance, "Wk": imbalance, "Wv": 1.0}
@@ -298,8 +282,8 @@ def gradient_descent_run(params, X, y, *, lr, steps):
     """Full-batch gradient descent; returns final params, losses, the D_i path ``(steps + 1, 2, width)`` and
     the accumulated per-step identity ``sum_k lr^2 (|g_K^i|^2 - |g_Q^i|^2)`` (which must equal ``D_end - D_0``)."""
     _check_data(params, X, y)
-    lr = _positive_float("lr", lr)
-    steps = _positive_int("steps", steps)
+    lr = positive_number("lr", lr)
+    steps = positive_int("steps", steps)
     p = _leaf(params)
     D, losses = [column_imbalance(p).detach()], []
     predicted = torch.zeros_like(D[0])
@@ -322,9 +306,9 @@ def implicit_midpoint_run(params, X, y, *, h, steps, tol=1e-15, max_iter=100):
     the fixed-point iteration. Raises ``RuntimeError`` if the iteration does not converge (``h`` too large).
     """
     _check_data(params, X, y)
-    h = _positive_float("h", h)
-    steps = _positive_int("steps", steps)
-    max_iter = _positive_int("max_iter", max_iter)
+    h = positive_number("h", h)
+    steps = positive_int("steps", steps)
+    max_iter = positive_int("max_iter", max_iter)
     theta = {k: v.detach().clone() for k, v in params.items()}
     D, losses, iterations = [column_imbalance(theta)], [], []
     for _ in progress(range(steps), desc=f"midpoint h={h:g}"):
@@ -367,14 +351,14 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
     ``gK``, ``gQ`` (checkpoints, 2, width) and their chunk standard errors ``gK_se``, ``gQ_se``.
     """
     _check_params(params)
-    lr = _positive_float("lr", lr)
-    batch_size = _positive_int("batch_size", batch_size, minimum=2)
+    lr = positive_number("lr", lr)
+    batch_size = positive_int("batch_size", batch_size, minimum=2)
     if batch_size % 2:
         raise ValueError(f"batch_size must be even (two half batches), got {batch_size}")
-    steps = _positive_int("steps", steps)
-    checkpoint_every = _positive_int("checkpoint_every", checkpoint_every)
-    g_samples = _positive_int("g_samples", g_samples, minimum=2)
-    g_chunk = _positive_int("g_chunk", min(g_chunk, g_samples), minimum=2)
+    steps = positive_int("steps", steps)
+    checkpoint_every = positive_int("checkpoint_every", checkpoint_every)
+    g_samples = positive_int("g_samples", g_samples, minimum=2)
+    g_chunk = positive_int("g_chunk", min(g_chunk, g_samples), minimum=2)
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     dtype = params["Wq0"].dtype
@@ -442,10 +426,10 @@ def law_prediction(run, *, lr, batch_size, skip=1):
     Returns ``(predicted, measured, noise_part)``, each of shape ``(2, width)``: the measured total change of
     ``D_i`` and its in-batch noise part over the same steps.
     """
-    lr = _positive_float("lr", lr)
-    batch_size = _positive_int("batch_size", batch_size)
+    lr = positive_number("lr", lr)
+    batch_size = positive_int("batch_size", batch_size)
     steps = np.asarray(run["checkpoints"])
-    skip = _positive_int("skip", skip, minimum=0)
+    skip = positive_int("skip", skip, minimum=0)
     if skip >= len(steps) - 1:
         raise ValueError(f"skip must leave at least two checkpoints, got skip={skip} of {len(steps)}")
     gap = (np.asarray(run["gK"]) - np.asarray(run["gQ"]))[skip:]
@@ -472,7 +456,7 @@ def linear_C1_C2(u, w, M_star, sigma):
     Returns ``(C1, C2)``.
     """
     u, w, M_star = (np.asarray(a, dtype=float) for a in (u, w, M_star))
-    sigma = _positive_float("sigma", sigma, allow_zero=True)
+    sigma = positive_number("sigma", sigma, allow_zero=True)
     if u.ndim != 1 or w.ndim != 1:
         raise ValueError(f"u and w must be vectors, got shapes {u.shape} and {w.shape}")
     if M_star.shape != (u.size, w.size):
@@ -520,8 +504,8 @@ def linear_balance_ode_time(*, ratio0, target, d, d_o, sigma, T, product=1.0, to
 
     for name, value in (("ratio0", ratio0), ("target", target), ("sigma", sigma), ("T", T), ("product", product),
                         ("tolerance", tolerance)):
-        _positive_float(name, value)
-    d, d_o = _positive_int("d", d), _positive_int("d_o", d_o)
+        positive_number(name, value)
+    d, d_o = positive_int("d", d), positive_int("d_o", d_o)
     c = product
 
     def rhs(_, s):                        # s = log a;  da/dt = -4 T sigma^2 (d a - d_o c/a) / (1 + c/a^2)
@@ -549,12 +533,12 @@ def linear_sgd_runs(u0, w0, M_star, *, sigma, lr, batch_size, steps, runs, rng, 
     u0, w0, M_star = (np.asarray(a, dtype=float) for a in (u0, w0, M_star))
     if u0.ndim != 1 or w0.ndim != 1 or M_star.shape != (u0.size, w0.size):
         raise ValueError(f"M_star must have shape ({u0.size}, {w0.size}) for vectors u0, w0")
-    sigma = _positive_float("sigma", sigma, allow_zero=True)
-    lr = _positive_float("lr", lr)
-    batch_size = _positive_int("batch_size", batch_size)
-    steps = _positive_int("steps", steps)
-    runs = _positive_int("runs", runs)
-    record_every = _positive_int("record_every", record_every)
+    sigma = positive_number("sigma", sigma, allow_zero=True)
+    lr = positive_number("lr", lr)
+    batch_size = positive_int("batch_size", batch_size)
+    steps = positive_int("steps", steps)
+    runs = positive_int("runs", runs)
+    record_every = positive_int("record_every", record_every)
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     d_o, d = u0.size, w0.size
@@ -607,9 +591,9 @@ def sympy_identities(*, dim_u=2, dim_w=3, n_samples=3):
     """
     import sympy as sp
 
-    dim_u = _positive_int("dim_u", dim_u)
-    dim_w = _positive_int("dim_w", dim_w)
-    n_samples = _positive_int("n_samples", n_samples, minimum=2)
+    dim_u = positive_int("dim_u", dim_u)
+    dim_w = positive_int("dim_w", dim_w)
+    n_samples = positive_int("n_samples", n_samples, minimum=2)
     u = sp.Matrix(sp.symbols(f"u0:{dim_u}", real=True))
     w = sp.Matrix(sp.symbols(f"w0:{dim_w}", real=True))
     M = u * w.T

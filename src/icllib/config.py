@@ -18,6 +18,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from icllib.validation import positive_int
+
 MODE_VARIABLE = "ICLLIB_MODE"
 MODES = ("quick", "default", "full")
 
@@ -42,15 +44,9 @@ def by_mode(*, quick: T, default: T, full: T) -> T:
     return {"quick": quick, "default": default, "full": full}[mode()]
 
 
-def _check_seed(seed: int) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
-
-
 def rng(seed: int) -> np.random.Generator:
     """A fresh NumPy generator (PCG64) seeded with ``seed``."""
-    return np.random.default_rng(_check_seed(seed))
+    return np.random.default_rng(positive_int("seed", seed, minimum=0))
 
 
 def torch_generator(seed: int):
@@ -58,7 +54,7 @@ def torch_generator(seed: int):
     import torch
 
     generator = torch.Generator()
-    generator.manual_seed(_check_seed(seed))
+    generator.manual_seed(positive_int("seed", seed, minimum=0))
     return generator
 
 

@@ -35,24 +35,10 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
+from icllib.validation import positive_int, positive_number
+
 # --------------------------------------------------------------------------------------------------
 # Input validation
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _positive_number(name: str, value, *, allow_zero: bool = False) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number, got {value!r}") from None
-    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value!r}")
-    return number
 
 
 def _covariance(Lam, name: str = "Lam") -> np.ndarray:
@@ -122,7 +108,7 @@ def make_lambda(eigenvalues, *, rotation_seed: int | None = None) -> np.ndarray:
 def gamma_matrix(Lam, N) -> np.ndarray:
     """Gamma = (1 + 1/N) Lambda + tr(Lambda)/N I_d (Theorem 4.1)."""
     Lam = _covariance(Lam)
-    N = _positive_int("N", N)
+    N = positive_int("N", N)
     return (1 + 1 / N) * Lam + np.trace(Lam) / N * np.eye(Lam.shape[0])
 
 
@@ -155,7 +141,7 @@ def sample_prompts(B, M, Lam, generator: torch.Generator, *, w=None, dtype=torch
     Returns ``(X, w, x_query)`` of shapes (B, M, d), (B, d), (B, d); labels are ``y = X @ w`` (Section 3).
     A given ``w`` may be (d,) (one task for all prompts) or (B, d).
     """
-    B, M = _positive_int("B", B), _positive_int("M", M)
+    B, M = positive_int("B", B), positive_int("M", M)
     Lam = _covariance(Lam)
     if not isinstance(generator, torch.Generator):
         raise ValueError("generator must be a torch.Generator (icllib.config.torch_generator)")
@@ -191,7 +177,7 @@ def lsa_forward(W_KQ, W_PV, E, rho) -> torch.Tensor:
     E = torch.as_tensor(E)
     if E.ndim != 3 or E.shape[1] != W_KQ.shape[-1]:
         raise ValueError(f"E must have shape (B, d+1, M+1) with d+1 = {W_KQ.shape[-1]}, got {tuple(E.shape)}")
-    rho = _positive_number("rho", rho)
+    rho = positive_number("rho", rho)
     W_KQ, W_PV = W_KQ.to(E.dtype), W_PV.to(E.dtype)
     return E + W_PV @ E @ (E.transpose(1, 2) @ W_KQ @ E) / rho
 
@@ -260,7 +246,7 @@ def population_loss(W_KQ, W_PV, Lam, N) -> torch.Tensor:
     """
     W_KQ, W_PV = _params(W_KQ, W_PV)
     Lam = _covariance(Lam)
-    N = _positive_int("N", N)
+    N = positive_int("N", N)
     d = Lam.shape[0]
     if W_KQ.shape[-1] != d + 1:
         raise ValueError(f"W_KQ and W_PV must be (d+1, d+1) with d = {d}, got {tuple(W_KQ.shape)}")
@@ -356,8 +342,8 @@ def assumption33_init(d, sigma, seed) -> tuple[np.ndarray, np.ndarray]:
 
     Theta Theta^T = M M^T / ||M M^T||_F with M a standard Gaussian d x d matrix drawn from ``seed``.
     """
-    d = _positive_int("d", d)
-    sigma = _positive_number("sigma", sigma)
+    d = positive_int("d", d)
+    sigma = positive_number("sigma", sigma)
     M = np.random.default_rng(_seed(seed)).standard_normal((d, d))
     TT = M @ M.T / np.linalg.norm(M @ M.T)
     W_KQ = np.zeros((d + 1, d + 1))
@@ -383,8 +369,8 @@ def gradient_flow(U0, c0, Lam, N, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> d
     Lam = _covariance(Lam)
     d = Lam.shape[0]
     U0 = _square("U0", U0, d)
-    T = _positive_number("T", T)
-    n_eval = _positive_int("n_eval", n_eval)
+    T = positive_number("T", T)
+    n_eval = positive_int("n_eval", n_eval)
 
     def rhs(_, z):
         dU, dc = restricted_gradient(z[:-1].reshape(d, d), z[-1], Lam, N)
@@ -412,8 +398,8 @@ def restricted_gd(U0, c0, Lam, N, *, lr, steps) -> dict:
     Lam = _covariance(Lam)
     U = _square("U0", U0, Lam.shape[0]).copy()
     c = float(c0)
-    lr = _positive_number("lr", lr)
-    steps = _positive_int("steps", steps)
+    lr = positive_number("lr", lr)
+    steps = positive_int("steps", steps)
     drift = 0.0
     delta0 = c**2 - float(np.sum(U**2))
     for _ in range(steps):
@@ -434,7 +420,7 @@ def manifold_point(Lam, N, delta) -> tuple[np.ndarray, float]:
 def pl_constant(Lam, N, sigma, W_KQ0) -> float:
     """mu of Lemma 5.4 (Eq. 5.7); ||Lam Theta||_F^2 = tr(Lam U(0) Lam)/sigma from the initial W_KQ_11."""
     Lam = _covariance(Lam)
-    sigma = _positive_number("sigma", sigma)
+    sigma = positive_number("sigma", sigma)
     d = Lam.shape[0]
     G = gamma_matrix(Lam, N)
     U0 = _square("W_KQ0[:d, :d]", np.asarray(W_KQ0)[:d, :d], d)
@@ -447,7 +433,7 @@ def pl_constant(Lam, N, sigma, W_KQ0) -> float:
 
 def relevant_mask(d) -> tuple[torch.Tensor, torch.Tensor]:
     """Boolean masks of the entries that enter y-hat (Eq. 3.6): first d columns of W_KQ, last row of W_PV."""
-    d = _positive_int("d", d)
+    d = positive_int("d", d)
     m_KQ = torch.zeros(d + 1, d + 1, dtype=torch.bool)
     m_KQ[:, :d] = True
     m_PV = torch.zeros(d + 1, d + 1, dtype=torch.bool)
@@ -467,9 +453,9 @@ def gradient_descent(W_KQ, W_PV, Lam, N, *, lr, steps, record_every=100) -> dict
     W_KQ, W_PV = _params(W_KQ, W_PV)
     if W_KQ.ndim != 3 or W_PV.shape != W_KQ.shape:
         raise ValueError(f"W_KQ and W_PV must both have shape (R, d+1, d+1), got {tuple(W_KQ.shape)}, {tuple(W_PV.shape)}")
-    lr = _positive_number("lr", lr)
-    steps = _positive_int("steps", steps)
-    record_every = _positive_int("record_every", record_every)
+    lr = positive_number("lr", lr)
+    steps = positive_int("steps", steps)
+    record_every = positive_int("record_every", record_every)
     W_KQ = W_KQ.detach().clone().requires_grad_(True)
     W_PV = W_PV.detach().clone().requires_grad_(True)
     history = []
@@ -483,7 +469,6 @@ def gradient_descent(W_KQ, W_PV, Lam, N, *, lr, steps, record_every=100) -> dict
             W_PV -= lr * g_PV
     with torch.no_grad():
         final = population_loss(W_KQ, W_PV, Lam, N)
-    d = W_KQ.shape[-1] - 1
     return {"W_KQ": W_KQ.detach(), "W_PV": W_PV.detach(), "loss": final,
             "history": torch.stack(history + [final]), "delta": balance_gap(W_KQ.detach(), W_PV.detach())}
 
@@ -499,7 +484,7 @@ def full_gradient_flow(W_KQ, W_PV, Lam, N, *, T, n_eval=60, rtol=1e-10, atol=1e-
     W_KQ, W_PV = _params(W_KQ, W_PV)
     if W_KQ.ndim != 3 or W_PV.shape != W_KQ.shape:
         raise ValueError(f"W_KQ and W_PV must both have shape (R, d+1, d+1), got {tuple(W_KQ.shape)}, {tuple(W_PV.shape)}")
-    T = _positive_number("T", T)
+    T = positive_number("T", T)
     R, d = W_KQ.shape[0], W_KQ.shape[-1] - 1
     theta0 = _pack(W_KQ.detach(), W_PV.detach())
     p = theta0.shape[1]
@@ -538,10 +523,10 @@ def sgd_full(W_KQ, W_PV, Lam, N, *, lr, batch, steps, generator, dtype=torch.flo
     from icllib.config import progress
 
     W_KQ, W_PV = _params(W_KQ, W_PV)
-    lr = _positive_number("lr", lr)
-    batch, steps = _positive_int("batch", batch), _positive_int("steps", steps)
+    lr = positive_number("lr", lr)
+    batch, steps = positive_int("batch", batch), positive_int("steps", steps)
     Lam = _covariance(Lam)
-    N = _positive_int("N", N)
+    N = positive_int("N", N)
     chol = torch.as_tensor(np.linalg.cholesky(Lam), dtype=dtype)
     d = Lam.shape[0]
     K = W_KQ.detach().to(dtype).clone().requires_grad_(True)
@@ -601,7 +586,7 @@ def newton_refine(W_KQ, W_PV, Lam, N, *, steps=5) -> dict:
     W_KQ, W_PV = _params(W_KQ, W_PV)
     if W_KQ.ndim != 2:
         raise ValueError(f"W_KQ must be one (d+1, d+1) matrix, got {tuple(W_KQ.shape)}")
-    steps = _positive_int("steps", steps)
+    steps = positive_int("steps", steps)
     d = W_KQ.shape[-1] - 1
 
     def f(theta):
@@ -626,7 +611,7 @@ def mc_loss_and_gradient(W_KQ, W_PV, Lam, N, *, n, generator, chunk=50_000) -> d
     and the per-entry standard errors, from ``n`` fresh prompts (summed in chunks to bound memory).
     """
     W_KQ, W_PV = _params(W_KQ, W_PV)
-    n, chunk = _positive_int("n", n), _positive_int("chunk", chunk)
+    n, chunk = positive_int("n", n), positive_int("chunk", chunk)
     s1 = s2 = 0.0
     g1 = g2 = 0.0
     done = 0
@@ -669,7 +654,7 @@ def task_moments(task, w, Lam, *, noise=0.0) -> tuple[np.ndarray, np.ndarray, fl
     w = np.asarray(w, dtype=np.float64)
     if w.shape != (Lam.shape[0],):
         raise ValueError(f"w must have shape ({Lam.shape[0]},), got {w.shape}")
-    noise = _positive_number("noise", noise, allow_zero=True)
+    noise = positive_number("noise", noise, allow_zero=True)
     s2 = float(w @ Lam @ w)
     Lw = Lam @ w
     outer = np.outer(Lw, Lw)
@@ -691,7 +676,7 @@ def prediction_error(Lam, N, M, *, a, Sigma, best=0.0) -> float:
     ``a``, ``Sigma`` and ``best`` come from :func:`task_moments` (or any distribution's Eq. 4.5 moments).
     """
     Lam = _covariance(Lam)
-    M = _positive_int("M", M)
+    M = positive_int("M", M)
     Gi = np.linalg.inv(gamma_matrix(Lam, N))
     a = np.asarray(a, dtype=np.float64)
     Sigma = np.asarray(Sigma, dtype=np.float64)
@@ -719,8 +704,8 @@ def shift_error(Lam, N, M, *, Lam_test=None, Lam_query=None, w=None, tau2=None, 
     d = Lam.shape[0]
     if Lt.shape != (d, d) or Lq.shape != (d, d):
         raise ValueError(f"Lam_test and Lam_query must be ({d}, {d})")
-    M = _positive_int("M", M)
-    noise = _positive_number("noise", noise, allow_zero=True)
+    M = positive_int("M", M)
+    noise = positive_number("noise", noise, allow_zero=True)
     if (w is None) == (tau2 is None):
         raise ValueError("give exactly one of w (a fixed task) and tau2 (w ~ N(0, tau2 I))")
     Gi = np.linalg.inv(gamma_matrix(Lam, N))
@@ -733,7 +718,7 @@ def shift_error(Lam, N, M, *, Lam_test=None, Lam_query=None, w=None, tau2=None, 
         Kw = K @ w
         cov = (w @ Lt @ w + noise**2) * Lt + np.outer(Lt @ w, Lt @ w)
         return float(Kw @ Lq @ Kw + np.trace(GqG @ cov) / M)
-    tau2 = _positive_number("tau2", tau2)
+    tau2 = positive_number("tau2", tau2)
     cov = (tau2 * np.trace(Lt) + noise**2) * Lt + tau2 * Lt @ Lt
     return float(tau2 * np.trace(K.T @ Lq @ K) + np.trace(GqG @ cov) / M)
 
@@ -756,7 +741,7 @@ def mc_prediction_error(W_KQ, W_PV, *, M, n, generator, Lam_test, Lam_query=None
     projected onto the orthogonal complement of span{x_i}; needs M < d). Returns the mean squared errors
     with standard errors, E y_q^2, and the largest abs(y-hat) of the LSA (OLS entries are NaN when ``ols=False``).
     """
-    M, n, chunk = _positive_int("M", M), _positive_int("n", n), _positive_int("chunk", chunk)
+    M, n, chunk = positive_int("M", M), positive_int("n", n), positive_int("chunk", chunk)
     Lt = _covariance(Lam_test, "Lam_test")
     Lq = Lt if Lam_query is None else _covariance(Lam_query, "Lam_query")
     d = Lt.shape[0]
@@ -766,7 +751,7 @@ def mc_prediction_error(W_KQ, W_PV, *, M, n, generator, Lam_test, Lam_query=None
         raise ValueError(f"query must be 'independent', 'first' or 'orthogonal', got {query!r}")
     if query == "orthogonal" and M >= d:
         raise ValueError(f"query='orthogonal' needs M < d (the x_i span R^d otherwise), got M={M}, d={d}")
-    noise = _positive_number("noise", noise, allow_zero=True)
+    noise = positive_number("noise", noise, allow_zero=True)
     Lq_chol = torch.as_tensor(np.linalg.cholesky(Lq))
     sums = np.zeros(6)  # lsa, lsa^2, ols, ols^2, y^2
     max_abs = 0.0
@@ -775,7 +760,7 @@ def mc_prediction_error(W_KQ, W_PV, *, M, n, generator, Lam_test, Lam_query=None
         b = min(chunk, n - done)
         if w is None:
             X, wb, _ = sample_prompts(b, M, Lt, generator)
-            wb = wb * math.sqrt(_positive_number("tau2", tau2))
+            wb = wb * math.sqrt(positive_number("tau2", tau2))
         else:
             X, wb, _ = sample_prompts(b, M, Lt, generator, w=w)
         xq = torch.randn(b, d, generator=generator, dtype=torch.float64) @ Lq_chol.T
@@ -810,7 +795,7 @@ def corollary43_thresholds(Lam, eps) -> dict:
     N >= sqrt(2 tr(Lam) (1 + 2d + d^2 kappa) / eps). All rounded up to integers.
     """
     Lam = _covariance(Lam)
-    eps = _positive_number("eps", eps)
+    eps = positive_number("eps", eps)
     d = Lam.shape[0]
     ev = np.linalg.eigvalsh(Lam)
     kappa, trL = ev.max() / ev.min(), ev.sum()
@@ -829,7 +814,7 @@ def sample_random_cov_prompts(B, M, d, generator: torch.Generator, *, w=None, x_
     ``w`` and ``x_query`` may be fixed (d,) vectors; otherwise w ~ N(0, I) and x_query ~ N(0, Lambda) (the
     joint sampling of training). Returns ``(X, w, x_query, lam)`` of shapes (B, M, d), (B, d), (B, d), (B, d).
     """
-    B, M, d = _positive_int("B", B), _positive_int("M", M), _positive_int("d", d)
+    B, M, d = positive_int("B", B), positive_int("M", M), positive_int("d", d)
     if not isinstance(generator, torch.Generator):
         raise ValueError("generator must be a torch.Generator (icllib.config.torch_generator)")
     # inverse-CDF sampling keeps everything on the one torch generator
@@ -851,7 +836,7 @@ def exp1_moments(d, N) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     With E lambda^k = k!: gamma_i = 6 + (2d+10)/N, xi_i = 2, zeta_ij = 2 + (d+4)/N (i != j).
     """
-    d, N = _positive_int("d", d), _positive_int("N", N)
+    d, N = positive_int("d", d), positive_int("N", N)
     gamma = np.full(d, 6 + (2 * d + 10) / N)
     xi = np.full(d, 2.0)
     zeta = np.full((d, d), 2 + (d + 4) / N)
@@ -870,7 +855,7 @@ def random_cov_flow(U0, c0, gamma, xi, zeta, *, T, rtol=1e-11, atol=1e-13) -> di
     if xi.shape != (d,) or zeta.shape != (d, d) or not np.allclose(np.diag(zeta), gamma):
         raise ValueError("gamma and xi must be (d,) and zeta (d, d) with gamma on its diagonal")
     U0 = _square("U0", U0, d)
-    T = _positive_number("T", T)
+    T = positive_number("T", T)
 
     def rhs(_, z):
         U, c = z[:-1].reshape(d, d), z[-1]

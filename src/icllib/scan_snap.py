@@ -27,24 +27,10 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.special import wrightomega
 
+from icllib.validation import positive_int, positive_number
+
 # ---------------------------------------------------------------------------------------------------------
 # Input validation
-
-
-def _positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _nonnegative(name: str, value, *, strict: bool = False) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number, got {value!r}") from None
-    if not np.isfinite(number) or number < 0 or (strict and number == 0):
-        raise ValueError(f"{name} must be {'positive' if strict else 'non-negative'} and finite, got {value!r}")
-    return number
 
 
 def _generator(name: str, value) -> np.random.Generator:
@@ -143,7 +129,7 @@ def syn_small() -> SequenceClasses:
 def syn_medium(num_last: int) -> SequenceClasses:
     """Syn-Medium (Fig. 6): ``num_last`` query tokens, each with 2 next tokens, so K = 2 num_last and
     M = 10 + 10 K + num_last + K (33, 79, 125, 240 for num_last = 1, 3, 5, 10)."""
-    num_last = _positive_int("num_last", num_last)
+    num_last = positive_int("num_last", num_last)
     return _authors_layout(num_last, 2, f"Syn-Medium {num_last}/{2 * num_last}")
 
 
@@ -154,7 +140,7 @@ def _check_classes(spec) -> SequenceClasses:
 
 
 def _check_T(T) -> int:
-    return _positive_int("T", T, minimum=2)
+    return positive_int("T", T, minimum=2)
 
 
 def sample_counts(spec: SequenceClasses, batch_size: int, T: int, *, generator: np.random.Generator):
@@ -165,7 +151,7 @@ def sample_counts(spec: SequenceClasses, batch_size: int, T: int, *, generator: 
     this is an exact simulator of the authors' data, not an approximation.
     """
     spec = _check_classes(spec)
-    batch_size = _positive_int("batch_size", batch_size)
+    batch_size = positive_int("batch_size", batch_size)
     T = _check_T(T)
     generator = _generator("generator", generator)
     classes = generator.integers(0, spec.K, size=batch_size)
@@ -179,7 +165,7 @@ def sample_sequences(spec: SequenceClasses, batch_size: int, T: int, *, generato
     The reference for :func:`sample_counts`: the bincount of each row has the same multinomial law.
     """
     spec = _check_classes(spec)
-    batch_size = _positive_int("batch_size", batch_size)
+    batch_size = positive_int("batch_size", batch_size)
     T = _check_T(T)
     generator = _generator("generator", generator)
     classes = generator.integers(0, spec.K, size=batch_size)
@@ -343,20 +329,20 @@ def train_yz(spec: SequenceClasses, *, eta_Y: float, eta_Z: float, steps: int, b
     - ``record_every``: record the query rows of Z every that many steps (always at 0 and at the end).
     """
     spec = _check_classes(spec)
-    eta_Y = _nonnegative("eta_Y", eta_Y)
-    eta_Z = _nonnegative("eta_Z", eta_Z)
-    steps = _positive_int("steps", steps)
-    batch_size = _positive_int("batch_size", batch_size)
+    eta_Y = positive_number("eta_Y", eta_Y, allow_zero=True)
+    eta_Z = positive_number("eta_Z", eta_Z, allow_zero=True)
+    steps = positive_int("steps", steps)
+    batch_size = positive_int("batch_size", batch_size)
     T = _check_T(T)
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
-    momentum = _nonnegative("momentum", momentum)
+    momentum = positive_number("momentum", momentum, allow_zero=True)
     if momentum >= 1:
         raise ValueError(f"momentum must be < 1, got {momentum!r}")
     if simulator not in ("counts", "sequences"):
         raise ValueError(f"simulator must be 'counts' or 'sequences', got {simulator!r}")
     if record_every is not None:
-        record_every = _positive_int("record_every", record_every)
+        record_every = positive_int("record_every", record_every)
     from icllib.config import rng
 
     generator = rng(seed)
@@ -429,9 +415,9 @@ def distinct_token_entropy(spec: SequenceClasses, Z, *, per_class: bool = False)
 
 def decoder_clock_h_star(steps: int, M: int, eta_Y: float) -> np.ndarray:
     """h*(s), s = 0..steps, of Lemma 5 (Eq. 33): h*(s) = h*(s-1) + eta_Y / ((M-1) + exp(M h*(s-1)))."""
-    steps = _positive_int("steps", steps)
-    M = _positive_int("M", M, minimum=2)
-    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
+    steps = positive_int("steps", steps)
+    M = positive_int("M", M, minimum=2)
+    eta_Y = positive_number("eta_Y", eta_Y)
     h = np.empty(steps + 1)
     h[0] = 0.0
     current = 0.0
@@ -444,9 +430,9 @@ def decoder_clock_h_star(steps: int, M: int, eta_Y: float) -> np.ndarray:
 def decoder_row_dynamics(steps: int, M: int, eta_Y: float) -> np.ndarray:
     """w_n(s), s = 0..steps, of the decoupled decoder dynamics of one class (Eq. 8 with K = 1, batch 1):
     w_n(s) = w_n(s-1) + eta_Y (e_n - softmax(w_n(s-1))), w_n(0) = 0, class n = 0. Shape (steps + 1, M)."""
-    steps = _positive_int("steps", steps)
-    M = _positive_int("M", M, minimum=2)
-    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
+    steps = positive_int("steps", steps)
+    M = positive_int("M", M, minimum=2)
+    eta_Y = positive_number("eta_Y", eta_Y)
     w = np.zeros((steps + 1, M))
     for s in range(1, steps + 1):  # a recursion: each step needs the previous one
         residual = -_softmax(w[s - 1])
@@ -462,8 +448,8 @@ def decoder_clock_h(s, M: int, eta_Y: float):
     function (W(exp(.)) would overflow for large s). Since omega + ln omega = x - ln(M-1), this equals
     h = [ln(M-1) + ln omega]/M, which avoids the cancellation x - omega for large x.
     """
-    M = _positive_int("M", M, minimum=2)
-    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
+    M = positive_int("M", M, minimum=2)
+    eta_Y = positive_number("eta_Y", eta_Y)
     s_array = np.asarray(s, dtype=np.float64)
     if np.any(~np.isfinite(s_array)) or np.any(s_array < 0):
         raise ValueError("s must be finite and non-negative")
@@ -475,7 +461,7 @@ def decoder_clock_h(s, M: int, eta_Y: float):
 def speed_control_gamma(t, K: int, M: int, eta_Y: float, *, discrete: bool = False):
     """gamma(t) = (M-1)^2 h / ((M-1) + exp(M h)) at h = h(t/K) (or h(ceil(t/K)) with ``discrete``; Eq. 85,
     erratum E27)."""
-    K = _positive_int("K", K)
+    K = positive_int("K", K)
     t = np.asarray(t, dtype=np.float64)
     s = np.ceil(t / K) if discrete else t / K
     h = decoder_clock_h(s, M, eta_Y)
@@ -488,7 +474,7 @@ def lemma8_omegas(M: int) -> tuple[float, float]:
     Lemma 8 (Eq. 50-51): omega_0 ln M = ln(M/(M-1)) + M^{-(1 - omega_0)} and M^{omega_1} = (1 + omega_1)
     ln M (M-1)/M; both solved with Brent's method.
     """
-    M = _positive_int("M", M, minimum=3)
+    M = positive_int("M", M, minimum=3)
     lnM = np.log(M)
     omega0 = brentq(lambda w: w * lnM - np.log(M / (M - 1)) - M ** (-(1 - w)), 0.0, 0.5)
     omega1 = brentq(lambda w: M**w - (1 + w) * lnM * (M - 1) / M, omega0 + 1e-9 if omega0 > 0 else 1e-9, 5.0)
@@ -497,8 +483,8 @@ def lemma8_omegas(M: int) -> tuple[float, float]:
 
 def transition_time(K: int, M: int, eta_Y: float) -> float:
     """t_0 = 2 (1 + omega_1) K ln M / eta_Y (Theorem 4, Lemma 8)."""
-    K = _positive_int("K", K)
-    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
+    K = positive_int("K", K)
+    eta_Y = positive_number("eta_Y", eta_Y)
     return 2.0 * (1.0 + lemma8_omegas(M)[1]) * K * np.log(M) / eta_Y
 
 
@@ -519,8 +505,8 @@ def theorem1_coefficients(F, *, eta_Y: float, steps: int, update: str, generator
         raise ValueError("F must be an (M, K) non-negative array with K <= M")
     if not np.allclose(np.linalg.norm(F, axis=0), 1.0, atol=1e-12):
         raise ValueError("the columns f_n of F must have unit norm")
-    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
-    steps = _positive_int("steps", steps)
+    eta_Y = positive_number("eta_Y", eta_Y)
+    steps = positive_int("steps", steps)
     if update not in ("modified", "plain"):
         raise ValueError(f"update must be 'modified' or 'plain', got {update!r}")
     generator = _generator("generator", generator)
@@ -580,7 +566,7 @@ def integrate_scan(P, t_eval, *, K_clock: int, M_decoder: int, eta_Y: float, eta
     P = np.asarray(P, dtype=np.float64)
     if P.ndim != 2 or np.any(P < 0) or not np.allclose(P.sum(axis=1), 1.0, atol=1e-12):
         raise ValueError("P must be a (K, M) array of distributions")
-    eta_Z = _nonnegative("eta_Z", eta_Z, strict=True)
+    eta_Z = positive_number("eta_Z", eta_Z)
     t_eval = np.asarray(t_eval, dtype=np.float64)
     K, M = P.shape
     z0 = np.zeros(M) if z0 is None else np.asarray(z0, dtype=np.float64)
@@ -608,9 +594,9 @@ def integrate_scan(P, t_eval, *, K_clock: int, M_decoder: int, eta_Y: float, eta
 
 def snap_Gamma(t, K: int, M: int, eta_Y: float, eta_Z: float):
     """Gamma(t) = eta_Z int_0^t gamma = (eta_Z/eta_Y) K (M-1)^2 h^2(t/K) / 2 (Eq. 124-128)."""
-    K = _positive_int("K", K)
-    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
-    eta_Z = _nonnegative("eta_Z", eta_Z, strict=True)
+    K = positive_int("K", K)
+    eta_Y = positive_number("eta_Y", eta_Y)
+    eta_Z = positive_number("eta_Z", eta_Z)
     h = decoder_clock_h(np.asarray(t, dtype=np.float64) / K, M, eta_Y)
     return eta_Z / eta_Y * K * (M - 1) ** 2 * h**2 / 2.0
 
@@ -620,14 +606,14 @@ def snap_B(t, K: int, M: int, eta_Y: float, eta_Z: float, C0: float = 1.0):
 
     The paper prints (1/4) ln(C0 + 4 Gamma) (Eq. 129), which drops -(1/4) ln C0; both agree for C0 = 1.
     """
-    C0 = _nonnegative("C0", C0, strict=True)
+    C0 = positive_number("C0", C0)
     return 0.25 * np.log1p(4.0 * snap_Gamma(t, K, M, eta_Y, eta_Z) / C0)
 
 
 def snap_B_ode(t_eval, K: int, M: int, eta_Y: float, eta_Z: float, C0: float = 1.0) -> np.ndarray:
     """B(t) from the ODE dB/dt = C0^{-1} eta_Z gamma(t) exp(-4 B), B(0) = 0 (Eq. 13 with z = -B)."""
-    C0 = _nonnegative("C0", C0, strict=True)
-    eta_Z = _nonnegative("eta_Z", eta_Z, strict=True)
+    C0 = positive_number("C0", C0)
+    eta_Z = positive_number("eta_Z", eta_Z)
     t_eval = np.asarray(t_eval, dtype=np.float64)
 
     def rhs(t, B):
@@ -735,7 +721,7 @@ def fig6_sweep(num_last_values, eta_Z_values, ratios, seeds, *, steps: int = 100
             raise ValueError(f"{name} must not be empty")
         grids[name] = values
     for value in grids["eta_Z_values"] + grids["ratios"]:
-        _nonnegative("eta_Z_values and ratios", value, strict=True)
+        positive_number("eta_Z_values and ratios", value)
     entropy = np.empty(tuple(len(v) for v in grids.values()))
     attention = []
     runs = [(i, j, k, s) for i in range(len(grids["num_last_values"])) for j in range(len(grids["eta_Z_values"]))
@@ -784,10 +770,10 @@ def make_transformer_lm(vocab_size: int, *, d_model: int, d_hidden: int, n_layer
     torch = _torch()
     for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("d_hidden", d_hidden),
                         ("n_layers", n_layers)):
-        _positive_int(name, value)
+        positive_int(name, value)
     if not 0 <= dropout < 1:
         raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
-    torch.manual_seed(_positive_int("seed", seed, minimum=0))
+    torch.manual_seed(positive_int("seed", seed, minimum=0))
 
     class TransformerLM(torch.nn.Module):
         def __init__(self):
@@ -850,9 +836,9 @@ def train_transformer_lm(model, train_source, valid_source, *, steps: int, lr: f
     torch = _torch()
     from icllib.config import progress
 
-    steps = _positive_int("steps", steps)
-    lr = _nonnegative("lr", lr, strict=True)
-    lr_ffn = lr if lr_ffn is None else _nonnegative("lr_ffn", lr_ffn, strict=True)
+    steps = positive_int("steps", steps)
+    lr = positive_number("lr", lr)
+    lr_ffn = lr if lr_ffn is None else positive_number("lr_ffn", lr_ffn)
     ffn = [p for name, p in model.named_parameters() if ".linear" in name]
     ffn_ids = {id(p) for p in ffn}
     rest = [p for p in model.parameters() if id(p) not in ffn_ids]
@@ -928,11 +914,11 @@ def train_yz_text(train_source, valid_source, vocab_size: int, *, eta_Y: float, 
     """Train the Y/Z causal language model of :func:`yz_text_logits` from Y = Z = 0 with SGD (separate rates
     eta_Y and eta_Z) and return the mean attention-row entropy (rows >= 5) and the loss on validation."""
     torch = _torch()
-    vocab_size = _positive_int("vocab_size", vocab_size, minimum=2)
-    eta_Y = _nonnegative("eta_Y", eta_Y, strict=True)
-    eta_Z = _nonnegative("eta_Z", eta_Z, strict=True)
-    steps = _positive_int("steps", steps)
-    _positive_int("seed", seed, minimum=0)
+    vocab_size = positive_int("vocab_size", vocab_size, minimum=2)
+    eta_Y = positive_number("eta_Y", eta_Y)
+    eta_Z = positive_number("eta_Z", eta_Z)
+    steps = positive_int("steps", steps)
+    positive_int("seed", seed, minimum=0)
     Y = torch.zeros(vocab_size, vocab_size, dtype=torch.float64, requires_grad=True)
     Z = torch.zeros(vocab_size, vocab_size, dtype=torch.float64, requires_grad=True)
     optimiser = torch.optim.SGD([{"params": [Y], "lr": eta_Y}, {"params": [Z], "lr": eta_Z}], momentum=momentum)
