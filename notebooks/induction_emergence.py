@@ -34,12 +34,11 @@ import math
 import numpy as np
 import sympy as sp
 import torch
-from IPython.display import HTML, display
 
 from icllib import induction as ih
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, progress, rng, torch_generator
-from icllib.plotting import figure, log_log_slope
+from icllib.plotting import figure, log_log_slope, show_table
 
 torch.set_num_threads(1)
 
@@ -53,15 +52,6 @@ MODEL_SIZES = by_mode(quick=[(1, 2), (2, 4), (3, 6), (4, 8), (8, 16)],
 BOUND_N_VALUES = by_mode(quick=[4, 16, 64], default=[4, 16, 64, 256], full=[4, 16, 64, 256, 1024])
 N_MAX = N_VALUES[-1]
 print(f"mode = {mode()}, N up to {N_MAX}")
-
-
-def show_table(header, rows):
-    """Display a table as HTML (the book renders notebook Markdown outputs as CommonMark, without tables)."""
-    def cells(tag, values):
-        return "".join(f"<{tag}>{value}</{tag}>" for value in values)
-
-    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
-    display(HTML(f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"))
 
 # %% [markdown]
 # ## 1. From the network to three numbers

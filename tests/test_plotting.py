@@ -31,3 +31,14 @@ def test_log_log_slope_recovers_a_power_law():
 def test_log_log_slope_rejects_bad_input(x, y):
     with pytest.raises(ValueError):
         plotting.log_log_slope(x, y)
+
+
+def test_show_table_escapes_cells_and_checks_row_lengths(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    plotting.show_table(["a", "b"], [[1, "<x>"]])
+    assert "<td>1</td><td>&lt;x&gt;</td>" in shown[0].data
+    with pytest.raises(ValueError, match="rows"):
+        plotting.show_table(["a", "b"], [[1]])

@@ -58,6 +58,28 @@ def figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height
     return plt.subplots(nrows, ncols, figsize=size, squeeze=True, **subplot_kw)
 
 
+def show_table(header, rows) -> None:
+    """Display a table in the notebook as HTML.
+
+    The book renders Markdown outputs as CommonMark, which has no tables; HTML renders both in Jupyter
+    and in the book. Cells are shown with ``str`` and escaped.
+    """
+    from html import escape
+
+    from IPython.display import HTML, display
+
+    header = list(header)
+    rows = [list(row) for row in rows]
+    if any(len(row) != len(header) for row in rows):
+        raise ValueError(f"rows must each have {len(header)} cells, like header")
+
+    def cells(tag, values):
+        return "".join(f"<{tag}>{escape(str(value))}</{tag}>" for value in values)
+
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in rows)
+    display(HTML(f"<table><thead><tr>{cells('th', header)}</tr></thead><tbody>{body}</tbody></table>"))
+
+
 def log_log_slope(x, y) -> float:
     """Least-squares slope of ``log y`` against ``log x`` (for scaling laws); inputs must be positive."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
