@@ -33,6 +33,7 @@ from scipy.integrate import solve_ivp
 from scipy.special import erf, expit
 
 from icllib.config import progress
+from icllib.validation import positive_number
 
 # ---------------------------------------------------------------------------------------------------
 # Input validation
@@ -917,8 +918,7 @@ def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator
     steps = _check_int("steps", steps, 1)
     batch = _check_int("batch", batch, 1)
     lr = _check_positive("lr", lr)
-    if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or weight_decay < 0:
-        raise ValueError(f"weight_decay must be a number >= 0, got {weight_decay!r}")
+    weight_decay = positive_number("weight_decay", weight_decay, allow_zero=True)
     model = StandardTransformer(D, generator=generator)
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     losses = []
