@@ -25,7 +25,6 @@ attention row is zero by convention (it never reaches the loss for ``N >= 1``).
 from __future__ import annotations
 
 import math
-from numbers import Integral
 
 import numpy as np
 import torch
@@ -33,16 +32,10 @@ from scipy.integrate import solve_ivp
 from scipy.special import erf, expit
 
 from icllib.config import progress
-from icllib.validation import positive_number
+from icllib.validation import positive_int, positive_number
 
 # ---------------------------------------------------------------------------------------------------
 # Input validation
-
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _check_N_array(N) -> np.ndarray:
@@ -57,18 +50,6 @@ def _check_N_array(N) -> np.ndarray:
     return array.astype(np.float64)
 
 
-def _check_positive(name: str, value) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}") from None
-    if not math.isfinite(number) or number <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return number
-
-
 def _check_thresholds(thresholds) -> tuple[float, float, float]:
     try:
         values = tuple(thresholds)
@@ -76,7 +57,7 @@ def _check_thresholds(thresholds) -> tuple[float, float, float]:
         raise ValueError(f"thresholds must be three numbers (alpha, beta, gamma), got {thresholds!r}") from None
     if len(values) != 3:
         raise ValueError(f"thresholds must be three numbers (alpha, beta, gamma), got {thresholds!r}")
-    return tuple(_check_positive(f"thresholds[{k}]", v) for k, v in enumerate(values))
+    return tuple(positive_number(f"thresholds[{k}]", v) for k, v in enumerate(values))
 
 
 def _check_real_array(name: str, value) -> np.ndarray:
@@ -95,7 +76,7 @@ def _check_real_array(name: str, value) -> np.ndarray:
 
 def rotation_M(D: int) -> torch.Tensor:
     """The fixed rotation of Eq. 2, ``M = [[0, I], [I, 0]]`` (D even; symmetric, ``M^2 = I``, ``tr M = 0``)."""
-    D = _check_int("D", D, 2)
+    D = positive_int("D", D, 2)
     if D % 2:
         raise ValueError(f"D must be even (Eq. 2), got {D}")
     half = D // 2
@@ -133,13 +114,13 @@ def orthonormal_task(N: int, D: int, *, generator: torch.Generator, q: int | Non
     a Haar ``E'``; ``diag(E', E')`` commutes with ``M``, so ``p_i M = (0, u_i) diag(E', E')``.
     ``q`` (1-based) defaults to ``N``; another value breaks Assumption 8 and serves as a counter-example.
     """
-    N = _check_int("N", N, 1)
-    D = _check_int("D", D, 2)
+    N = positive_int("N", N, 1)
+    D = positive_int("D", D, 2)
     if D % 2 or D < 2 * N:
         raise ValueError(f"D must be even and >= 2N = {2 * N} (Assumption 7), got {D}")
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
-    q = N if q is None else _check_int("q", q, 1)
+    q = N if q is None else positive_int("q", q, 1)
     if q > N:
         raise ValueError(f"q must be in 1..N = 1..{N}, got {q}")
     content = _haar_rows(2 * N, D, generator)
@@ -155,9 +136,9 @@ def gaussian_task(N: int, D: int, batch: int, *, generator: torch.Generator):
 
     Returns ``X`` of shape ``(batch, 2N+1, 2D)``, ``y`` of shape ``(batch, D)`` and the 1-based ``q``.
     """
-    N = _check_int("N", N, 1)
-    D = _check_int("D", D, 2)
-    batch = _check_int("batch", batch, 1)
+    N = positive_int("N", N, 1)
+    D = positive_int("D", D, 2)
+    batch = positive_int("batch", batch, 1)
     if D % 2:
         raise ValueError(f"D must be even (Eq. 2), got {D}")
     if not isinstance(generator, torch.Generator):
@@ -233,7 +214,7 @@ def structured_weights(alphas, betas, gammas, D: int):
     (autograd flows through them). Blocks are ``D x D``; ``W3`` stacks its 8 blocks vertically (Eq. 8 with
     the transpose), matching ``V = [X1, X2, TX1, TX2, QX1, QX2, QTX1, QTX2]``.
     """
-    D = _check_int("D", D, 2)
+    D = positive_int("D", D, 2)
     if D % 2:
         raise ValueError(f"D must be even (Eq. 2), got {D}")
     groups = {"alphas": (alphas, 3), "betas": (betas, 12), "gammas": (gammas, 4)}
@@ -303,7 +284,7 @@ def full_matrix_step(alpha: float, beta: float, gamma: float, X: torch.Tensor, y
     the pseudo-parameters move by ``-(lr / D) dL/dc_k``: a learning rate ``lr`` on the matrices is a rate
     ``lr / D`` on (alpha, beta, gamma).
     """
-    lr = _check_positive("lr", lr)
+    lr = positive_number("lr", lr)
     values = [_check_real_array(n, v) for n, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma))]
     if any(v.ndim for v in values):
         raise ValueError("alpha, beta and gamma must be scalars")
@@ -422,12 +403,12 @@ def crossing_times(N: int, thresholds=(0.5, 0.5, 0.5), level: float = 0.5, *, ma
     before ``max_time_factor * (3.5 N^2 + 20)`` is ``inf``: alpha never moves when ``N = 1`` (the factor
     ``2N - 2`` of B.5 vanishes).
     """
-    N = _check_int("N", N, 1)
+    N = positive_int("N", N, 1)
     thresholds = _check_thresholds(thresholds)
-    level = _check_positive("level", level)
+    level = positive_number("level", level)
     if level >= 1.0:
         raise ValueError(f"level must be in (0, 1): the loss starts at 1, got {level!r}")
-    max_time_factor = _check_positive("max_time_factor", max_time_factor)
+    max_time_factor = positive_number("max_time_factor", max_time_factor)
     names = ("alpha", "beta", "gamma", "loss")
     found = {name: math.inf for name in names}
     events = _crossing_events(N, thresholds, level)
@@ -470,9 +451,9 @@ def flow_trajectory(N: int, t_end: float, num: int = 2001):
 
     Returns ``(t, alpha, beta, gamma, loss)``, each an array of length ``num``.
     """
-    N = _check_int("N", N, 1)
-    t_end = _check_positive("t_end", t_end)
-    num = _check_int("num", num, 2)
+    N = positive_int("N", N, 1)
+    t_end = positive_number("t_end", t_end)
+    num = positive_int("num", num, 2)
     t = np.linspace(0.0, t_end, num)
     solution = solve_ivp(_rhs(N), (0.0, t_end), np.zeros(3), method="LSODA", rtol=RTOL, atol=ATOL, t_eval=t)
     if solution.status < 0:
@@ -491,8 +472,8 @@ def proof_bounds(N: int, num: int = 20001) -> dict[str, float]:
     B.8.1), ``betadot/(3sqrt(e)/(4N^2)) max phase3`` (< 1, B.8.2), ``beta(T_alpha)`` (< 5.45, B.8.2).
     Extremes are taken over ``num`` samples per phase. Needs ``N >= 2`` (alpha never emerges for N = 1).
     """
-    N = _check_int("N", N, 2)
-    num = _check_int("num", num, 3)
+    N = positive_int("N", N, 2)
+    num = positive_int("num", num, 3)
     times = emergence_times(N)
     rhs = _rhs(N)
     edges = (0.0, times["gamma"], times["beta"], times["alpha"])
@@ -531,9 +512,9 @@ def gradient_descent_times(Ns, eta: float, thresholds=(0.1, 0.1, 0.5), max_steps
     N = _check_N_array(Ns)
     if N.ndim != 1 or N.size == 0:
         raise ValueError(f"Ns must be a non-empty 1-d list of integers >= 1, got {Ns!r}")
-    eta = _check_positive("eta", eta)
+    eta = positive_number("eta", eta)
     limits = np.array(_check_thresholds(thresholds))[:, None]
-    max_steps = _check_int("max_steps", max_steps, 1)
+    max_steps = positive_int("max_steps", max_steps, 1)
     theta = np.zeros((3, N.size))
     steps = np.full((3, N.size), np.inf)
     diverged = np.zeros(N.size, dtype=bool)
@@ -568,7 +549,7 @@ def emergence_asymptotics(thresholds=(0.5, 0.5, 0.5), level: float = 0.5) -> dic
     ``loss_drop/N^2 -> sqrt(2 pi)``. ``T_gamma/N`` needs ``c_gamma < 1`` (gamma tends to 1 in phase 1).
     """
     c_alpha, c_beta, c_gamma = _check_thresholds(thresholds)
-    level = _check_positive("level", level)
+    level = positive_number("level", level)
     if level >= 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     if c_gamma >= 1.0:
@@ -607,7 +588,7 @@ def _check_weights(W1, W2, W3) -> int:
 
 def parameter_count(D: int) -> int:
     """Number of raw parameters of Eq. 1: ``4D^2 + 16D^2 + 8D^2 = 28 D^2`` (Sec. 4, line 114)."""
-    D = _check_int("D", D, 2)
+    D = positive_int("D", D, 2)
     return sum(W.numel() for W in structured_weights((0.0,) * 3, (0.0,) * 12, (0.0,) * 4, D))
 
 
@@ -619,7 +600,7 @@ def flatten_weights(W1, W2, W3) -> torch.Tensor:
 
 def unflatten_weights(vector: torch.Tensor, D: int):
     """Inverse of :func:`flatten_weights`."""
-    D = _check_int("D", D, 2)
+    D = positive_int("D", D, 2)
     if not isinstance(vector, torch.Tensor) or tuple(vector.shape) != (28 * D * D,):
         raise ValueError(f"vector must be a tensor of shape ({28 * D * D},), got {getattr(vector, 'shape', vector)!r}")
     W1, W2, W3 = torch.split(vector, [4 * D * D, 16 * D * D, 8 * D * D])
@@ -629,7 +610,7 @@ def unflatten_weights(vector: torch.Tensor, D: int):
 def subspace_basis(D: int) -> torch.Tensor:
     """The 19 basis triples of Eqs. 6-8, flattened: a ``(19, 28 D^2)`` float64 tensor, rows in the order of
     ``PSEUDO_PARAMETERS``."""
-    D = _check_int("D", D, 2)
+    D = positive_int("D", D, 2)
     if D % 2:
         raise ValueError(f"D must be even (Eq. 2), got {D}")
     rows = []
@@ -682,7 +663,7 @@ def _check_rotations(E, F) -> int:
 def random_rotation(D: int, *, generator: torch.Generator):
     """One group element ``h = (E, F)`` of App. A.5: Haar ``E`` in O(D) (Def. 4) and a block-orthogonal
     ``F = M^s diag(E', E')`` with Haar ``E'`` in O(D/2) and a fair coin ``s`` (Def. 5); ``F`` commutes with ``M``."""
-    D = _check_int("D", D, 2)
+    D = positive_int("D", D, 2)
     if D % 2:
         raise ValueError(f"D must be even (Eq. 2), got {D}")
     if not isinstance(generator, torch.Generator):
@@ -734,7 +715,7 @@ def hadamard_cyclic_group(d: int) -> torch.Tensor:
     """The ``d^2`` orthogonal matrices ``C^c diag(h_k)`` (C the cyclic shift, h_k the rows of the Sylvester
     Hadamard matrix): averaging ``E^T A E`` over them gives ``(tr A / d) I`` exactly, as the Haar average of
     Proposition 1 does. ``d`` must be a power of two."""
-    d = _check_int("d", d, 1)
+    d = positive_int("d", d, 1)
     if d & (d - 1):
         raise ValueError(f"d must be a power of two (Sylvester Hadamard matrix), got {d}")
     H = torch.ones(1, 1, dtype=torch.float64)
@@ -752,7 +733,7 @@ def orbit_rotations(D: int):
     ``E'`` in the group of size ``(D/2)^2`` (each twice), and ``eps = +-1`` on ``E`` cancels the blocks that
     mix contents and positions (Proposition 3). Returns stacks ``(E, F)`` of shape ``(2 D^2, D, D)``.
     """
-    D = _check_int("D", D, 2)
+    D = positive_int("D", D, 2)
     if D & (D - 1):
         raise ValueError(f"D must be a power of two, got {D}")
     E = hadamard_cyclic_group(D)
@@ -810,11 +791,11 @@ def train_sgd(N: int, D: int, *, steps: int, batch: int, lr: float, generator: t
     :func:`subspace_residual`), ``w2_row2`` (max ``|W2|`` over block-row 2, the query-position rows),
     ``grad_row2`` (max ``|dL/dW2|`` there, per step) and ``weights``, the final ``(W1, W2, W3)``.
     """
-    N = _check_int("N", N, 1)
-    D = _check_int("D", D, 2)
-    steps = _check_int("steps", steps, 1)
-    batch = _check_int("batch", batch, 1)
-    lr = _check_positive("lr", lr)
+    N = positive_int("N", N, 1)
+    D = positive_int("D", D, 2)
+    steps = positive_int("steps", steps, 1)
+    batch = positive_int("batch", batch, 1)
+    lr = positive_number("lr", lr)
     if training not in TRAINING_MODES:
         raise ValueError(f"training must be one of {TRAINING_MODES}, got {training!r}")
     if not isinstance(generator, torch.Generator):
@@ -851,10 +832,10 @@ def standard_task(batch: int, *, generator: torch.Generator, vocab: int = 32, bl
     """Sequences of App. E: ``2 * pairs`` distinct tokens grouped in item-label pairs, then one of the items as
     the query; the target is its label. Each sequence (length ``2 * pairs + 1``) starts at a uniform offset in
     the block. Returns ``tokens`` and ``positions`` ``(batch, 2 pairs + 1)`` and ``target`` ``(batch,)``."""
-    batch = _check_int("batch", batch, 1)
-    pairs = _check_int("pairs", pairs, 1)
-    vocab = _check_int("vocab", vocab, 2 * pairs)
-    block = _check_int("block", block, 2 * pairs + 1)
+    batch = positive_int("batch", batch, 1)
+    pairs = positive_int("pairs", pairs, 1)
+    vocab = positive_int("vocab", vocab, 2 * pairs)
+    block = positive_int("block", block, 2 * pairs + 1)
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
     # argsort of uniform noise draws 2 * pairs distinct tokens per row without a loop over sequences
@@ -875,9 +856,9 @@ class StandardTransformer(torch.nn.Module):
 
     def __init__(self, D: int, *, generator: torch.Generator, vocab: int = 32, block: int = 32):
         super().__init__()
-        D = _check_int("D", D, 1)
-        vocab = _check_int("vocab", vocab, 2)
-        block = _check_int("block", block, 2)
+        D = positive_int("D", D, 1)
+        vocab = positive_int("vocab", vocab, 2)
+        block = positive_int("block", block, 2)
         if not isinstance(generator, torch.Generator):
             raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
 
@@ -915,9 +896,9 @@ def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator
 
     Returns ``(model, losses)``, with the loss of every step's batch (a test loss: batches are independent).
     """
-    steps = _check_int("steps", steps, 1)
-    batch = _check_int("batch", batch, 1)
-    lr = _check_positive("lr", lr)
+    steps = positive_int("steps", steps, 1)
+    batch = positive_int("batch", batch, 1)
+    lr = positive_number("lr", lr)
     weight_decay = positive_number("weight_decay", weight_decay, allow_zero=True)
     model = StandardTransformer(D, generator=generator)
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
