@@ -20,7 +20,7 @@ _GEN = rng(0)
 _Y = _GEN.normal(size=(_SPEC.M, _SPEC.M))
 _Z = 0.5 * _GEN.normal(size=(_SPEC.M, _SPEC.M))
 _CLASSES, _TOKENS = ss.sample_sequences(_SPEC, 128, 128, generator=_GEN)
-_COUNTS = np.stack([np.bincount(row, minlength=_SPEC.M) for row in _TOKENS])
+_COUNTS = ss.token_counts(_TOKENS, _SPEC.M)
 
 
 def _gradient_counts():

@@ -94,7 +94,7 @@ generator = rng(1)
 Y_rand = generator.normal(size=(spec_small.M, spec_small.M))
 Z_rand = 0.5 * generator.normal(size=(spec_small.M, spec_small.M))
 classes, sequences = ss.sample_sequences(spec_small, 16, 50, generator=generator)
-counts = np.stack([np.bincount(row, minlength=spec_small.M) for row in sequences])
+counts = ss.token_counts(sequences, spec_small.M)
 J_counts, dY_counts, dZ_counts = ss.lemma1_gradient_counts(spec_small, Y_rand, Z_rand, classes, counts)
 J_seq, dY_seq, dZ_seq = ss.lemma1_gradient_sequences(spec_small, Y_rand, Z_rand, classes, sequences)
 

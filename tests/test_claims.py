@@ -21,6 +21,11 @@ claims:
     statement: the constant is 3 (the paper prints 2)
     verdict: corrected
     erratum: demo.E1
+  - id: demo.big
+    location: Fig. 2
+    statement: a trend that needs the default scale
+    verdict: reproduced
+    modes: [default, full]
   - id: demo.skipped
     location: Fig. 9
     statement: a figure at GPU scale
@@ -143,6 +148,8 @@ def test_read_results_keeps_the_latest_record(demo_registry):
         (lambda text: text.replace("demo.corrected", "demo.exact"), "duplicate claim id"),
         (lambda text: text.replace("    statement: one plus one is two\n", ""), "'statement' is missing"),
         (lambda text: text.replace("page: notebooks/demo\n", ""), "'page' is missing"),
+        (lambda text: text.replace("modes: [default, full]", "modes: [fast]"), "modes"),
+        (lambda text: text.replace("modes: [default, full]", "modes: []"), "modes"),
     ],
 )
 def test_malformed_registry_is_rejected(tmp_path, edit, message):
@@ -174,3 +181,11 @@ def test_numpy_and_torch_scalars_are_accepted_and_arrays_are_not(demo_registry):
     claims.check_claim("demo.exact", torch.tensor(2.0, dtype=torch.float64), expected=2, atol=0)
     with pytest.raises(ValueError, match="measured must be a real number"):
         claims.check_claim("demo.exact", np.array([2.0, 2.0]), expected=2, atol=0)
+
+
+def test_a_claim_is_checked_only_in_its_registered_modes(demo_registry, monkeypatch):
+    with pytest.raises(ValueError, match=r"demo\.big.*only in modes default, full.*'quick'"):
+        claims.check_claim("demo.big", 1.0, lower=0.5)
+    monkeypatch.setenv("ICLLIB_MODE", "default")
+    assert claims.check_claim("demo.big", 1.0, lower=0.5) == 1.0
+    assert claims.registry().claims["demo.exact"].modes == ("quick", "default", "full")

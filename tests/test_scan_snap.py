@@ -48,7 +48,7 @@ def test_sample_counts_shape_and_law(small):
 
 def test_sample_sequences_has_the_same_law(small):
     classes, tokens = ss.sample_sequences(small, 4000, 128, generator=rng(1))
-    counts = np.stack([np.bincount(row, minlength=small.M) for row in tokens[classes == 1]])
+    counts = ss.token_counts(tokens[classes == 1], small.M)
     np.testing.assert_allclose(counts.mean(axis=0) / 127, small.P[1], atol=4e-3)
 
 
@@ -72,7 +72,7 @@ def test_gradients_agree_with_autograd(small):
     Y = generator.normal(size=(small.M, small.M))
     Z = generator.normal(size=(small.M, small.M))
     classes, tokens = ss.sample_sequences(small, 8, 20, generator=generator)
-    counts = np.stack([np.bincount(row, minlength=small.M) for row in tokens])
+    counts = ss.token_counts(tokens, small.M)
     J_c, dY_c, dZ_c = ss.lemma1_gradient_counts(small, Y, Z, classes, counts)
     J_s, dY_s, dZ_s = ss.lemma1_gradient_sequences(small, Y, Z, classes, tokens)
     Y_t, Z_t = torch.tensor(Y, requires_grad=True), torch.tensor(Z, requires_grad=True)
@@ -359,3 +359,11 @@ def test_text_bad_input_raises():
     with pytest.raises(ValueError, match="lr"):
         ss.train_transformer_lm(ss.make_transformer_lm(10, d_model=4, d_hidden=4, n_layers=1, dropout=0.0, seed=0),
                                 np.zeros((40, 2), dtype=np.int64), np.zeros((40, 2), dtype=np.int64), steps=1, lr=-1.0)
+
+
+def test_token_counts_matches_bincount_and_checks_its_input():
+    tokens = np.array([[0, 2, 2, 1], [3, 3, 3, 3]])
+    assert np.array_equal(ss.token_counts(tokens, 4), [[1, 1, 2, 0], [0, 0, 0, 4]])
+    for bad in (np.array([0, 1]), np.array([[0, 4]]), np.array([[0.0, 1.0]])):
+        with pytest.raises(ValueError, match="tokens"):
+            ss.token_counts(bad, 4)

@@ -15,6 +15,7 @@ lists its claims and errata::
         verdict: reproduced               # reproduced | corrected | not reproduced | out of scope
         erratum: balance.E1               # optional; required when the verdict is "corrected"
         reason: ...                       # required when the verdict is "out of scope"
+        modes: [default, full]            # optional: the run modes whose sizes can test it (default: all)
     errata:
       - id: balance.E1
         location: line 22
@@ -42,7 +43,7 @@ from pathlib import Path
 
 import yaml
 
-from icllib.config import mode
+from icllib.config import MODES, mode
 
 VERDICTS = ("reproduced", "corrected", "not reproduced", "out of scope")
 REGISTRY_VARIABLE = "ICLLIB_REGISTRY"
@@ -62,6 +63,7 @@ class Claim:
     verdict: str
     erratum: str | None = None
     reason: str | None = None
+    modes: tuple[str, ...] = MODES
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ def parse_registry(files: list[Path]) -> Registry:
                 verdict=_require(entry, "verdict", where),
                 erratum=entry.get("erratum"),
                 reason=entry.get("reason"),
+                modes=tuple(entry.get("modes", MODES)),
             )
             if claim.id in claims:
                 raise ValueError(f"{where}: duplicate claim id")
@@ -149,6 +152,8 @@ def parse_registry(files: list[Path]) -> Registry:
                 raise ValueError(f"{where}: a corrected claim must name its erratum")
             if claim.verdict == "out of scope" and not claim.reason:
                 raise ValueError(f"{where}: an out-of-scope claim must give its reason")
+            if not claim.modes or not set(claim.modes) <= set(MODES):
+                raise ValueError(f"{where}: modes {list(claim.modes)} must be a non-empty subset of {MODES}")
             claims[claim.id] = claim
     for claim in claims.values():
         if claim.erratum and claim.erratum not in errata:
@@ -230,7 +235,7 @@ def check_claim(
     - ``why`` says where the tolerance comes from (float precision, Monte-Carlo error, the mode, ...);
       the ledger shows it.
 
-    Raises ``ValueError`` for an unknown id, a non-finite or non-numeric value, a missing or negative
+    Raises ``ValueError`` for an unknown id, a claim registered for other run modes, a non-finite or non-numeric value, a missing or negative
     tolerance, or no criterion at all; raises ``AssertionError`` quoting the claim when the check fails.
     The record is written before the assertion, so failures are in the results file too.
     """
@@ -240,6 +245,9 @@ def check_claim(
     claim = claims[claim_id]
     if claim.verdict == "out of scope":
         raise ValueError(f"claim_id {claim_id!r} is registered as out of scope and cannot be checked")
+    if mode() not in claim.modes:
+        raise ValueError(f"claim_id {claim_id!r} is checked only in modes {', '.join(claim.modes)}; "
+                         f"this run is in mode {mode()!r}")
     measured = _as_number("measured", measured)
     for name, value in (("rtol", rtol), ("atol", atol)):
         if value is not None and (_as_number(name, value) < 0 or isinstance(value, bool)):

@@ -175,6 +175,17 @@ def sample_sequences(spec: SequenceClasses, batch_size: int, T: int, *, generato
     return classes, tokens
 
 
+def token_counts(tokens, M: int) -> np.ndarray:
+    """The count vector of each row of ``tokens`` (shape (batch, length), values in [0, M)): (batch, M)."""
+    M = positive_int("M", M)
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 2 or tokens.dtype.kind not in "iu" or tokens.size and (tokens.min() < 0 or tokens.max() >= M):
+        raise ValueError(f"tokens must be a 2-d integer array with values in [0, {M}), got shape {tokens.shape}")
+    counts = np.zeros((tokens.shape[0], M), dtype=np.int64)
+    np.add.at(counts, (np.arange(tokens.shape[0])[:, None], tokens), 1)
+    return counts
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The Y/Z model (Eq. 15) and Lemma 1
 
