@@ -39,8 +39,8 @@ class ledger_placeholder(nodes.General, nodes.Element):
     """Stands where the ledger table goes until every chapter has run."""
 
 
-def _table(header: tuple[str, ...], rows: list[list[nodes.Node | str]], widths=None) -> nodes.table:
-    table = nodes.table(classes=["ledger-table"])
+def _table(header: tuple[str, ...], rows: list[list[nodes.Node | str]], widths=None, classes=()) -> nodes.table:
+    table = nodes.table(classes=[*classes, "colwidths-given"] if widths else list(classes))
     group = nodes.tgroup(cols=len(header))
     table += group
     for width in widths or [1] * len(header):
@@ -231,7 +231,7 @@ def fill_ledger(app, doctree, docname):
                      verdict, measured, check, run_mode])
     counts = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdict_counts.items()))
     summary = nodes.paragraph(text=f"{len(registry.claims)} claims" + (f": {counts}." if counts else "."))
-    table = _table(LEDGER_COLUMNS, rows, widths=[3, 3, 6, 2, 2, 4, 1])
+    table = _table(LEDGER_COLUMNS, rows, widths=[4, 4, 7, 2, 2, 5, 1], classes=["ledger-table"])
     for placeholder in placeholders:
         placeholder.replace_self([summary, table])
 
@@ -260,7 +260,13 @@ def copy_mathjax(app, exception):
                     ignore=lambda folder, names: [n for n in names if n in unused_builds])
 
 
+def add_static_files(app, config):
+    config.html_static_path.append(str(Path(__file__).parent / "static"))
+
+
 def setup(app):
+    app.connect("config-inited", add_static_files)
+    app.add_css_file("book.css")
     app.add_node(ledger_placeholder)
     app.add_directive("claims-ledger", ClaimsLedger)
     app.add_directive("errata-list", ErrataList)
