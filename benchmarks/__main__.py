@@ -25,14 +25,23 @@ def time_chapter(notebook: Path, mode: str) -> float:
     import jupytext
     from nbclient import NotebookClient
 
+    # The kernel inherits this process's environment: set the mode for this run only.
+    saved = {name: os.environ.get(name) for name in ("ICLLIB_MODE", "ICLLIB_RESULTS")}
     os.environ["ICLLIB_MODE"] = mode
     os.environ["ICLLIB_RESULTS"] = str(ROOT / "_build" / "benchmarks" / "results.jsonl")
-    notebook_object = jupytext.read(notebook)
-    client = NotebookClient(notebook_object, timeout=7200, kernel_name="python3",
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
-    start = time.perf_counter()
-    client.execute()
-    return time.perf_counter() - start
+    try:
+        notebook_object = jupytext.read(notebook)
+        client = NotebookClient(notebook_object, timeout=7200, kernel_name="python3",
+                                resources={"metadata": {"path": str(NOTEBOOKS)}})
+        start = time.perf_counter()
+        client.execute()
+        return time.perf_counter() - start
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def best_time(function, repeat: int) -> float:

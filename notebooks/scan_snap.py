@@ -699,8 +699,9 @@ check_claim("scan_snap.fig4-frozen", max(r["frozen"] for r in all_rows), upper=0
 entropy_gap = np.mean([r["entropy"] for r in stats[10.0]]) - np.mean([r["entropy"] for r in stats[1.0]])
 check_claim("scan_snap.fig4-eta-y", entropy_gap, lower=0.1,
             why="10 times the seed spread of H_DT (0.01): a difference far outside seed noise")
-check_claim("scan_snap.fig4-faster", float(max(r["loss_hit"] for r in stats[10.0]) < min(r["loss_hit"] for r in stats[1.0])),
-            expected=1.0, atol=0)
+# Every seed at eta_Y = 10 reaches the loss level before every seed at eta_Y = 1: an exact comparison.
+check_claim("scan_snap.fig4-faster",
+            bool(max(r["loss_hit"] for r in stats[10.0]) < min(r["loss_hit"] for r in stats[1.0])), expected=True)
 
 # %% [markdown]
 # **Theorem 3 in finite-T SGD.** With zero initialisation Eq. 110 predicts every distinct logit from the
