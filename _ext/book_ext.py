@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 from docutils import nodes
 from docutils.parsers.rst import directives
+from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
@@ -97,7 +98,7 @@ class ErrataList(SphinxDirective):
         if not lines:
             lines = ["No erratum is registered yet."]
         container = nodes.container()
-        self.state.nested_parse(self._as_string_list(lines), self.content_offset, container)
+        self.state.nested_parse(StringList(lines, source="errata-list"), self.content_offset, container)
         return container.children
 
     def _chapter_link(self, erratum) -> str:
@@ -106,11 +107,6 @@ class ErrataList(SphinxDirective):
         if erratum.page in self.env.found_docs:
             return f"chapter {{doc}}`{title} </{erratum.page}>`"
         return f"chapter *{title}*"
-
-    def _as_string_list(self, lines):
-        from docutils.statemachine import StringList
-
-        return StringList(lines, source="errata-list")
 
 
 class CiteThisChapter(SphinxDirective):
@@ -122,7 +118,7 @@ class CiteThisChapter(SphinxDirective):
         chapter_title = title_node.astext() if title_node else self.env.docname
         authors = " and ".join(
             f"{author.get('family-names', '')}, {author.get('given-names', '')}".strip(", ")
-            if "family-names" in author else author.get("name", "")
+            if "family-names" in author else "{" + author.get("name", "") + "}"  # an institution, not a person
             for author in citation.get("authors", [])
         )
         key = "icl-book-" + Path(self.env.docname).name.replace("_", "-")
@@ -142,8 +138,6 @@ class CiteThisChapter(SphinxDirective):
         if "paper" in self.options:
             paragraph_lines = [f"Please cite the original paper too: {{cite:t}}`{self.options['paper']}`."]
             container = nodes.container()
-            from docutils.statemachine import StringList
-
             self.state.nested_parse(StringList(paragraph_lines, source="cite"), self.content_offset, container)
             section += container.children
         return [section]
@@ -212,10 +206,8 @@ def fill_ledger(app, doctree, docname):
         if record is not None and not record["passed"]:
             verdict = "FAILED"
         verdict_counts[verdict] = verdict_counts.get(verdict, 0) + 1
-        chapter_link = nodes.paragraph()
         reference = nodes.reference(text=registry.chapters[claim.chapter]["title"],
                                     refuri=app.builder.get_relative_uri(docname, claim.page))
-        chapter_link += reference
         location = nodes.paragraph()
         location += nodes.Text(f"{claim.location}. ")
         location += reference
