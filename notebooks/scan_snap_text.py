@@ -22,9 +22,9 @@
 # sample shipped inside the `gensim` wheel instead (107 articles, a quarter of WikiText-2). On it, at the
 # small scale we can afford, first-layer attention of a one-layer model does become sparser (a three-layer model
 # does not move within our budget), and larger learning rates end sparser;
-# it does **not** freeze within our training budget, and the Y/Z model on text reproduces the $\eta_Z$ trend of
-# Fig. 6 but only weakly its $\eta_Y$ trend. The numbers below come from the run mode printed in the first
-# cell (`default` in the book; `quick` in tests runs the code at toy scale and checks only the corpus).
+# it does **not** freeze within the `default` budget (it does at the paper's width, in `full` mode), and the
+# Y/Z model on text reproduces the $\eta_Z$ trend of Fig. 6 but only weakly its $\eta_Y$ trend. The numbers
+# below come from the run mode printed in the first cell (`default` in the book; `quick` in tests runs the code at toy scale and checks only the corpus).
 
 # %%
 import numpy as np
@@ -132,9 +132,13 @@ print(f"initial {entropies[0]:.3f}, final (mean of last 3) {late:.3f}; drop over
 if checked:
     check_claim("scan_snap.text-sparse", entropies[0] - late, lower=0.3,
                 why="0.3 nats is 10% of the initial entropy and above the record-to-record noise (~0.1) of one window")
-    check_claim("scan_snap.text-freeze", late_drift / early_drop, lower=0.2,
-                why="not reproduced: we assert the measured drift, at least 0.2 of the early drop (the spec's "
-                    "threshold for 'frozen'), so the map is still moving at the end of our budget")
+if mode() == "full":
+    check_claim("scan_snap.text-freeze", late_drift / early_drop, upper=0.2,
+                why="'frozen': the second-half drift is below 0.2 of the early drop (the spec's threshold)")
+elif checked:
+    check_claim("scan_snap.text-freeze-small", late_drift / early_drop, lower=0.2,
+                why="not reproduced at this scale: we assert the measured drift, at least 0.2 of the early drop "
+                    "(the spec's threshold for 'frozen'), so the map is still moving at the end of our budget")
 
 # %% [markdown]
 # The three-layer model is the bottom row of Fig. 7. At our width its first layer does not move at all within
@@ -151,10 +155,14 @@ if checked:
                 why="not reproduced: we assert the measured drop, below the 0.3 nats used for the one-layer model")
 
 # %% [markdown]
-# At our scale the attention of the one-layer model is still moving at the end of the budget, so the "freeze"
-# of line 264 is not reproduced here. Two differences may matter: the authors trained a wider model ($d = 200$) on four times more
-# text for 1500 steps (0.5 epoch of WikiText-2, against several epochs of our sample), and our small vocabulary
-# turns a quarter of the tokens into `<unk>`. `full` mode runs the authors' width and length.
+# At the `default` scale ($d = 64$, 1000 steps) the attention of the one-layer model is still moving at the end
+# of the budget, so the "freeze" of line 264 is not reproduced there. Two differences may matter: the authors
+# trained a wider model ($d = 200$) on four times more text for 1500 steps (0.5 epoch of WikiText-2, against
+# several epochs of our sample), and our small vocabulary turns a quarter of the tokens into `<unk>`. `full`
+# mode runs the authors' width and length, and there the map does freeze: in a `full` run on 2026-11-22 the
+# entropy fell from 2.815 to 0.014 and the ratio above was 0.04, well under 0.2. The ledger therefore holds
+# two claims: the paper's statement at its own width (`full` mode, reproduced) and the same statement at our
+# default width (not reproduced). Freezing is a matter of scale here, not a failure of the mechanism.
 #
 # ## Fig. 10: larger learning rates give sparser attention
 #
@@ -229,6 +237,9 @@ ax_yz.legend();
 # **Cost.** `quick` (tests) runs every cell at toy scale (vocabulary 500, $d = 32$, 5-60 steps) and checks only the
 # corpus; `default` takes about 3 minutes on one core; `full` ($d = 200$, vocabulary 5000, 1500 steps, one and
 # three layers, 800 steps per learning rate, Y/Z at vocabulary 1000 for 400 steps) about 40 minutes on one core.
+# A `full` run on 2026-11-22 reached the one-layer checks after 6.8 minutes (where it showed the freeze); the
+# cells after it have not yet been run at full scale, so their checks (written from the `default` results, the
+# three-layer one above all) may need revisiting there.
 
 # %% [markdown]
 # ## Exercises
