@@ -165,9 +165,9 @@ class BuildInfo(SphinxDirective):
             output.append(nodes.paragraph(text=(
                 f"Recorded {results.get('date', '?')} on {results.get('machine', '?')}."
             )))
-            rows = [[name, _format_number(times.get("quick")), _format_number(times.get("default"))]
+            rows = [[name, *(_format_number(times.get(run_mode)) for run_mode in ("quick", "default", "full"))]
                     for name, times in results.get("chapters", {}).items()]
-            output.append(_table(("Chapter", "quick (s)", "default (s)"), rows))
+            output.append(_table(("Chapter", "quick (s)", "default (s)", "full (s, where measured)"), rows))
             kernel_rows = [[name, _format_number(entry["fast_s"]), _format_number(entry["reference_s"]),
                             _format_number(entry["speedup"])]
                            for name, entry in results.get("kernels", {}).items()]
