@@ -20,9 +20,15 @@ NOTEBOOKS = ROOT / "notebooks"
 RESULTS = ROOT / "benchmarks" / "results.json"
 
 
-def time_chapter(notebook: Path, mode: str) -> float:
-    """Wall time of executing one chapter in a fresh kernel in the given run mode."""
+def time_chapter(notebook: Path, mode: str, *, save_to: Path | None = None, allow_errors: bool = False) -> float:
+    """Wall time of executing one chapter in a fresh kernel in the given run mode.
+
+    ``save_to``: a folder that receives the executed notebook (also when a cell fails), to read the measured
+    values of a long run afterwards. ``allow_errors``: keep executing after a failing cell (a failed check), so
+    that one long run reports every check; the failures are printed and the run's time is still returned.
+    """
     import jupytext
+    import nbformat
     from nbclient import NotebookClient
 
     # The kernel inherits this process's environment: set the mode for this run only.
@@ -31,10 +37,19 @@ def time_chapter(notebook: Path, mode: str) -> float:
     os.environ["ICLLIB_RESULTS"] = str(ROOT / "_build" / "benchmarks" / "results.jsonl")
     try:
         notebook_object = jupytext.read(notebook)
-        client = NotebookClient(notebook_object, timeout=7200, kernel_name="python3",
+        client = NotebookClient(notebook_object, timeout=7200, kernel_name="python3", allow_errors=allow_errors,
                                 resources={"metadata": {"path": str(NOTEBOOKS)}})
         start = time.perf_counter()
-        client.execute()
+        try:
+            client.execute()
+        finally:
+            if save_to is not None:
+                save_to.mkdir(parents=True, exist_ok=True)
+                nbformat.write(notebook_object, save_to / f"{notebook.stem}.{mode}.ipynb")
+        for cell in notebook_object.cells:
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    print(f"{notebook.stem} [{mode}]: {output['ename']}: {output['evalue']}", flush=True)
         return time.perf_counter() - start
     finally:
         for name, value in saved.items():
@@ -78,6 +93,9 @@ def main() -> None:
     parser.add_argument("--no-kernels", action="store_true", help="time only the chapters")
     parser.add_argument("--repeat", type=int, default=3, help="runs per kernel (best is kept)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--save-executed", type=Path, metavar="DIR", help="write the executed notebooks here")
+    parser.add_argument("--allow-errors", action="store_true",
+                        help="run every cell even after a failed check (the failures are printed)")
     arguments = parser.parse_args()
 
     results = json.loads(arguments.output.read_text()) if arguments.output.is_file() else {}
@@ -88,7 +106,8 @@ def main() -> None:
         names = arguments.chapters or sorted(path.stem for path in NOTEBOOKS.glob("*.py"))
         for name in names:
             for mode in arguments.modes:
-                seconds = time_chapter(NOTEBOOKS / f"{name}.py", mode)
+                seconds = time_chapter(NOTEBOOKS / f"{name}.py", mode, save_to=arguments.save_executed,
+                                       allow_errors=arguments.allow_errors)
                 chapters.setdefault(name, {})[mode] = round(seconds, 2)
                 print(f"chapter {name} [{mode}]: {seconds:.1f} s", flush=True)
     if not arguments.no_kernels:

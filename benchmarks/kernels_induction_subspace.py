@@ -8,9 +8,9 @@ from icllib.config import torch_generator
 
 D, N, BASE = 8, 4, 4
 _generator = torch_generator(0)
-X, Y, _ = ih.gaussian_task(N, D, BASE, generator=_generator)
+X, Y = ih.sample_icl_batch(D, N, BASE, generator=_generator)
 _c = 0.3 * torch.randn(19, dtype=torch.float64, generator=_generator)
-W = ih.structured_weights(_c[:3], _c[3:15], _c[15:], D)
+W = ih.structured_weights(_c, D)
 
 
 def symmetrised_fast():

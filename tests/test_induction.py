@@ -35,12 +35,39 @@ def test_orthonormal_task_satisfies_assumptions_7_and_8():
     assert torch.all(X[-1, D:] == 0)
 
 
-def test_gaussian_task_shapes_and_query():
-    X, y, q = ih.gaussian_task(4, 6, 5, generator=torch_generator(1))
-    assert X.shape == (5, 9, 12) and y.shape == (5, 6) and q.shape == (5,)
+def test_sample_icl_batch_shapes_and_query():
+    X, y = ih.sample_icl_batch(6, 4, 5, generator=torch_generator(1))
+    assert X.shape == (5, 9, 12) and y.shape == (5, 6) and X.dtype == torch.float64
     for k in range(5):
-        assert torch.equal(X[k, -1, :6], X[k, 2 * (int(q[k]) - 1), :6])
-        assert torch.equal(y[k], X[k, 2 * int(q[k]) - 1, :6])
+        # the query repeats one item's content, and the target is that item's label
+        matches = [i for i in range(4) if torch.equal(X[k, -1, :6], X[k, 2 * i, :6])]
+        assert len(matches) == 1 and torch.equal(y[k], X[k, 2 * matches[0] + 1, :6])
+    assert torch.all(X[:, -1, 6:] == 0)                       # the query has no position
+    M = ih.rotation_M(6)
+    assert torch.equal(X[:, 1:8:2, 6:], X[:, 0:8:2, 6:] @ M)  # labels carry p_i M
+
+
+def test_sample_icl_batch_orthonormal_and_query_last():
+    N, D = 3, 8
+    X, y = ih.sample_icl_batch(D, N, 4, generator=torch_generator(2), orthonormal=True, query_last=True)
+    eye = torch.eye(2 * N, dtype=torch.float64)
+    for k in range(4):
+        content = torch.cat([X[k, 0:2 * N:2, :D], X[k, 1:2 * N:2, :D]])
+        positions = torch.cat([X[k, 0:2 * N:2, D:], X[k, 1:2 * N:2, D:]])
+        assert torch.allclose(content @ content.T, eye, atol=1e-12)
+        assert torch.allclose(positions @ positions.T, eye, atol=1e-12)
+    assert torch.equal(X[:, -1, :D], X[:, 2 * N - 2, :D]) and torch.equal(y, X[:, 2 * N - 1, :D])
+    single, target = ih.orthonormal_task(N, D, generator=torch_generator(2))
+    first, first_target = ih.sample_icl_batch(D, N, 1, generator=torch_generator(2), orthonormal=True,
+                                              query_last=True)
+    assert torch.equal(single, first[0]) and torch.equal(target, first_target[0])
+
+
+def test_query_is_uniform_over_the_items():
+    X, y = ih.sample_icl_batch(4, 3, 3000, generator=torch_generator(3))
+    index = torch.stack([(X[:, -1, :4] == X[:, 2 * i, :4]).all(-1) for i in range(3)], dim=1).double().argmax(1)
+    counts = torch.bincount(index, minlength=3).double() / 3000
+    assert torch.allclose(counts, torch.full((3,), 1 / 3, dtype=torch.float64), atol=0.04)  # 4 sigma = 0.034
 
 
 def test_strict_mask_excludes_self_and_zeroes_the_first_row():
@@ -56,8 +83,10 @@ def test_structured_weights_shapes_and_coordinates():
     W1, W2, W3 = ih.induction_weights(0.3, -0.7, 1.1, 6)
     assert W1.shape == (12, 12) and W2.shape == (24, 24) and W3.shape == (48, 6)
     assert np.allclose(ih.induction_coordinates(W1, W2, W3), (0.3, -0.7, 1.1), atol=1e-15)
-    full = ih.structured_weights((1, 2, 3), tuple(range(1, 13)), (1, 2, 3, 4), 4)
+    full = ih.structured_weights({name: k + 1.0 for k, name in enumerate(ih.PSEUDO_PARAMETERS)}, 4)
     assert sum(W.numel() for W in full) == 28 * 4**2
+    assert ih.pseudo_params(*full) == pytest.approx({name: k + 1.0 for k, name in enumerate(ih.PSEUDO_PARAMETERS)},
+                                                    abs=1e-14)
 
 
 @pytest.mark.parametrize("N, D", [(1, 2), (2, 4), (3, 8), (5, 10)])
@@ -231,8 +260,22 @@ def test_other_bad_input_raises():
         ih.causal_softmax(torch.zeros(2, 3))
     with pytest.raises(ValueError, match="W2"):
         ih.disentangled_forward(torch.zeros(3, 4), torch.zeros(4, 4), torch.zeros(3, 3), torch.zeros(16, 2))
-    with pytest.raises(ValueError, match="alphas"):
-        ih.structured_weights((1, 2), (0,) * 12, (0,) * 4, 4)
+    with pytest.raises(ValueError, match="coeffs"):
+        ih.structured_weights((1, 2), 4)
+    with pytest.raises(ValueError, match="coeffs"):
+        ih.structured_weights({"alpha_3": 1.0}, 4)
+    with pytest.raises(ValueError, match="D"):
+        ih.structured_weights({}, 5)
+    with pytest.raises(ValueError, match="D"):
+        ih.sample_icl_batch(5, 2, 3, generator=torch_generator(0))
+    with pytest.raises(ValueError, match="N"):
+        ih.sample_icl_batch(4, 0, 3, generator=torch_generator(0))
+    with pytest.raises(ValueError, match="batch_size"):
+        ih.sample_icl_batch(4, 2, 0, generator=torch_generator(0))
+    with pytest.raises(ValueError, match="D"):
+        ih.sample_icl_batch(4, 3, 2, generator=torch_generator(0), orthonormal=True)
+    with pytest.raises(ValueError, match="generator"):
+        ih.sample_icl_batch(4, 2, 3, generator=0)
     with pytest.raises(ValueError, match="eta"):
         ih.gradient_descent_times([2], -1.0)
     with pytest.raises(ValueError, match="Ns"):

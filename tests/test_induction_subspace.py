@@ -18,7 +18,7 @@ def _random_weights(D, generator, scale=1.0):
 
 def _random_structured(D, generator, scale=0.3):
     c = scale * torch.randn(19, dtype=torch.float64, generator=generator)
-    return c, ih.structured_weights(c[:3], c[3:15], c[15:], D)
+    return c, ih.structured_weights(c, D)
 
 
 # --- item 1: the model ------------------------------------------------------------------------------
@@ -26,7 +26,7 @@ def _random_structured(D, generator, scale=0.3):
 
 def test_activation_shapes_and_parameter_count():
     N, D = 3, 4
-    X, y, _ = ih.gaussian_task(N, D, 5, generator=torch_generator(0))
+    X, y = ih.sample_icl_batch(D, N, 5, generator=torch_generator(0))
     states = ih.disentangled_states(X, *_random_weights(D, torch_generator(1), 0.1))
     assert states["T"].shape == (5, 2 * N + 1, 2 * N + 1) and states["Q"].shape == (5, 2 * N + 1, 2 * N + 1)
     assert states["U"].shape == (5, 2 * N + 1, 4 * D) and states["V"].shape == (5, 2 * N + 1, 8 * D)
@@ -36,7 +36,7 @@ def test_activation_shapes_and_parameter_count():
 
 
 def test_strict_mask_in_the_model_zero_first_row_and_no_self_attention():
-    X, _, _ = ih.gaussian_task(3, 4, 2, generator=torch_generator(2))
+    X, _ = ih.sample_icl_batch(4, 3, 2, generator=torch_generator(2))
     states = ih.disentangled_states(X, *_random_weights(4, torch_generator(3), 0.5))
     for A in (states["T"], states["Q"]):
         assert torch.all(A[:, 0] == 0)
@@ -45,8 +45,25 @@ def test_strict_mask_in_the_model_zero_first_row_and_no_self_attention():
     assert torch.all(states["U"][:, 0, 8:] == 0)              # (T X)_1 = 0
 
 
+def test_module_is_the_functional_model_with_28_D_squared_parameters():
+    D = 4
+    X, _ = ih.sample_icl_batch(D, 3, 2, generator=torch_generator(6))
+    W = _random_weights(D, torch_generator(7), 0.3)
+    model = ih.DisentangledTransformer(D, weights=W)
+    assert [name for name, _ in model.named_parameters()] == ["W1", "W2", "W3"]
+    assert sum(p.numel() for p in model.parameters()) == 28 * D * D
+    assert all(p.dtype == torch.float64 for p in model.parameters())
+    assert torch.equal(model(X), ih.disentangled_forward(X, *W))
+    zero = ih.DisentangledTransformer(D)
+    assert all(torch.all(p == 0) for p in zero.parameters()) and torch.all(zero(X) == 0)
+    single = ih.DisentangledTransformer(D, weights=W, dtype=torch.float32)
+    assert torch.allclose(single(X.float()).double(), model(X).detach(), atol=1e-4)
+    model(X).sum().backward()
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
+
+
 def test_forward_is_the_read_out_of_the_states():
-    X, _, _ = ih.gaussian_task(2, 4, 3, generator=torch_generator(4))
+    X, _ = ih.sample_icl_batch(4, 2, 3, generator=torch_generator(4))
     W = _random_weights(4, torch_generator(5), 0.3)
     assert torch.equal(ih.disentangled_forward(X, *W), ih.disentangled_states(X, *W)["z"])
 
@@ -64,16 +81,21 @@ def test_basis_is_orthogonal_with_squared_norm_D(D):
 def test_round_trip_projection_idempotent_and_residual():
     D = 6
     c, W = _random_structured(D, torch_generator(6))
-    assert torch.allclose(ih.pseudo_parameters(*W), c, atol=1e-15)
+    assert torch.allclose(ih.pseudo_parameter_vector(*W), c, atol=1e-15)
+    named = dict(zip(ih.PSEUDO_PARAMETERS, c.tolist()))
+    assert ih.pseudo_params(*ih.structured_weights(named, D)) == pytest.approx(named, abs=1e-15)
+    only_head = ih.pseudo_params(*ih.structured_weights({"alpha3": 0.5, "beta2": -1.0, "gamma3": 2.0}, D))
+    assert only_head == pytest.approx({name: {"alpha3": 0.5, "beta2": -1.0, "gamma3": 2.0}.get(name, 0.0)
+                                       for name in ih.PSEUDO_PARAMETERS}, abs=1e-15)
     assert ih.subspace_residual(*W) == pytest.approx((0, 0, 0), abs=1e-15)
-    assert ih.pseudo_parameters(*W)[list(ih.INDUCTION_INDICES)].tolist() == pytest.approx(
+    assert ih.pseudo_parameter_vector(*W)[list(ih.INDUCTION_INDICES)].tolist() == pytest.approx(
         ih.induction_coordinates(*W), abs=1e-15)
     R = _random_weights(D, torch_generator(7))
     P = ih.project_structured(*R)
     PP = ih.project_structured(*P)
     assert all(torch.allclose(a, b, atol=1e-14) for a, b in zip(P, PP))
     # the residual is orthogonal to the subspace
-    assert torch.allclose(ih.pseudo_parameters(*(a - b for a, b in zip(R, P))), torch.zeros(19, dtype=torch.float64),
+    assert torch.allclose(ih.pseudo_parameter_vector(*(a - b for a, b in zip(R, P))), torch.zeros(19, dtype=torch.float64),
                           atol=1e-14)
     assert all(0.9 < r < 1.0 for r in ih.subspace_residual(*R))
     assert torch.equal(ih.unflatten_weights(ih.flatten_weights(*R), D)[1], R[1])
@@ -92,7 +114,7 @@ def test_random_rotation_is_orthogonal_and_F_commutes_with_M():
 @pytest.mark.parametrize("strict", [True, False])
 def test_gradient_equivariance_at_structured_weights_only(strict):
     D, generator = 8, torch_generator(9)
-    X, y, _ = ih.gaussian_task(4, D, 1, generator=generator)
+    X, y = ih.sample_icl_batch(D, 4, 1, generator=generator)
     E, F = ih.random_rotation(D, generator=generator)
     X_rot, y_rot = ih.rotate_data(X, y, E, F)
     for W, expect_equal in ((_random_structured(D, generator)[1], True), (_random_weights(D, generator, 0.1), False)):
@@ -106,7 +128,7 @@ def test_gradient_equivariance_at_structured_weights_only(strict):
 
 def test_loss_identity_defining_rho_holds_for_any_weights():
     D, generator = 4, torch_generator(10)
-    X, y, _ = ih.gaussian_task(3, D, 4, generator=generator)
+    X, y = ih.sample_icl_batch(D, 3, 4, generator=generator)
     W = _random_weights(D, generator, 0.2)
     E, F = ih.random_rotation(D, generator=generator)
     loss_rot, _ = ih.loss_and_grads(*ih.rotate_data(X, y, E, F), *W)
@@ -128,7 +150,7 @@ def test_orbit_average_of_the_gradient_is_its_projection():
     D, generator = 4, torch_generator(12)
     E, F = ih.orbit_rotations(D)
     assert E.shape == F.shape == (2 * D * D, D, D)
-    X, y, _ = ih.gaussian_task(3, D, 2, generator=generator)
+    X, y = ih.sample_icl_batch(D, 3, 2, generator=generator)
     _, W = _random_structured(D, generator)
     _, g_plain = ih.loss_and_grads(X, y, *W)
     _, g_sym = ih.loss_and_grads(*ih.symmetrise(X, y), *W)
@@ -158,17 +180,25 @@ def test_training_modes_structural_zero_and_subspaces():
 
 
 def test_bad_input_raises():
-    W = ih.structured_weights((0.0,) * 3, (0.0,) * 12, (0.0,) * 4, 4)
+    W = ih.structured_weights({}, 4)
     E, F = ih.random_rotation(4, generator=torch_generator(0))
-    X, y, _ = ih.gaussian_task(2, 4, 3, generator=torch_generator(0))
+    X, y = ih.sample_icl_batch(4, 2, 3, generator=torch_generator(0))
     with pytest.raises(ValueError, match="D"):
         ih.parameter_count(1)
     with pytest.raises(ValueError, match="D"):
         ih.subspace_basis(3)
     with pytest.raises(ValueError, match="W2"):
-        ih.pseudo_parameters(W[0], W[0], W[2])
+        ih.pseudo_parameter_vector(W[0], W[0], W[2])
     with pytest.raises(ValueError, match="W1"):
         ih.subspace_residual(torch.zeros(3, 3), W[1], W[2])
+    with pytest.raises(ValueError, match="W3"):
+        ih.pseudo_params(W[0], W[1], W[1])
+    with pytest.raises(ValueError, match="D"):
+        ih.DisentangledTransformer(3)
+    with pytest.raises(ValueError, match="weights"):
+        ih.DisentangledTransformer(8, weights=W)
+    with pytest.raises(ValueError, match="snapshots"):
+        ih.train_sgd(2, 4, steps=3, batch=4, lr=1.0, generator=torch_generator(0), snapshots=(5,))
     with pytest.raises(ValueError, match="vector"):
         ih.unflatten_weights(torch.zeros(5), 4)
     with pytest.raises(ValueError, match="generator"):

@@ -42,3 +42,16 @@ def test_show_table_escapes_cells_and_checks_row_lengths(monkeypatch):
     assert "<td>1</td><td>&lt;x&gt;</td>" in shown[0].data
     with pytest.raises(ValueError, match="rows"):
         plotting.show_table(["a", "b"], [[1]])
+
+
+def test_block_heatmap_is_symmetric_and_draws_block_lines():
+    fig, ax = plotting.figure()
+    matrix = np.arange(-6.0, 6.0).reshape(3, 4)
+    image = plotting.block_heatmap(ax, matrix, 2, title="W", xlabel="key", ylabel="query")
+    assert image.get_clim() == (-6.0, 6.0)
+    assert len(ax.lines) == 2                     # one vertical line (column 2) and one horizontal (row 2)
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("W", "key", "query")
+    with pytest.raises(ValueError, match="matrix"):
+        plotting.block_heatmap(ax, np.zeros(3), 2, title="", xlabel="", ylabel="")
+    with pytest.raises(ValueError, match="block"):
+        plotting.block_heatmap(ax, matrix, 0, title="", xlabel="", ylabel="")

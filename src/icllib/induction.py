@@ -25,6 +25,7 @@ attention row is zero by convention (it never reaches the loss for ``N >= 1``).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -86,34 +87,74 @@ def rotation_M(D: int) -> torch.Tensor:
     return M
 
 
-def _sequence(a, b, p, q_index) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eqs. 3-4 for one sequence: rows ``[a_i | p_i]``, ``[b_i | p_i M]``, then the query ``[a_q | 0]``."""
-    N, D = a.shape
-    M = rotation_M(D)
-    X = torch.zeros(2 * N + 1, 2 * D, dtype=torch.float64)
-    X[0:2 * N:2, :D], X[0:2 * N:2, D:] = a, p
-    X[1:2 * N:2, :D], X[1:2 * N:2, D:] = b, p @ M
-    X[2 * N, :D] = a[q_index]
-    return X, b[q_index].clone()
+def _assemble(a, b, p, q_index) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eqs. 3-4 for a batch: rows ``[a_i | p_i]``, ``[b_i | p_i M]``, then the query ``[a_q | 0]``; target ``b_q``.
+
+    ``a, b, p`` are ``(batch, N, D)`` and ``q_index`` holds the 0-based query index of each sequence.
+    """
+    batch, N, D = a.shape
+    rows = torch.arange(batch)
+    X = torch.zeros(batch, 2 * N + 1, 2 * D, dtype=torch.float64)
+    X[:, 0:2 * N:2, :D], X[:, 0:2 * N:2, D:] = a, p
+    X[:, 1:2 * N:2, :D], X[:, 1:2 * N:2, D:] = b, p @ rotation_M(D)
+    X[:, 2 * N, :D] = a[rows, q_index]
+    return X, b[rows, q_index].clone()
 
 
-def _haar_rows(n_rows: int, dim: int, generator: torch.Generator) -> torch.Tensor:
-    """``n_rows`` orthonormal rows of a Haar-random orthogonal ``dim x dim`` matrix."""
-    G = torch.randn(dim, dim, dtype=torch.float64, generator=generator)
+def _haar_rows(n_rows: int, dim: int, batch: int, generator: torch.Generator) -> torch.Tensor:
+    """``(batch, n_rows, dim)``: per batch element, ``n_rows`` orthonormal rows of a Haar-random orthogonal matrix."""
+    G = torch.randn(batch, dim, dim, dtype=torch.float64, generator=generator)
     Q, R = torch.linalg.qr(G)
-    Q = Q * torch.sign(torch.diagonal(R))  # the sign fix makes the QR factor Haar-distributed
-    return Q.T[:n_rows]
+    Q = Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1)).unsqueeze(-2)  # the sign fix makes Q Haar-distributed
+    return Q.transpose(-1, -2)[:, :n_rows]
+
+
+def _orthonormal_parts(N: int, D: int, batch: int, generator: torch.Generator):
+    """Contents and positions of Assumption 7, ``(batch, N, D)`` each: ``a_1..a_N, b_1..b_N`` are 2N orthonormal
+    rows; ``p_i = (u_i, 0) diag(E', E')`` with ``u`` orthonormal in ``R^{D/2}`` and a Haar ``E'``. Since
+    ``diag(E', E')`` commutes with ``M``, ``p_i M = (0, u_i) diag(E', E')``: the 2N position rows are orthonormal
+    too, and ``p_i`` is orthogonal to ``p_j M`` for all i, j."""
+    half = D // 2
+    content = _haar_rows(2 * N, D, batch, generator)
+    u = _haar_rows(N, half, batch, generator)
+    E = _haar_rows(half, half, batch, generator)
+    p = torch.cat([u @ E, torch.zeros(batch, N, half, dtype=torch.float64)], dim=-1)
+    return content[:, :N], content[:, N:], p
+
+
+def sample_icl_batch(D: int, N: int, batch_size: int, *, generator: torch.Generator, orthonormal: bool = False,
+                     query_last: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of the in-context task (Eqs. 2-5): ``X`` of shape ``(batch_size, 2N+1, 2D)`` and ``y`` of shape
+    ``(batch_size, D)``.
+
+    By default the entries of ``a_i, b_i, p_i`` are i.i.d. N(0, 1) and the query index is uniform on ``1..N``
+    (Eq. 5, the experiments of App. C-D). ``orthonormal=True`` draws them per Assumption 7 instead (needs
+    ``D >= 2N``), and ``query_last=True`` fixes the query to item ``N`` (Assumption 8).
+    """
+    D = positive_int("D", D, 2)
+    N = positive_int("N", N, 1)
+    batch_size = positive_int("batch_size", batch_size, 1)
+    if D % 2:
+        raise ValueError(f"D must be even (Eq. 2), got {D}")
+    if orthonormal and D < 2 * N:
+        raise ValueError(f"D must be >= 2N = {2 * N} for orthonormal inputs (Assumption 7), got {D}")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
+    if orthonormal:
+        a, b, p = _orthonormal_parts(N, D, batch_size, generator)
+    else:
+        a, b, p = torch.randn(3, batch_size, N, D, dtype=torch.float64, generator=generator)
+    if query_last:
+        q_index = torch.full((batch_size,), N - 1)
+    else:
+        q_index = torch.randint(0, N, (batch_size,), generator=generator)
+    return _assemble(a, b, p, q_index)
 
 
 def orthonormal_task(N: int, D: int, *, generator: torch.Generator, q: int | None = None):
-    """One sequence ``(X, y)`` satisfying Assumptions 7 (orthonormal inputs) and 8 (``q = N``).
-
-    ``a_1..a_N, b_1..b_N`` are 2N orthonormal rows and ``p_1..p_N, p_1 M..p_N M`` are 2N orthonormal
-    rows, with ``a_i`` orthogonal to ``b_j`` and ``p_i`` orthogonal to ``p_j M`` for *all* i, j (this needs
-    ``D >= 2N``). The positions are ``p_i = (u_i, 0) diag(E', E')`` with ``u`` orthonormal in ``R^{D/2}`` and
-    a Haar ``E'``; ``diag(E', E')`` commutes with ``M``, so ``p_i M = (0, u_i) diag(E', E')``.
-    ``q`` (1-based) defaults to ``N``; another value breaks Assumption 8 and serves as a counter-example.
-    """
+    """One sequence ``(X, y)`` of shape ``(2N+1, 2D)``, ``(D,)`` satisfying Assumption 7 (orthonormal inputs)
+    and, by default, Assumption 8 (query ``q = N``); another 1-based ``q`` breaks Assumption 8 and serves as a
+    counter-example. Needs ``D >= 2N``."""
     N = positive_int("N", N, 1)
     D = positive_int("D", D, 2)
     if D % 2 or D < 2 * N:
@@ -123,39 +164,8 @@ def orthonormal_task(N: int, D: int, *, generator: torch.Generator, q: int | Non
     q = N if q is None else positive_int("q", q, 1)
     if q > N:
         raise ValueError(f"q must be in 1..N = 1..{N}, got {q}")
-    content = _haar_rows(2 * N, D, generator)
-    half = D // 2
-    u = _haar_rows(N, half, generator)
-    E = _haar_rows(half, half, generator)
-    p = torch.cat([u @ E, torch.zeros(N, half, dtype=torch.float64)], dim=1)
-    return _sequence(content[:N], content[N:], p, q - 1)
-
-
-def gaussian_task(N: int, D: int, batch: int, *, generator: torch.Generator):
-    """A batch of sequences of the experiments (Eq. 5): N(0, 1) entries, ``q ~ Unif{1..N}``.
-
-    Returns ``X`` of shape ``(batch, 2N+1, 2D)``, ``y`` of shape ``(batch, D)`` and the 1-based ``q``.
-    """
-    N = positive_int("N", N, 1)
-    D = positive_int("D", D, 2)
-    batch = positive_int("batch", batch, 1)
-    if D % 2:
-        raise ValueError(f"D must be even (Eq. 2), got {D}")
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
-    a, b, p = torch.randn(3, batch, N, D, dtype=torch.float64, generator=generator)
-    q = torch.randint(0, N, (batch,), generator=generator)
-    rows = torch.arange(batch)
-    M = rotation_M(D)
-    X = torch.zeros(batch, 2 * N + 1, 2 * D, dtype=torch.float64)
-    X[:, 0:2 * N:2, :D], X[:, 0:2 * N:2, D:] = a, p
-    X[:, 1:2 * N:2, :D], X[:, 1:2 * N:2, D:] = b, p @ M
-    X[:, 2 * N, :D] = a[rows, q]
-    return X, b[rows, q], q + 1
-
-
-# ---------------------------------------------------------------------------------------------------
-# 2. The model (Eq. 1 with the mask of App. B.2) and its structured weights (Eqs. 6-8)
+    X, y = _assemble(*_orthonormal_parts(N, D, 1, generator), torch.tensor([q - 1]))
+    return X[0], y[0]
 
 
 def causal_softmax(S: torch.Tensor, *, strict: bool = True) -> torch.Tensor:
@@ -207,25 +217,69 @@ def disentangled_forward(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3
     return disentangled_states(X, W1, W2, W3, strict=strict)["z"]
 
 
-def structured_weights(alphas, betas, gammas, D: int):
-    """``(W1, W2, W3)`` of Theorem 1 (Eqs. 6-8) from 3 + 12 + 4 pseudo-parameters.
+class DisentangledTransformer(torch.nn.Module):
+    """Eq. 1 as a module: the parameters ``W1`` (2D x 2D), ``W2`` (4D x 4D), ``W3`` (8D x D), 28 D^2 in all.
 
-    ``alphas = (a1, a2, a3)``, ``betas = (b1..b12)``, ``gammas = (g1..g4)`` may be floats or 0-d tensors
-    (autograd flows through them). Blocks are ``D x D``; ``W3`` stacks its 8 blocks vertically (Eq. 8 with
-    the transpose), matching ``V = [X1, X2, TX1, TX2, QX1, QX2, QTX1, QTX2]``.
+    ``model(X)`` is :func:`disentangled_forward`. The weights start at zero (Assumption 1) unless ``weights``
+    gives a triple; ``dtype`` is float64 by default, which the exact checks of the chapter need.
+    """
+
+    def __init__(self, D: int, *, weights=None, strict: bool = True, dtype: torch.dtype = torch.float64):
+        super().__init__()
+        D = positive_int("D", D, 2)
+        if D % 2:
+            raise ValueError(f"D must be even (Eq. 2), got {D}")
+        if weights is None:
+            weights = structured_weights({}, D)
+        elif _check_weights(*weights) != D:
+            raise ValueError(f"weights must be a triple for D = {D}, got W1 of shape {tuple(weights[0].shape)}")
+        self.D, self.strict = D, bool(strict)
+        self.W1, self.W2, self.W3 = (torch.nn.Parameter(W.detach().to(dtype).clone()) for W in weights)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """The read-out ``z`` at the query row, ``(..., D)``, for ``X`` of shape ``(..., 2N+1, 2D)``."""
+        return disentangled_forward(X, self.W1, self.W2, self.W3, strict=self.strict)
+
+
+# The 19 pseudo-parameters of Eqs. 6-8, in the order used everywhere (vectors, the basis, the plots).
+PSEUDO_PARAMETERS = (tuple(f"alpha{k}" for k in range(1, 4)) + tuple(f"beta{k}" for k in range(1, 13))
+                     + tuple(f"gamma{k}" for k in range(1, 5)))
+INDUCTION_INDICES = (2, 4, 17)   # alpha3, beta2, gamma3 in PSEUDO_PARAMETERS
+
+
+def _coefficient_list(coeffs) -> list:
+    """The 19 values of ``coeffs`` in the order of ``PSEUDO_PARAMETERS``: from a mapping of (some of) the names,
+    missing ones being 0, or from a sequence or 1-d tensor of 19 values (tensor entries keep their autograd)."""
+    if isinstance(coeffs, Mapping):
+        unknown = sorted(set(coeffs) - set(PSEUDO_PARAMETERS))
+        if unknown:
+            raise ValueError(f"coeffs has unknown names {unknown}; the names are alpha1..alpha3, beta1..beta12, "
+                             "gamma1..gamma4")
+        return [coeffs.get(name, 0.0) for name in PSEUDO_PARAMETERS]
+    try:
+        values = list(coeffs.unbind()) if isinstance(coeffs, torch.Tensor) and coeffs.ndim == 1 else list(coeffs)
+    except TypeError:
+        raise ValueError(f"coeffs must be a mapping of pseudo-parameter names or 19 values, got {coeffs!r}") from None
+    if len(values) != 19:
+        raise ValueError(f"coeffs must hold 19 values (alpha1..gamma4), got {len(values)}")
+    return values
+
+
+def structured_weights(coeffs, D: int):
+    """``(W1, W2, W3)`` of Theorem 1 (Eqs. 6-8) from the pseudo-parameters.
+
+    ``coeffs`` maps names of ``PSEUDO_PARAMETERS`` (``alpha1..alpha3, beta1..beta12, gamma1..gamma4``) to
+    values, absent names meaning 0; a sequence or 1-d tensor of the 19 values in that order is accepted too.
+    Values may be floats or 0-d tensors (autograd flows through them). Blocks are ``D x D``; ``W3`` stacks its
+    8 blocks vertically (Eq. 8 with the transpose), matching ``V = [X1, X2, TX1, TX2, QX1, QX2, QTX1, QTX2]``.
     """
     D = positive_int("D", D, 2)
     if D % 2:
         raise ValueError(f"D must be even (Eq. 2), got {D}")
-    groups = {"alphas": (alphas, 3), "betas": (betas, 12), "gammas": (gammas, 4)}
-    for name, (values, size) in groups.items():
-        if len(values) != size:
-            raise ValueError(f"{name} must hold {size} values, got {len(values)}")
+    a1, a2, a3, *rest = _coefficient_list(coeffs)
+    b, g = rest[:12], rest[12:]
     I, M = torch.eye(D, dtype=torch.float64), rotation_M(D)
     Z = torch.zeros(D, D, dtype=torch.float64)
-    a1, a2, a3 = alphas
-    b = betas
-    g = gammas
     W1 = torch.cat([torch.cat([a1 * I, Z], 1), torch.cat([Z, a2 * I + a3 * M], 1)], 0)
     W2 = torch.cat([
         torch.cat([b[0] * I, Z, b[1] * I, Z], 1),
@@ -239,7 +293,7 @@ def structured_weights(alphas, betas, gammas, D: int):
 
 def induction_weights(alpha, beta, gamma, D: int):
     """The three-parameter restriction (Assumption 4): only ``alpha_3, beta_2, gamma_3`` are non-zero."""
-    return structured_weights((0.0, 0.0, alpha), (0.0, beta) + (0.0,) * 10, (0.0, 0.0, gamma, 0.0), D)
+    return structured_weights({"alpha3": alpha, "beta2": beta, "gamma3": gamma}, D)
 
 
 def full_model_loss_and_grad(alpha: float, beta: float, gamma: float, X: torch.Tensor, y: torch.Tensor, *,
@@ -570,11 +624,6 @@ def emergence_asymptotics(thresholds=(0.5, 0.5, 0.5), level: float = 0.5) -> dic
 # I or an M in one D x D block (Eqs. 6-8); they are Frobenius-orthogonal with ||B_k||_F^2 = D (<I, M> = tr M
 # = 0), so the coordinates are c_k = <W, B_k>/D and the orthogonal projection is Pi(W) = sum_k c_k B_k.
 
-PSEUDO_PARAMETERS = (tuple(f"alpha_{k}" for k in range(1, 4)) + tuple(f"beta_{k}" for k in range(1, 13))
-                     + tuple(f"gamma_{k}" for k in range(1, 5)))
-INDUCTION_INDICES = (2, 4, 17)   # alpha_3, beta_2, gamma_3 in PSEUDO_PARAMETERS
-
-
 def _check_weights(W1, W2, W3) -> int:
     """``D`` of a weight triple of Eq. 1, after checking the three shapes."""
     if not isinstance(W1, torch.Tensor) or W1.ndim != 2 or W1.shape[0] != W1.shape[1] or W1.shape[0] % 4:
@@ -589,7 +638,7 @@ def _check_weights(W1, W2, W3) -> int:
 def parameter_count(D: int) -> int:
     """Number of raw parameters of Eq. 1: ``4D^2 + 16D^2 + 8D^2 = 28 D^2`` (Sec. 4, line 114)."""
     D = positive_int("D", D, 2)
-    return sum(W.numel() for W in structured_weights((0.0,) * 3, (0.0,) * 12, (0.0,) * 4, D))
+    return sum(W.numel() for W in DisentangledTransformer(D).parameters())
 
 
 def flatten_weights(W1, W2, W3) -> torch.Tensor:
@@ -613,15 +662,12 @@ def subspace_basis(D: int) -> torch.Tensor:
     D = positive_int("D", D, 2)
     if D % 2:
         raise ValueError(f"D must be even (Eq. 2), got {D}")
-    rows = []
-    for k in range(19):
-        unit = [1.0 if j == k else 0.0 for j in range(19)]
-        rows.append(flatten_weights(*structured_weights(unit[:3], unit[3:15], unit[15:], D)))
-    return torch.stack(rows)
+    return torch.stack([flatten_weights(*structured_weights({name: 1.0}, D)) for name in PSEUDO_PARAMETERS])
 
 
-def pseudo_parameters(W1, W2, W3) -> torch.Tensor:
-    """The 19 coordinates ``c_k = <W, B_k>_F / D`` of any weights (the symbols of Eqs. 6-8).
+def pseudo_parameter_vector(W1, W2, W3) -> torch.Tensor:
+    """The 19 coordinates ``c_k = <W, B_k>_F / D`` of any weights (the symbols of Eqs. 6-8), as a tensor in the
+    order of ``PSEUDO_PARAMETERS``.
 
     App. D measures "the magnitude of the parameter vector along the corresponding component", which would be
     ``<W, B_k>/||B_k|| = sqrt(D) c_k``; we keep ``c_k``, the coefficient that appears in Eqs. 6-8.
@@ -631,11 +677,17 @@ def pseudo_parameters(W1, W2, W3) -> torch.Tensor:
     return basis @ flatten_weights(W1, W2, W3) / D
 
 
+def pseudo_params(W1, W2, W3) -> dict[str, float]:
+    """The 19 coordinates of any weights as a mapping ``{"alpha1": ..., ..., "gamma4": ...}``: the inverse of
+    :func:`structured_weights` on the subspace, and the coordinates of the projection :func:`project_structured`
+    off it."""
+    return dict(zip(PSEUDO_PARAMETERS, pseudo_parameter_vector(W1, W2, W3).tolist()))
+
+
 def project_structured(W1, W2, W3):
     """The orthogonal (Frobenius) projection ``Pi(W) = sum_k c_k B_k`` onto the 19-dimensional subspace."""
     D = _check_weights(W1, W2, W3)
-    c = pseudo_parameters(W1, W2, W3)
-    return structured_weights(c[:3], c[3:15], c[15:], D)
+    return structured_weights(pseudo_parameter_vector(W1, W2, W3), D)
 
 
 def subspace_residual(W1, W2, W3) -> tuple[float, float, float]:
@@ -668,8 +720,8 @@ def random_rotation(D: int, *, generator: torch.Generator):
         raise ValueError(f"D must be even (Eq. 2), got {D}")
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
-    E = _haar_rows(D, D, generator)
-    inner = _haar_rows(D // 2, D // 2, generator)
+    E = _haar_rows(D, D, 1, generator)[0]
+    inner = _haar_rows(D // 2, D // 2, 1, generator)[0]
     F = torch.block_diag(inner, inner)
     if torch.randint(0, 2, (1,), generator=generator).item():
         F = rotation_M(D) @ F
@@ -777,7 +829,7 @@ TRAINING_MODES = ("full", "three", "symmetrised")
 
 
 def train_sgd(N: int, D: int, *, steps: int, batch: int, lr: float, generator: torch.Generator,
-              training: str = "full", strict: bool = True):
+              training: str = "full", strict: bool = True, snapshots=()):
     """SGD from zero (Assumption 1) on fresh Gaussian batches of Eq. 5, as in App. C-D.
 
     The step is ``W <- W - lr grad(L/D)``: the per-coordinate mean loss, since ``lr = 1`` on the paper's
@@ -789,7 +841,8 @@ def train_sgd(N: int, D: int, *, steps: int, batch: int, lr: float, generator: t
     Returns a dict of arrays over steps ``0..steps``: ``loss`` (the paper's units, on the batch of the next
     step), ``coords`` (``(steps+1, 19)`` pseudo-parameters), ``residual`` (``(steps+1, 3)``, see
     :func:`subspace_residual`), ``w2_row2`` (max ``|W2|`` over block-row 2, the query-position rows),
-    ``grad_row2`` (max ``|dL/dW2|`` there, per step) and ``weights``, the final ``(W1, W2, W3)``.
+    ``grad_row2`` (max ``|dL/dW2|`` there, per step) and ``weights``, the final ``(W1, W2, W3)``; with
+    ``snapshots`` (step numbers in ``0..steps``), also ``snapshots``: ``{step: (W1, W2, W3)}`` (App. C's figures).
     """
     N = positive_int("N", N, 1)
     D = positive_int("D", D, 2)
@@ -802,26 +855,33 @@ def train_sgd(N: int, D: int, *, steps: int, batch: int, lr: float, generator: t
         raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
     if training == "symmetrised" and D & (D - 1):
         raise ValueError(f"symmetrised training needs D a power of two, got {D}")
-    weights = list(structured_weights((0.0,) * 3, (0.0,) * 12, (0.0,) * 4, D))
+    snapshots = {positive_int("snapshots", step, 0) for step in snapshots}
+    if any(step > steps for step in snapshots):
+        raise ValueError(f"snapshots must be steps in 0..{steps}, got {sorted(snapshots)}")
+    weights = list(structured_weights({}, D))
     basis = subspace_basis(D)[list(INDUCTION_INDICES)] if training == "three" else None
     history = {"loss": [], "coords": [], "residual": [], "w2_row2": [], "grad_row2": []}
+    saved = {}
     for step in progress(range(steps + 1), total=steps + 1, desc=f"SGD ({training})"):
-        X, y, _ = gaussian_task(N, D, batch, generator=generator)
+        X, y = sample_icl_batch(D, N, batch, generator=generator)
         if training == "symmetrised":
             X, y = symmetrise(X, y)
         loss, grads = loss_and_grads(X, y, *weights, strict=strict)
         history["loss"].append(loss)
-        history["coords"].append(pseudo_parameters(*weights).numpy())
+        history["coords"].append(pseudo_parameter_vector(*weights).numpy())
         history["residual"].append(subspace_residual(*weights))
         history["w2_row2"].append(float(weights[1][D:2 * D].abs().max()))
         history["grad_row2"].append(float(grads[1][D:2 * D].abs().max()))
+        if step in snapshots:
+            saved[step] = tuple(weights)
         if step == steps:
             break
         if basis is not None:
             flat = basis.T @ (basis @ flatten_weights(*grads) / D)
             grads = unflatten_weights(flat, D)
         weights = [W - (lr / D) * g for W, g in zip(weights, grads)]
-    return {**{key: np.asarray(value) for key, value in history.items()}, "weights": tuple(weights)}
+    result = {**{key: np.asarray(value) for key, value in history.items()}, "weights": tuple(weights)}
+    return {**result, "snapshots": saved} if snapshots else result
 
 
 # ---------------------------------------------------------------------------------------------------

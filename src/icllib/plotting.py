@@ -88,3 +88,24 @@ def log_log_slope(x, y) -> float:
     if np.any(x <= 0) or np.any(y <= 0):
         raise ValueError("x and y must be positive for a log-log slope")
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def block_heatmap(ax, matrix, block: int, *, title: str, xlabel: str, ylabel: str, colorbar: bool = True):
+    """Draw ``matrix`` as a heat map on a symmetric diverging scale (0 is white), with lines between its
+    ``block x block`` sub-blocks: the picture of weights in a block basis (e.g. App. C of Musat 2025)."""
+    values = np.asarray(matrix, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"matrix must be 2-dimensional, got shape {values.shape}")
+    if not isinstance(block, (int, np.integer)) or block < 1:
+        raise ValueError(f"block must be a positive integer, got {block!r}")
+    scale = float(np.abs(values).max()) or 1.0
+    image = ax.imshow(values, cmap="RdBu_r", vmin=-scale, vmax=scale, interpolation="nearest", aspect="auto")
+    ax.grid(False)
+    for edge in range(block, values.shape[1], block):
+        ax.axvline(edge - 0.5, color="black", lw=0.5)
+    for edge in range(block, values.shape[0], block):
+        ax.axhline(edge - 0.5, color="black", lw=0.5)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, shrink=0.7, label="weight")
+    return image
