@@ -443,9 +443,7 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
 # The pictures have the predicted structure at every step the paper shows, and the table puts numbers on it:
 # $W^{(3)}$ is almost exactly structured, $W^{(2)}$ nearly so, and $W^{(1)}$, whose gradient is the weakest early
 # in training, carries the most noise, yet more than half of its squared norm lies on 3 of its 1024 directions.
-# At the last step of each $N$ the three induction-head parameters are the largest. One more thing the table
-# shows: for $N = 4$ the batch loss *rises* again between steps 100 and 400 while $\beta_2$ and $\alpha_3$ keep
-# growing, the SGD-noise rebound that section 7 avoids with a larger batch.
+# At the last step of each $N$ the three induction-head parameters are the largest.
 #
 # ## 9. Assumption 7 and its Gaussian motivation
 #

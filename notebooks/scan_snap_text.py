@@ -19,11 +19,11 @@
 # transformer trained on real text show the same behaviour, attention in the first layer becoming sparse
 # and then freezing although the learning rate stays constant, and sparser for larger learning rates? The
 # paper used WikiText-2 and WikiText-103, which our machines cannot download; we use the real Wikipedia
-# sample shipped inside the `gensim` wheel instead (107 articles, a quarter of WikiText-2). On it, at the
-# small scale we can afford, first-layer attention of a one-layer model does become sparser (a three-layer model
-# does not move within our budget), and larger learning rates end sparser;
-# it does **not** freeze within the `default` budget (it does at the paper's width, in `full` mode), and the
-# Y/Z model on text reproduces the $\eta_Z$ trend of Fig. 6 but only weakly its $\eta_Y$ trend. The numbers
+# sample shipped inside the `gensim` wheel instead (107 articles, a quarter of WikiText-2). On it, first-layer
+# attention of a one-layer model becomes sparser, and larger learning rates end sparser. Freezing at a constant
+# learning rate, and the sparsification of a three-layer model's first layer, appear at the paper's width
+# ($d = 200$, `full` mode) but not at the default width ($d = 64$). The Y/Z model on text reproduces the $\eta_Z$
+# trend of Fig. 6 but not its threshold in $\eta_Y/\eta_Z$. The numbers
 # below come from the run mode printed in the first cell (`default` in the book; `quick` in tests runs the code at toy scale and checks only the corpus).
 
 # %%
@@ -96,7 +96,7 @@ for n_layers, n_steps in ((1, lm_steps), (3, deep_steps)):
     trajectories[n_layers] = (steps, entropies, model)
     print(f"{n_layers} layer(s): entropy {np.round(entropies, 3).tolist()}; validation loss {valid_loss:.3f}")
 
-# %% mystnb={"figure": {"caption": "Fig. 7 on the Wikipedia sample: mean entropy of the first layer's attention rows on a fixed validation window during SGD at a constant learning rate of 5. With one layer the entropy falls from its initial value (attention becomes sparser) but keeps drifting down and fluctuating instead of freezing within the budget; the three-layer model's first layer stays at its initial entropy.", "name": "fig-scan_snap_text-entropy"}}
+# %% mystnb={"figure": {"caption": "Fig. 7 on the Wikipedia sample: mean entropy of the first layer's attention rows on a fixed validation window during SGD at a constant learning rate of 5. With one layer the entropy falls from its initial value (attention becomes sparser); at the default width d = 64 it keeps drifting down instead of freezing within the budget, and the three-layer model's first layer stays at its initial entropy. At the paper's width (full mode) both fall, and the one-layer curve flattens out near 0.", "name": "fig-scan_snap_text-entropy"}}
 fig, ax = figure(1, 1, width=5.5)
 for colour, (n_layers, (steps, entropies, _)) in zip(PALETTE, trajectories.items()):
     ax.plot(steps, entropies, "o-", color=colour, label=f"{n_layers} layer(s), d = {d_model}")
@@ -141,18 +141,24 @@ elif checked:
                     "(the spec's threshold for 'frozen'), so the map is still moving at the end of our budget")
 
 # %% [markdown]
-# The three-layer model is the bottom row of Fig. 7. At our width its first layer does not move at all within
-# 500 steps (the entropy stays at its initial value, and the validation loss stays well above the one-layer
-# model's, 4.75 against 4.21 in `default`): with post-LN layers, learning rate 5 and gradient clipping, the deeper
-# model's attention does not start to learn in this budget.
+# The three-layer model is the bottom row of Fig. 7. At the default width its first layer does not move at all
+# within 500 steps (the entropy stays at its initial value, and the validation loss stays well above the one-layer
+# model's, 4.75 against 4.21): with post-LN layers, learning rate 5 and gradient clipping, the deeper model's
+# attention does not start to learn in this budget. At the paper's width and length (`full`) it does: in the run
+# of 2026-11-22 the first-layer entropy stayed near 2.8 for about 300 steps and then fell to 0.09 by step 1500,
+# as the paper's bottom row shows. Two claims again, one per scale.
 
 # %%
 deep_steps_recorded, deep_entropies, _ = trajectories[3]
 deep_drop = deep_entropies[0] - deep_entropies[-3:].mean()
 print(f"3 layers: first-layer entropy {deep_entropies[0]:.3f} -> {deep_entropies[-3:].mean():.3f} (drop {deep_drop:.4f})")
-if checked:
-    check_claim("scan_snap.text-sparse-deep", deep_drop, upper=0.3,
-                why="not reproduced: we assert the measured drop, below the 0.3 nats used for the one-layer model")
+if mode() == "full":
+    check_claim("scan_snap.text-sparse-deep", deep_drop, lower=0.3,
+                why="the 0.3 nats used for the one-layer model (10% of the initial entropy)")
+elif checked:
+    check_claim("scan_snap.text-sparse-deep-small", deep_drop, upper=0.3,
+                why="not reproduced at this scale: we assert the measured drop, below the 0.3 nats used for the "
+                    "one-layer model")
 
 # %% [markdown]
 # At the `default` scale ($d = 64$, 1000 steps) the attention of the one-layer model is still moving at the end
@@ -208,12 +214,18 @@ by_ratio = [ss.train_yz_text(yz_train, yz_valid, yz_corpus.vocab_size, eta_Y=rat
             for ratio in ratio_text]
 print("eta_Y/eta_Z = 2, eta_Z =", eta_Z_text, ": entropy", np.round(by_eta_Z, 4).tolist())
 print("eta_Z = 1, eta_Y/eta_Z =", ratio_text, ": entropy", np.round(by_ratio, 4).tolist())
+best_ratio = float(ratio_text[int(np.argmin(by_ratio))])
 if checked:
     check_claim("scan_snap.text-yz-eta-z", bool(np.all(np.diff(by_eta_Z) < 0)), expected=True)
-    check_claim("scan_snap.text-yz-threshold", float(ratio_text[int(np.argmin(by_ratio))]), lower=5.0,
+if mode() == "full":
+    check_claim("scan_snap.text-yz-threshold-full", best_ratio, upper=1.0,
+                why="not reproduced: we assert the measured position of the minimum, the smallest ratio tested (1): "
+                    "the entropy rises with eta_Y from the start, with no threshold at 2")
+elif checked:
+    check_claim("scan_snap.text-yz-threshold", best_ratio, lower=5.0,
                 why="not reproduced: we assert the measured position of the minimum, at ratio 5 or above rather than 2")
 
-# %% mystnb={"figure": {"caption": "Real-text versions of the Fig. 6 trends. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with eta_Z (at eta_Y/eta_Z = 2, top axis) and barely moves with eta_Y/eta_Z (at eta_Z = 1, bottom axis).", "name": "fig-scan_snap_text-rates"}}
+# %% mystnb={"figure": {"caption": "Real-text versions of the Fig. 6 trends. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with eta_Z (squares, at eta_Y/eta_Z = 2) and changes little with eta_Y/eta_Z (circles, at eta_Z = 1); it has no minimum at ratio 2.", "name": "fig-scan_snap_text-rates"}}
 fig, (ax_lr, ax_yz) = figure(1, 2)
 ax_lr.plot(lr_values, [valid_entropy[lr] for lr in lr_values], "o-", color=PALETTE[0], label="transformer, unified eta")
 ax_lr.set(xscale="log", xlabel="learning rate eta", ylabel="validation attention entropy (nats)", title="Fig. 10")
@@ -225,21 +237,25 @@ ax_yz.set(xscale="log", xlabel="eta_Y/eta_Z (circles) or eta_Z (squares)", ylabe
 ax_yz.legend();
 
 # %% [markdown]
+# The $\eta_Z$ trend of Fig. 6 holds on text. The threshold at $\eta_Y/\eta_Z \approx 2$ does not: in `default`
+# (vocabulary 500, 100 steps) the entropy is lowest at ratio 5, and in the `full` run of 2026-11-22 (vocabulary
+# 1000, 400 steps) it rose steadily with the ratio from the smallest value tested, 2.631 at ratio 1 to 2.712 at
+# ratio 10. On text the "common tokens" are not one designated token per class, and the synthetic sweep's
+# threshold need not carry over; the chapter registers it as not reproduced at both scales.
+#
 # ## What we saw
 #
 # On real Wikipedia text, the first attention layer of a small one-layer transformer does become sparser under
-# SGD, and more so for larger learning rates, as Figs. 7 and 10 say; our three-layer model does not start
-# learning within its budget. The "freeze at a constant learning rate" is not
-# visible within our budget, and the Y/Z model on text reproduces the $\eta_Z$ trend of Fig. 6 while its
-# dependence on $\eta_Y/\eta_Z$ is weak, with the minimum at a larger ratio than 2. These are small models on a
-# small corpus; they say what happens at this scale and nothing stronger.
+# SGD, and more so for larger learning rates, as Figs. 7 and 10 say. At the paper's width (`full`) the map then
+# freezes at a constant learning rate and the three-layer model's first layer becomes sparse too; at the default
+# width neither happens within the budget, so both are scale effects, registered once per scale. The Y/Z model
+# on text reproduces the $\eta_Z$ trend of Fig. 6, but not the threshold in $\eta_Y/\eta_Z$. These are small
+# models on a small corpus; they say what happens at this scale and nothing stronger.
 #
 # **Cost.** `quick` (tests) runs every cell at toy scale (vocabulary 500, $d = 32$, 5-60 steps) and checks only the
-# corpus; `default` takes about 3 minutes on one core; `full` ($d = 200$, vocabulary 5000, 1500 steps, one and
-# three layers, 800 steps per learning rate, Y/Z at vocabulary 1000 for 400 steps) about 40 minutes on one core.
-# A `full` run on 2026-11-22 reached the one-layer checks after 6.8 minutes (where it showed the freeze); the
-# cells after it have not yet been run at full scale, so their checks (written from the `default` results, the
-# three-layer one above all) may need revisiting there.
+# corpus; `default` takes about 1.5 minutes on one core (the status page has the measured times); `full` ($d = 200$,
+# vocabulary 5000, 1500 steps, one and three layers, 800 steps per learning rate, Y/Z at vocabulary 1000 for 400
+# steps) took 13.2 minutes on one core of the 2-core machine in its run of 2026-11-22, every check passing.
 
 # %% [markdown]
 # ## Exercises
