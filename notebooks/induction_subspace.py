@@ -180,7 +180,62 @@ check_claim("induction_subspace.needs-structure", min(errors["random", True] + e
 # The identity holds to rounding error at structured weights and fails by order one at random ones, for either
 # mask: Theorem 1 does not depend on whether a token may attend to itself.
 #
-# ## 4. Exact group averaging with finitely many rotations
+# ## 4. Propositions 1-4 of App. A
+#
+# The proof rests on four facts about averages and invariants. Proposition 1: a $k \times k$ matrix with
+# $EAE^\top = A$ for every orthogonal $E$ is $\alpha I$; equivalently the Haar average of $EAE^\top$ is
+# $(\operatorname{tr}A/k) I$. Proposition 2: invariance under every block-orthogonal $F$ (Def. 5:
+# $\operatorname{diag}(E', E')$ or $M \operatorname{diag}(E', E')$) leaves $\alpha I + \beta M$, with average
+# $\alpha = \operatorname{tr}A/D$, $\beta = \operatorname{tr}(AM)/D$. Proposition 3: the mixed products
+# $EAF^\top$ average to 0. Proposition 4: $FMF^\top = M$. We check the averages by Monte Carlo over Haar samples,
+# measuring each entry's error in its own standard errors, check Proposition 4 on every sample, and derive the
+# exact statements in SymPy: Proposition 1 for $k = 2$ by integrating over the rotation angle (rotations alone
+# are not enough: they keep the antisymmetric part of $A$, and the reflections of $O(2)$ remove it),
+# Proposition 2 for $k = 1$, and Proposition 4 for any $k$ with block matrices.
+
+# %%
+D_prop, n_haar = 8, by_mode(quick=4000, default=20000, full=100000)
+E_haar, F_haar = ih.random_rotation(D_prop, generator=torch_generator(11), count=n_haar)
+A = torch.randn(D_prop, D_prop, dtype=torch.float64, generator=torch_generator(12))
+M_prop, I_prop = ih.rotation_M(D_prop), torch.eye(D_prop, dtype=torch.float64)
+targets = {
+    "Prop. 1: E A E^T -> (tr A / D) I": (E_haar @ A @ E_haar.transpose(-1, -2), torch.trace(A) / D_prop * I_prop),
+    "Prop. 2: F A F^T -> a I + b M": (F_haar @ A @ F_haar.transpose(-1, -2),
+                                      (torch.trace(A) * I_prop + torch.trace(A @ M_prop) * M_prop) / D_prop),
+    "Prop. 3: E A F^T -> 0": (E_haar @ A @ F_haar.transpose(-1, -2), torch.zeros(D_prop, D_prop, dtype=torch.float64)),
+}
+z_scores = {}
+for name, (samples, target) in targets.items():
+    standard_error = samples.std(0) / np.sqrt(n_haar)
+    z_scores[name] = float(((samples.mean(0) - target).abs() / standard_error).max())
+    print(f"{name:36s} largest error {float((samples.mean(0) - target).abs().max()):.4f} "
+          f"= {z_scores[name]:.2f} standard errors ({n_haar} Haar samples)")
+prop4_error = float((F_haar @ M_prop @ F_haar.transpose(-1, -2) - M_prop).abs().max())
+E_orbit, F_orbit = ih.orbit_rotations(D_prop)
+orbit_error = max(float(((E_orbit.transpose(-1, -2) @ A @ E_orbit).mean(0) - torch.trace(A) / D_prop * I_prop).abs().max()),
+                  float((E_orbit.transpose(-1, -2) @ A @ F_orbit).mean(0).abs().max()))
+print(f"Prop. 4: max |F M F^T - M| over all samples {prop4_error:.1e}; "
+      f"the {E_orbit.shape[0]} rotations of section 5 give Props. 1 and 3 exactly (error {orbit_error:.1e})")
+exact = ih.sympy_propositions()
+print("SymPy, Prop. 1 over O(2) minus (tr A/2) I:", exact["prop1"].tolist(),
+      "| over SO(2) only:", exact["prop1_rotations_only"].tolist())
+print("SymPy, Prop. 2 (k = 1):", exact["prop2"].tolist(), "| Prop. 4, F M F^T - M for both forms of F:",
+      [m.tolist() for m in exact["prop4"]])
+check_claim("induction_subspace.propositions-haar", max(z_scores.values()), upper=5.0,
+            why="Monte Carlo: the largest of 3 x 64 entry errors, each in its own standard errors; for independent "
+                "Gaussian errors it exceeds 5 with probability below 1e-4")
+check_claim("induction_subspace.proposition4", max(prop4_error, orbit_error), upper=1e-13,
+            why="an exact identity (and an exact finite average); what remains is float64 rounding")
+symbolic_zero = all(entry == 0 for m in (exact["prop1"], exact["prop2"], *exact["prop4"]) for entry in m)
+rotations_fail = any(entry != 0 for entry in exact["prop1_rotations_only"])
+check_claim("induction_subspace.propositions-sympy", symbolic_zero and rotations_fail,
+            expected=True, why="exact algebra: every difference simplifies to the zero matrix")
+
+# %% [markdown]
+# All three averages land within a few standard errors of the propositions' values, $FMF^\top = M$ holds for
+# every sample, and SymPy confirms the exact statements.
+#
+# ## 5. Exact group averaging with finitely many rotations
 #
 # Isotropy (Assumption 3) makes the population gradient invariant under every $h$, so by the identity above it is
 # a fixed point of $\rho$, i.e. structured (Propositions 1-3: the Haar average of $E^\top A E$ is
@@ -220,10 +275,10 @@ check_claim("induction_subspace.expected-gradient-structured", max(residual_sym,
 # almost entirely off the subspace. Away from structured weights the symmetrised gradient is not structured:
 # the induction hypothesis (the weights are structured *now*) is what the argument uses.
 #
-# ## 5. Theorem 1 in training, and why only 15 parameters move
+# ## 6. Theorem 1 in training, and why only 15 parameters move
 #
 # Now train from zero with SGD on symmetrised batches (fresh Gaussian base batches each step, step $1/D$ on
-# $\|y - z\|^2$, see section 6), and, for comparison, on plain batches of the same total size. Theorem 1 predicts
+# $\|y - z\|^2$, see section 7), and, for comparison, on plain batches of the same total size. Theorem 1 predicts
 # residual 0 at every step for the first. The same runs also record the gradient of the block-row of $W^{(2)}$
 # that multiplies the *query's* positional part ($\beta_3 \dots \beta_6$ live there). Only the last row of the
 # second-layer scores $P = H_1 W^{(2)} H_1^\top$ reaches the read-out, so
@@ -272,7 +327,7 @@ check_claim("induction_subspace.fifteen-move", row2, expected=0.0, atol=0,
             why="a structural zero: the gradient is a product with the query's positional embedding, exactly 0")
 
 # %% [markdown]
-# ## 6. Finite batches: the residual falls as $B^{-1/2}$
+# ## 7. Finite batches: the residual falls as $B^{-1/2}$
 #
 # App. C checks Theorem 1 with plain SGD, whose batch gradient is structured only on average. The off-subspace
 # part of each step is Monte-Carlo noise of size $\propto B^{-1/2}$ with no restoring force in most directions,
@@ -326,7 +381,7 @@ ax.legend();
 # $B \in \{1024, 4096\}$): there we measured slopes $(-0.66, -0.61, -0.54)$, the first just outside the band,
 # because at $B = 1024$ the run itself differs ($\alpha_3$ ends at 0.39 rather than 0.34), not only its noise.
 #
-# ## 7. Hypotheses 1 and 2: the three induction-head parameters (Fig. 4)
+# ## 8. Hypotheses 1 and 2: the three induction-head parameters (Fig. 4)
 #
 # We train the full model, and the model whose step is projected on $(\alpha_3, \beta_2, \gamma_3)$ (App. D,
 # bottom row of Fig. 4: the same data stream, the same step), and follow all 19 pseudo-parameters. The plateau
@@ -395,11 +450,11 @@ for ax, W, (name, xlabel, ylabel) in zip(axes, full["weights"], labels):
 # The loss leaves its plateau as $\alpha_3$, $\beta_2$, $\gamma_3$ grow (Hypothesis 1), and they are the three
 # largest pseudo-parameters at the end. Training them alone reproduces the plateau and exits it at about the same
 # step, slightly earlier, as the paper reports (Hypothesis 2). Afterwards the full model's loss fluctuates more:
-# with finite batches its other 16 directions carry SGD noise (section 6), which the projected model does not see.
+# with finite batches its other 16 directions carry SGD noise (section 7), which the projected model does not see.
 # (Gaussian inputs make scores scale with $\|p\|^2 \approx D$, so these $\alpha_3$ are not on the scale of the
 # orthonormal theory of the next chapter.)
 #
-# ## 8. The weights during training (App. C, Figs. 6-14)
+# ## 9. The weights during training (App. C, Figs. 6-14)
 #
 # App. C shows the weights at three steps of standard SGD from zero for each of $N = 4, 8, 16$ ($D = 16$,
 # $B = 512$, $\lambda = 1$, which is our step $1/D$ on $\|y - z\|^2$). We train with exactly these settings
@@ -445,7 +500,7 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
 # in training, carries the most noise, yet more than half of its squared norm lies on 3 of its 1024 directions.
 # At the last step of each $N$ the three induction-head parameters are the largest.
 #
-# ## 9. Assumption 7 and its Gaussian motivation
+# ## 10. Assumption 7 and its Gaussian motivation
 #
 # Assumption 7 (orthonormal inputs) is motivated by "vectors sampled from an i.i.d. Gaussian with variance
 # $1/\sqrt D$" in large dimension. Unit norm needs variance $1/D$ (erratum E2):
@@ -470,7 +525,7 @@ for label, variance in (("1/D", 1.0 / D_big), ("1/sqrt(D)", D_big**-0.5)):
 # orthonormal up to $O(D^{-1/2})$.
 
 # %% [markdown]
-# ## 10. The standard transformer of Sec. 2
+# ## 11. The standard transformer of Sec. 2
 #
 # The paper starts from an ordinary two-layer attention-only transformer: token and positional embeddings
 # $e_i, p_i \in \mathbb R^D$ (32 of each), one head per layer with $W_Q, W_K, W_V \in \mathbb R^{D_H \times D}$ and

@@ -264,3 +264,20 @@ def test_standard_bad_input_raises():
         ih.train_standard(8, steps=1, batch=1, generator=torch_generator(0), weight_decay=-1.0)
     with pytest.raises(ValueError, match="model"):
         ih.standard_accuracy(None, 4, generator=torch_generator(0))
+
+
+def test_propositions_in_sympy_and_batched_rotations():
+    exact = ih.sympy_propositions()
+    for matrix in (exact["prop1"], exact["prop2"], *exact["prop4"]):
+        assert all(entry == 0 for entry in matrix)
+    assert any(entry != 0 for entry in exact["prop1_rotations_only"])   # SO(2) alone keeps the antisymmetric part
+    E, F = ih.random_rotation(6, generator=torch_generator(3), count=4)
+    assert E.shape == F.shape == (4, 6, 6)
+    eye = torch.eye(6, dtype=torch.float64)
+    assert torch.allclose(E @ E.transpose(-1, -2), eye, atol=1e-13)
+    assert torch.allclose(F @ ih.rotation_M(6) @ F.transpose(-1, -2), ih.rotation_M(6), atol=1e-14)
+    single = ih.random_rotation(6, generator=torch_generator(3))
+    first = ih.random_rotation(6, generator=torch_generator(3), count=1)
+    assert all(torch.equal(a, b[0]) for a, b in zip(single, first))
+    with pytest.raises(ValueError, match="count"):
+        ih.random_rotation(6, generator=torch_generator(3), count=0)

@@ -2,10 +2,11 @@
 
 Read top to bottom:
 
-1. the task of Sec. 3.2 (Eqs. 2-5) and its theory variant with orthonormal inputs and the query last
-   (Assumptions 7-8);
-2. the model of Eq. 1 with the strict causal mask of App. B.2, and the structured weights of Theorem 1
-   (Eqs. 6-8), from which the three-parameter model keeps alpha_3, beta_2, gamma_3;
+1. the task of Sec. 3.2 (Eqs. 2-5, :func:`sample_icl_batch`) and its theory variant with orthonormal
+   inputs and the query last (Assumptions 7-8);
+2. the model of Eq. 1 with the strict causal mask of App. B.2 (functional, and as the module
+   ``DisentangledTransformer``), and the structured weights of Theorem 1 (Eqs. 6-8), from which the
+   three-parameter model keeps alpha_3, beta_2, gamma_3;
 3. the closed forms of the three-parameter model: the loss of App. B.3, its gradient (App. B.4.6) and the
    gradient flow of App. B.5;
 4. the integration of that flow from zero (emergence times, loss-drop time, the bounds of the proof in
@@ -241,10 +242,11 @@ class DisentangledTransformer(torch.nn.Module):
         return disentangled_forward(X, self.W1, self.W2, self.W3, strict=self.strict)
 
 
-# The 19 pseudo-parameters of Eqs. 6-8, in the order used everywhere (vectors, the basis, the plots).
+#: The 19 pseudo-parameters of Eqs. 6-8, in the order used everywhere (vectors, the basis, the plots).
 PSEUDO_PARAMETERS = (tuple(f"alpha{k}" for k in range(1, 4)) + tuple(f"beta{k}" for k in range(1, 13))
                      + tuple(f"gamma{k}" for k in range(1, 5)))
-INDUCTION_INDICES = (2, 4, 17)   # alpha3, beta2, gamma3 in PSEUDO_PARAMETERS
+#: Positions of alpha3, beta2, gamma3 (the induction head) in ``PSEUDO_PARAMETERS``.
+INDUCTION_INDICES = (2, 4, 17)
 
 
 def _coefficient_list(coeffs) -> list:
@@ -712,20 +714,74 @@ def _check_rotations(E, F) -> int:
     return E.shape[-1]
 
 
-def random_rotation(D: int, *, generator: torch.Generator):
-    """One group element ``h = (E, F)`` of App. A.5: Haar ``E`` in O(D) (Def. 4) and a block-orthogonal
-    ``F = M^s diag(E', E')`` with Haar ``E'`` in O(D/2) and a fair coin ``s`` (Def. 5); ``F`` commutes with ``M``."""
+def random_rotation(D: int, *, generator: torch.Generator, count: int | None = None):
+    """A group element ``h = (E, F)`` of App. A.5: Haar ``E`` in O(D) (Def. 4) and a block-orthogonal
+    ``F = M^s diag(E', E')`` with Haar ``E'`` in O(D/2) and a fair coin ``s`` (Def. 5); ``F`` commutes with ``M``.
+
+    With ``count``, ``count`` independent elements as stacks ``(count, D, D)`` (drawn in one batch).
+    """
     D = positive_int("D", D, 2)
     if D % 2:
         raise ValueError(f"D must be even (Eq. 2), got {D}")
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
-    E = _haar_rows(D, D, 1, generator)[0]
-    inner = _haar_rows(D // 2, D // 2, 1, generator)[0]
-    F = torch.block_diag(inner, inner)
-    if torch.randint(0, 2, (1,), generator=generator).item():
-        F = rotation_M(D) @ F
-    return E, F
+    batch = 1 if count is None else positive_int("count", count, 1)
+    half = D // 2
+    E = _haar_rows(D, D, batch, generator)
+    inner = _haar_rows(half, half, batch, generator)
+    F = torch.zeros(batch, D, D, dtype=torch.float64)
+    F[:, :half, :half], F[:, half:, half:] = inner, inner
+    swap = torch.randint(0, 2, (batch,), generator=generator).bool()
+    F = torch.where(swap[:, None, None], rotation_M(D) @ F, F)
+    return (E[0], F[0]) if count is None else (E, F)
+
+
+def sympy_propositions() -> dict:
+    """Propositions 1, 2 and 4 of App. A in exact arithmetic, in the smallest sizes where they say something.
+
+    Returns SymPy matrices, each exactly zero when its statement holds, plus one that is not:
+
+    - ``"prop1"``: the Haar average over O(2) of ``E^T A E`` minus ``(tr A / 2) I``, for a symbolic 2 x 2
+      ``A`` (integrals over the rotation angle, with and without a reflection);
+    - ``"prop1_rotations_only"``: the same average over SO(2) minus ``(tr A / 2) I``: not zero (it keeps the
+      antisymmetric part of ``A``), so the reflections of O(D) are needed;
+    - ``"prop2"``: the average of ``F A F^T`` over the block-orthogonal 2 x 2 matrices ``+-I, +-M`` minus
+      ``alpha I + beta M`` with ``alpha = tr A / 2``, ``beta = (a12 + a21) / 2``;
+    - ``"prop4"``: the blocks of ``F M F^T - M`` for both forms of Def. 5, for any ``k x k`` block ``E`` with
+      ``E E^T = I`` (symbolic ``k``).
+    """
+    import sympy as sp
+
+    theta = sp.Symbol("theta", real=True)
+    A = sp.Matrix(2, 2, sp.symbols("a11 a12 a21 a22", real=True))
+    rotation = sp.Matrix([[sp.cos(theta), -sp.sin(theta)], [sp.sin(theta), sp.cos(theta)]])
+
+    def angle_average(E):
+        return (E.T * A * E).applyfunc(
+            lambda entry: sp.simplify(sp.integrate(sp.expand(entry), (theta, 0, 2 * sp.pi)) / (2 * sp.pi)))
+
+    rotations_only = angle_average(rotation)
+    haar_O2 = (rotations_only + angle_average(rotation * sp.diag(1, -1))) / 2
+    scalar = (A.trace() / 2) * sp.eye(2)
+    swap = sp.Matrix([[0, 1], [1, 0]])
+    block_orthogonal = (sp.eye(2), -sp.eye(2), swap, -swap)
+    block_average = sum((F * A * F.T for F in block_orthogonal), sp.zeros(2, 2)) / 4
+
+    k = sp.Symbol("k", integer=True, positive=True)
+    E, I, Z = sp.MatrixSymbol("E", k, k), sp.Identity(k), sp.ZeroMatrix(k, k)
+    M = sp.BlockMatrix([[Z, I], [I, Z]])
+    prop4 = []
+    for F in (sp.BlockMatrix([[E, Z], [Z, E]]), sp.BlockMatrix([[Z, E], [E, Z]])):
+        product = sp.block_collapse(F * M * F.T).subs(E * E.T, I)
+        differences = [sp.simplify(b - m) for b, m in zip(product.blocks, M.blocks)]
+        # a zero k x k block is SymPy's ZeroMatrix; record it as the scalar 0 so that the result reads as zeros
+        prop4.append(sp.Matrix(2, 2, [sp.S.Zero if d.is_ZeroMatrix else d for d in differences]))
+    return {
+        "prop1": sp.simplify(haar_O2 - scalar),
+        "prop1_rotations_only": sp.simplify(rotations_only - scalar),
+        "prop2": sp.simplify(block_average - scalar - (A[0, 1] + A[1, 0]) / 2 * swap),
+        "prop4": prop4,
+    }
 
 
 def rotate_data(X: torch.Tensor, y: torch.Tensor, E: torch.Tensor, F: torch.Tensor):
