@@ -367,3 +367,126 @@ def test_token_counts_matches_bincount_and_checks_its_input():
     for bad in (np.array([0, 1]), np.array([[0, 4]]), np.array([[0.0, 1.0]])):
         with pytest.raises(ValueError, match="tokens"):
             ss.token_counts(bad, 4)
+
+
+# --- Lemma 18, class counts and Corollary 1, the algebra of E', Theorem 5 -----------------------------------
+
+
+def test_sample_class_counts_and_count_mixture(small):
+    counts = ss.sample_class_counts(small, 1, 50, 40, generator=rng(0))
+    assert counts.shape == (50, small.M) and np.all(counts.sum(axis=1) == 39)
+    assert np.all(counts[:, small.P[1] == 0] == 0)
+    z = rng(1).normal(size=small.M)
+    classes, tokens = ss.sample_sequences(small, 6, 30, generator=rng(2))
+    for row in tokens:  # X^T b_T computed from the sequence: softmax over positions, summed per token
+        b = np.exp(z[row]) / np.exp(z[row]).sum()
+        np.testing.assert_allclose(ss.count_mixture(ss.token_counts(row[None], small.M), z)[0],
+                                   np.bincount(row, weights=b, minlength=small.M), atol=1e-15)
+
+
+def test_hoeffding_radius():
+    assert ss.hoeffding_radius(100, 0.05) == pytest.approx(np.sqrt(np.log(40) / 200))
+    np.testing.assert_allclose(ss.hoeffding_radius(np.array([1, 4]), 0.5), np.sqrt(np.log(4) / 2) / np.array([1, 2]))
+
+
+def test_decoder_residual_norm_matches_softmax():
+    M, h = 50, 0.07
+    zeta = M / (M - 1) * (np.eye(M)[0] - 1 / M)
+    w = (M - 1) * h * zeta
+    alpha = np.exp(w) / np.exp(w).sum()
+    assert ss.decoder_residual_norm(h, M) == pytest.approx(np.linalg.norm(np.eye(M)[0] - alpha), rel=1e-13)
+    assert ss.decoder_residual_norm(0.0, M) == pytest.approx(np.sqrt((M - 1) / M))
+    assert 0.0 <= ss.decoder_residual_norm(50.0, M) < 1e-300  # exp(M h) would overflow; the stable form does not
+
+
+def test_steps_to_residual_and_residual_time():
+    M, eta = 200, 0.4
+    for eps in (0.3, 0.05, 0.005):
+        S = ss.steps_to_residual(eps, M, eta)
+        h_star = ss.decoder_clock_h_star(S, M, eta)
+        assert ss.decoder_residual_norm(h_star[-1], M) <= eps < ss.decoder_residual_norm(h_star[-2], M)
+        t = ss.residual_time(eps, M, eta)
+        assert ss.decoder_residual_norm(ss.decoder_clock_h(t, M, eta), M) == pytest.approx(eps, rel=1e-9)
+        assert S <= np.ceil(t)  # h* >= h (Lemma 7)
+    assert ss.residual_time(0.99999, M, eta) == 0.0  # already below eps at h = 0
+
+
+def test_class_counts_theta_and_every_class():
+    counts = ss.uniform_class_counts(300, 3, 20, generator=rng(0))
+    assert counts.shape == (20, 3) and np.all(counts.sum(axis=1) == 300)
+    np.testing.assert_allclose(ss.class_count_theta(np.array([100, 100, 100]), 1000, 0.5), 0.0, atol=1e-15)
+    theta = ss.class_count_theta(np.array([[90, 110, 100]]), 1000, 0.5, discrete=True)
+    h = ss.decoder_clock_h_star(110, 1000, 0.5)
+    np.testing.assert_allclose(theta, [[h[90] / h[100] - 1, h[110] / h[100] - 1, 0.0]], rtol=1e-14)
+    assert np.all(ss.steps_until_every_class(7, 1, 3, generator=rng(1)) == 7)
+    totals = ss.steps_until_every_class(20, 4, 50, generator=rng(2))
+    assert np.all(totals >= 80) and totals.mean() > 80
+
+
+def test_e_prime_algebra_on_random_and_two_class_matrices():
+    E = ss.random_overlap_matrices(4, 200, generator=rng(3))
+    assert np.allclose(E, E.transpose(0, 2, 1)) and np.all(np.diagonal(E, axis1=1, axis2=2) == 0) and np.all(E >= 0)
+    lam1 = np.abs(np.linalg.eigvalsh(E)).max(axis=1)
+    assert np.all((lam1 >= 0.05 - 1e-12) & (lam1 <= 0.9 + 1e-12))
+    np.testing.assert_allclose(ss.e_prime(E), np.eye(4) - np.linalg.inv(np.eye(4) + E), atol=1e-15)
+    checks = ss.e_prime_checks(E)
+    for name in ("lemma13", "lemma15", "lemma17", "line974_corrected"):
+        assert checks[name].max() <= 1e-12, name
+    assert checks["lemma16"].max() < 0
+    for name in ("lemma14_error", "lemma16_isolated", "eq79_error", "eq92_error"):
+        assert checks[name].max() <= 1e-12, name
+    rho = 0.3  # K = 2: -E'_11 = rho^2/(1 - rho^2), above the corrected bound and below the printed one
+    two = ss.e_prime_checks(np.array([[0.0, rho], [rho, 0.0]]))
+    assert float(two["line974_corrected"]) == pytest.approx(rho**2 / (1 + rho) - rho**2 / (1 - rho**2))
+    assert float(two["line974_printed"]) == pytest.approx(rho**2 / (1 - rho) - rho**2 / (1 - rho**2))
+
+
+def test_theorem5_matches_the_modified_dynamics():
+    F = np.zeros((300, 3))
+    F[0] = 0.5
+    F[1:11, 0] = F[11:21, 1] = F[21:31, 2] = 1.0
+    F /= np.linalg.norm(F, axis=0)
+    A, counts = ss.decoder_in_span(F, eta_Y=0.5, steps=200, update="modified", generator=rng(4))
+    A5, theta = ss.theorem5_coefficients(F, counts, 0.5)
+    np.testing.assert_allclose(A, A5, atol=1e-12)
+    np.testing.assert_allclose(theta, ss.class_count_theta(counts, 300, 0.5, discrete=True))
+    coef, counts_again = ss.theorem1_coefficients(F, eta_Y=0.5, steps=200, update="modified", generator=rng(4))
+    np.testing.assert_allclose(coef, ss.span_coefficients(F, A), atol=1e-15)
+    assert np.array_equal(counts, counts_again)
+
+
+def test_new_functions_reject_bad_input(small):
+    cases = [
+        (lambda: ss.sample_class_counts(small, 2, 5, 10, generator=rng(0)), "n"),
+        (lambda: ss.sample_class_counts(small, 0, 0, 10, generator=rng(0)), "size"),
+        (lambda: ss.sample_class_counts(small, 0, 5, 1, generator=rng(0)), "T"),
+        (lambda: ss.count_mixture(np.zeros((2, 3)), np.zeros(3)), "counts"),
+        (lambda: ss.count_mixture(np.ones((2, 3)), np.zeros(4)), "z"),
+        (lambda: ss.hoeffding_radius(10, 1.0), "delta"),
+        (lambda: ss.hoeffding_radius(0, 0.1), "n"),
+        (lambda: ss.hoeffding_radius(2.5, 0.1), "n"),
+        (lambda: ss.decoder_residual_norm(-1.0, 10), "h"),
+        (lambda: ss.decoder_residual_norm(0.1, 1), "M"),
+        (lambda: ss.steps_to_residual(1.5, 100, 0.5), "eps"),
+        (lambda: ss.steps_to_residual(0.1, 100, 0.0), "eta_Y"),
+        (lambda: ss.residual_time(np.array([0.1, 0.0]), 100, 0.5), "eps"),
+        (lambda: ss.uniform_class_counts(0, 3, 5, generator=rng(0)), "N"),
+        (lambda: ss.steps_until_every_class(0, 3, 5, generator=rng(0)), "S"),
+        (lambda: ss.steps_until_every_class(5, 3, 5, generator=1), "generator"),
+        (lambda: ss.class_count_theta(np.array([1.5, 2.0]), 100, 0.5), "counts"),
+        (lambda: ss.class_count_theta(np.array([0, 0]), 100, 0.5), "counts"),
+        (lambda: ss.e_prime(np.zeros((2, 3))), "E"),
+        (lambda: ss.random_overlap_matrices(3, 5, generator=rng(0), lambda_range=(0.5, 1.2)), "lambda_range"),
+        (lambda: ss.random_overlap_matrices(3, 5, generator=rng(0), density=1.5), "density"),
+        (lambda: ss.random_overlap_matrices(1, 5, generator=rng(0)), "K"),
+        (lambda: ss.e_prime_checks(np.array([[0.0, 0.2], [0.3, 0.0]])), "E"),
+        (lambda: ss.e_prime_checks(np.array([[0.1, 0.2], [0.2, 0.0]])), "E"),
+        (lambda: ss.e_prime_checks(np.array([[0.0, 1.2], [1.2, 0.0]])), "E"),
+        (lambda: ss.decoder_in_span(np.eye(3)[:, :2], eta_Y=0.1, steps=2, update="x", generator=rng(0)), "update"),
+        (lambda: ss.decoder_in_span(-np.eye(3)[:, :2], eta_Y=0.1, steps=2, update="plain", generator=rng(0)), "F"),
+        (lambda: ss.span_coefficients(np.eye(3)[:, :2], np.zeros((3, 3))), "A"),
+        (lambda: ss.theorem5_coefficients(np.eye(3)[:, :2], np.array([1, 2, 3]), 0.5), "counts"),
+    ]
+    for call, name in cases:
+        with pytest.raises(ValueError, match=name):
+            call()

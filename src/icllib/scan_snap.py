@@ -5,12 +5,14 @@ The module follows the paper's order:
 1. **Data and model.** Sequence classes (Sec. 3.2), the Syn-Small / Syn-Medium vocabularies of the authors'
    experiments, the Y/Z objective (Eq. 15) and its gradient (Lemma 1, Eq. 3-4). Without positional encoding
    the forward pass sees a sequence only through the count vector of its contextual tokens, so batches are
-   drawn as multinomial counts (exact, and the fast simulator of the chapter).
+   drawn as multinomial counts (exact, and the fast simulator of the chapter); the Hoeffding radius of the
+   long-sequence limit (Lemma 18).
 2. **Training** (:func:`train_yz`): SGD with momentum or Adam, as the authors ran it.
 3. **The decoder clock** h(t) (Lemma 5-7, Eq. 33 and 45), the speed control gamma(t) (Eq. 85, Lemma 9) and the
-   transition time t_0 (Lemma 8).
+   transition time t_0 (Lemma 8); class counts and the steps to a small decoder residual (Lemma 10-12,
+   Corollary 1).
 4. **Theorem 1** (the back-propagated gradient g = gamma (iota f_n - sum beta f_n')) under the modified and the
-   plain update.
+   plain update; the algebra of E' (Lemmas 13-17) and Theorem 5's closed form of Y.
 5. **Scan**: the long-sequence dynamics of Z (Eq. 10, Theorem 2-3) integrated as an ODE.
 6. **Snap**: B_n(t) of Theorem 4 (Eq. 14, 124-129) with the corrected constant.
 
@@ -184,6 +186,49 @@ def token_counts(tokens, M: int) -> np.ndarray:
     counts = np.zeros((tokens.shape[0], M), dtype=np.int64)
     np.add.at(counts, (np.arange(tokens.shape[0])[:, None], tokens), 1)
     return counts
+
+
+def sample_class_counts(spec: SequenceClasses, n: int, size: int, T: int, *, generator: np.random.Generator):
+    """Count vectors of ``size`` sequences of class n: Multinomial(T - 1, P(.|n)), shape (size, M)."""
+    spec = _check_classes(spec)
+    n = positive_int("n", n, minimum=0)
+    if n >= spec.K:
+        raise ValueError(f"n must be a class index in [0, {spec.K}), got {n}")
+    size = positive_int("size", size)
+    T = _check_T(T)
+    generator = _generator("generator", generator)
+    return generator.multinomial(T - 1, spec.P[n], size=size)
+
+
+def count_mixture(counts, z) -> np.ndarray:
+    """X^T b_T from count vectors (Eq. 20): ``counts * exp(z) / (counts^T exp(z))``, row by row.
+
+    ``counts`` is (..., M) with non-negative entries and positive row sums, ``z`` the query's logits (M,) or
+    one row per sequence. As T grows, the counts divided by T - 1 tend to P(l|n) (Lemma 18) and this tends to
+    c_n of Eq. 5 (Lemma 2).
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    z = np.asarray(z, dtype=np.float64)
+    if counts.ndim < 1 or np.any(counts < 0) or np.any(counts.sum(axis=-1) <= 0):
+        raise ValueError("counts must be non-negative with a positive sum in every row")
+    if z.shape[-1] != counts.shape[-1] or not np.all(np.isfinite(z)):
+        raise ValueError(f"z must be finite logits over the last axis of counts ({counts.shape[-1]} tokens)")
+    weights = counts * np.exp(z - z.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def hoeffding_radius(n, delta: float):
+    """sqrt(ln(2/delta) / (2 n)): with probability at least 1 - delta, a frequency over n i.i.d. draws lies
+    within this distance of its mean (Hoeffding). Eq. 136 uses it with n = T - 1 (token frequencies in one
+    sequence), Lemma 10 (Eq. 58-59) with n = N (class frequencies over N steps)."""
+    delta = positive_number("delta", delta)
+    if delta >= 1:
+        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+    n_array = np.asarray(n)
+    if n_array.dtype.kind not in "iu" or np.any(n_array < 1):
+        raise ValueError(f"n must be a positive integer (or an array of them), got {n!r}")
+    radius = np.sqrt(np.log(2.0 / delta) / (2.0 * n_array))
+    return float(radius) if n_array.ndim == 0 else radius
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -499,23 +544,210 @@ def transition_time(K: int, M: int, eta_Y: float) -> float:
     return 2.0 * (1.0 + lemma8_omegas(M)[1]) * K * np.log(M) / eta_Y
 
 
+def decoder_residual_norm(h, M: int):
+    """||e_n - alpha_n||_2 when w_n = (M-1) h zeta_n (Lemma 5, Eq. 71): sqrt(M (M-1)) / ((M-1) + exp(M h)).
+
+    Evaluated as sqrt(M (M-1)) exp(-M h) / ((M-1) exp(-M h) + 1), which does not overflow for large M h.
+    """
+    M = positive_int("M", M, minimum=2)
+    h_array = np.asarray(h, dtype=np.float64)
+    if np.any(~np.isfinite(h_array)) or np.any(h_array < 0):
+        raise ValueError("h must be finite and non-negative")
+    decay = np.exp(-M * h_array)
+    norm = np.sqrt(M * (M - 1.0)) * decay / ((M - 1) * decay + 1.0)
+    return float(norm) if h_array.ndim == 0 else norm
+
+
+def _check_eps(eps: float) -> float:
+    eps = positive_number("eps", eps)
+    if eps >= 1:
+        raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
+    return eps
+
+
+def steps_to_residual(eps: float, M: int, eta_Y: float) -> int:
+    """S_n of Corollary 1: the first step s of one class's decoder dynamics (batch 1, Y(0) = 0) at which
+    ||e_n - alpha_n|| <= eps, i.e. decoder_residual_norm(h*(s)) <= eps on the discrete clock of Eq. 33."""
+    eps = _check_eps(eps)
+    M = positive_int("M", M, minimum=2)
+    eta_Y = positive_number("eta_Y", eta_Y)
+    # exp(M h) must reach (M-1)(sqrt(M/(M-1))/eps - 1); compare M h with its logarithm to avoid overflow.
+    target = np.log(max((M - 1) * (np.sqrt(M / (M - 1)) / eps - 1.0), 1.0)) / M
+    h, s = 0.0, 0
+    while h < target:  # a recursion: each step needs the previous one
+        h += eta_Y / ((M - 1) + np.exp(M * h))
+        s += 1
+    return s
+
+
+def residual_time(eps, M: int, eta_Y: float):
+    """The time t at which the continuous clock h(t) of Eq. 45 gives ||e_n - alpha_n|| = eps: with
+    x = exp(M h) = (M-1)(sqrt(M/(M-1))/eps - 1), t = (x + (M-1) ln x - 1) / (M eta_Y) (Eq. 45 inverted).
+
+    For small eps, t ~ 1/(eps eta_Y) + ln(M/eps)/eta_Y: the sharp version of Corollary 1's
+    O(ln(M/eps)/(eps eta_Y)). Zero when eps is at least the initial residual sqrt((M-1)/M).
+    """
+    M = positive_int("M", M, minimum=2)
+    eta_Y = positive_number("eta_Y", eta_Y)
+    eps_array = np.asarray(eps, dtype=np.float64)
+    for value in eps_array.ravel():
+        _check_eps(float(value))
+    x = np.maximum((M - 1) * (np.sqrt(M / (M - 1)) / eps_array - 1.0), 1.0)
+    t = (x + (M - 1) * np.log(x) - 1.0) / (M * eta_Y)
+    return float(t) if eps_array.ndim == 0 else t
+
+
+def uniform_class_counts(N: int, K: int, size: int, *, generator: np.random.Generator) -> np.ndarray:
+    """The class counts N_n of N batch-1 steps with classes drawn uniformly from [K] (Lemma 10), for ``size``
+    independent runs: Multinomial(N, 1/K), shape (size, K)."""
+    N = positive_int("N", N)
+    K = positive_int("K", K)
+    size = positive_int("size", size)
+    generator = _generator("generator", generator)
+    return generator.multinomial(N, np.full(K, 1.0 / K), size=size)
+
+
+def steps_until_every_class(S: int, K: int, size: int, *, generator: np.random.Generator) -> np.ndarray:
+    """The total number of batch-1 steps, with classes drawn uniformly from [K], until every class has had S
+    steps (the total training length of Corollary 1), for ``size`` independent runs."""
+    S = positive_int("S", S)
+    K = positive_int("K", K)
+    size = positive_int("size", size)
+    generator = _generator("generator", generator)
+    # The S-th visit of one class comes after K S steps on average, with standard deviation sqrt(S K (K-1)).
+    length = int(K * S + 10 * np.sqrt(S * K * (K - 1)) + 10 * K)
+    totals = np.empty(size, dtype=np.int64)
+    for run in range(size):
+        labels = generator.integers(0, K, size=length)
+        while np.bincount(labels, minlength=K).min() < S:
+            labels = np.concatenate([labels, generator.integers(0, K, size=length)])
+        totals[run] = max(np.flatnonzero(labels == n)[S - 1] for n in range(K)) + 1
+    return totals
+
+
+def class_count_theta(counts, M: int, eta_Y: float, *, discrete: bool = False) -> np.ndarray:
+    """theta_n of Lemma 12 and Theorem 5 from the class counts N_n of N steps: 1 + theta_n = h(N_n) / h(N_bar),
+    N_bar = ceil(N/K), N = sum_n N_n, with the continuous clock h of Eq. 45 (the paper's choice) or the
+    discrete h* of Eq. 33 (``discrete=True``, exact under the modified dynamics). ``counts`` is (..., K)."""
+    counts = np.asarray(counts)
+    if counts.ndim < 1 or counts.dtype.kind not in "iu" or np.any(counts < 0) or np.any(counts.sum(axis=-1) < 1):
+        raise ValueError("counts must be non-negative integer class counts (..., K) with a positive total")
+    M = positive_int("M", M, minimum=2)
+    eta_Y = positive_number("eta_Y", eta_Y)
+    K = counts.shape[-1]
+    N_bar = -(-counts.sum(axis=-1, keepdims=True) // K)  # ceil(N / K)
+    if discrete:
+        h = decoder_clock_h_star(int(max(counts.max(), N_bar.max())), M, eta_Y)
+        return h[counts] / h[N_bar] - 1.0
+    return decoder_clock_h(counts, M, eta_Y) / decoder_clock_h(N_bar, M, eta_Y) - 1.0
+
+
 # ---------------------------------------------------------------------------------------------------------
 # 4. Theorem 1: the structure of the back-propagated gradient
 
 
-def theorem1_coefficients(F, *, eta_Y: float, steps: int, update: str, generator: np.random.Generator):
-    """Run the decoder dynamics with fixed F (Assumption 1(c)) and return the coefficients of g_n in F.
+def e_prime(E) -> np.ndarray:
+    """E' = I - (I + E)^{-1} for one (K, K) matrix or a stack (..., K, K) (App. D.1 as Lemma 14 and the
+    proofs use it; the printed definition at line 500 is garbled)."""
+    E = np.asarray(E, dtype=np.float64)
+    if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.all(np.isfinite(E)):
+        raise ValueError(f"E must be a finite (..., K, K) array, got shape {E.shape}")
+    identity = np.eye(E.shape[-1])
+    return identity - np.linalg.inv(identity + E)
 
-    Y = F A stays in span(F). ``update="modified"`` is Eq. 26 (A += eta_Y (I - E') e_n (e_n - alpha_n)^T),
-    ``update="plain"`` is Eq. 7 (A += eta_Y e_n (e_n - alpha_n)^T); alpha_n = softmax(w_n), W = F^T Y (Eq. 25).
-    Classes are drawn uniformly, batch 1. Returns (coef, counts) with coef[n] = A (e_n - alpha_n), so that
-    g_n = F coef[n] = gamma (iota_n f_n - sum_n' beta_nn' f_n') (Eq. 9) and counts the per-class step counts.
+
+def random_overlap_matrices(K: int, size: int, *, generator: np.random.Generator, lambda_range=(0.05, 0.9),
+                            density: float = 0.7) -> np.ndarray:
+    """``size`` random matrices shaped like E = F^T F - I: symmetric, zero diagonal, off-diagonal entries
+    uniform on [0, 1] and present with probability ``density`` (so some rows can be all zero), each rescaled
+    so that its largest eigenvalue magnitude |lambda_1| is uniform on ``lambda_range``. Shape (size, K, K)."""
+    K = positive_int("K", K, minimum=2)
+    size = positive_int("size", size)
+    generator = _generator("generator", generator)
+    low, high = (float(v) for v in lambda_range)
+    if not 0 < low <= high < 1:
+        raise ValueError(f"lambda_range must satisfy 0 < low <= high < 1, got {lambda_range!r}")
+    density = positive_number("density", density)
+    if density > 1:
+        raise ValueError(f"density must lie in (0, 1], got {density!r}")
+    upper = np.triu(generator.uniform(size=(size, K, K)) * (generator.uniform(size=(size, K, K)) < density), 1)
+    E = upper + upper.transpose(0, 2, 1)
+    radius = np.abs(np.linalg.eigvalsh(E)).max(axis=-1)
+    while np.any(radius == 0):  # an all-zero draw has no scale; draw it again
+        empty = radius == 0
+        fresh = np.triu(generator.uniform(size=(int(empty.sum()), K, K)), 1)
+        E[empty] = fresh + fresh.transpose(0, 2, 1)
+        radius = np.abs(np.linalg.eigvalsh(E)).max(axis=-1)
+    return E * (generator.uniform(low, high, size=size) / radius)[:, None, None]
+
+
+def e_prime_checks(E) -> dict:
+    """The statements of Lemmas 13-17, Eq. 79 and Eq. 92 (App. D.5) for a stack of symmetric zero-diagonal
+    matrices E (..., K, K) with |lambda_1| < 1, one number per matrix; each is <= 0 when the statement holds
+    (``*_error`` entries are deviations from an identity, 0 up to round-off):
+
+    - ``lemma13``: max |E_ij| - |lambda_1|;
+    - ``lemma14_error``: max |E' - U^T diag(lambda/(1+lambda)) U| (E' has E's eigenvectors and eigenvalues
+      lambda/(1+lambda));
+    - ``lemma15``: max |lambda(E')| - |lambda_1| / (1 - |lambda_1|);
+    - ``lemma16``: max E'_ii over rows with a positive off-diagonal entry (strictly negative; -inf without
+      such rows), and ``lemma16_isolated``: max |E'_ii| over rows without one (0);
+    - ``lemma17``: max |E'_nn' - E_nn'| - lambda_1^2 / (1 - |lambda_1|);
+    - ``eq79_error``: max |E'_ii + sum_k lambda_k^2/(1+lambda_k) u_ik^2|;
+    - ``eq92_error``: max |sum_{k != n} E_nk E'_nk + E'_nn|;
+    - ``line974_corrected`` and ``line974_printed``: max over n of min_i lambda_i^2/(1 + |lambda_1|) + E'_nn and
+      of min_i lambda_i^2/(1 - |lambda_1|) + E'_nn: the lower bound on -E'_nn used in the proof of
+      Theorem 1(a) (line 974), with the valid factor and with the printed one.
     """
+    E = np.asarray(E, dtype=np.float64)
+    if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.allclose(E, np.swapaxes(E, -1, -2), atol=1e-14):
+        raise ValueError("E must be a stack of symmetric (K, K) matrices")
+    if np.abs(np.diagonal(E, axis1=-2, axis2=-1)).max() > 0:
+        raise ValueError("E must have a zero diagonal (E = F^T F - I with unit f_n)")
+    lam, vectors = np.linalg.eigh(E)  # E = vectors diag(lam) vectors^T; the paper's U is vectors^T
+    lam1 = np.abs(lam).max(axis=-1)
+    if np.any(lam1 >= 1):
+        raise ValueError("E must have |lambda_1| < 1")
+    Ep = e_prime(E)
+    diag_Ep = np.diagonal(Ep, axis1=-2, axis2=-1)
+    spectral = np.einsum("...ik,...k,...jk->...ij", vectors, lam / (1 + lam), vectors)
+    lam_Ep = np.linalg.eigvalsh(Ep)
+    connected = (E > 0).any(axis=-1)
+    shrink = np.einsum("...k,...ik->...i", lam**2 / (1 + lam), vectors**2)
+    off_sum = np.sum(E * Ep, axis=-1)  # E_nn = 0, so the k = n term vanishes
+    min_lam_sq = (lam**2).min(axis=-1)
+    axes = (-2, -1)
+    return {
+        "lemma13": np.abs(E).max(axis=axes) - lam1,
+        "lemma14_error": np.abs(Ep - spectral).max(axis=axes),
+        "lemma15": np.abs(lam_Ep).max(axis=-1) - lam1 / (1 - lam1),
+        "lemma16": np.where(connected, diag_Ep, -np.inf).max(axis=-1),
+        "lemma16_isolated": np.where(connected, 0.0, np.abs(diag_Ep)).max(axis=-1),
+        "lemma17": np.abs(Ep - E).max(axis=axes) - lam1**2 / (1 - lam1),
+        "eq79_error": np.abs(diag_Ep + shrink).max(axis=-1),
+        "eq92_error": np.abs(off_sum + diag_Ep).max(axis=-1),
+        "line974_corrected": ((min_lam_sq / (1 + lam1))[..., None] + diag_Ep).max(axis=-1),
+        "line974_printed": ((min_lam_sq / (1 - lam1))[..., None] + diag_Ep).max(axis=-1),
+    }
+
+
+def _check_F(F) -> np.ndarray:
     F = np.asarray(F, dtype=np.float64)
     if F.ndim != 2 or F.shape[1] > F.shape[0] or np.any(F < 0):
         raise ValueError("F must be an (M, K) non-negative array with K <= M")
     if not np.allclose(np.linalg.norm(F, axis=0), 1.0, atol=1e-12):
         raise ValueError("the columns f_n of F must have unit norm")
+    return F
+
+
+def decoder_in_span(F, *, eta_Y: float, steps: int, update: str, generator: np.random.Generator):
+    """Run the decoder dynamics with fixed F (Assumption 1(c)) from Y(0) = 0, keeping Y = F A in span(F).
+
+    ``update="modified"`` is Eq. 26 (A += eta_Y (I - E') e_n (e_n - alpha_n)^T), ``update="plain"`` is Eq. 7
+    (A += eta_Y e_n (e_n - alpha_n)^T); alpha_n = softmax(w_n), W = F^T Y (Eq. 25); class n predicts token n.
+    Classes are drawn uniformly, batch 1. Returns (A, counts): A is (K, M), counts the per-class step counts.
+    """
+    F = _check_F(F)
     eta_Y = positive_number("eta_Y", eta_Y)
     steps = positive_int("steps", steps)
     if update not in ("modified", "plain"):
@@ -523,8 +755,7 @@ def theorem1_coefficients(F, *, eta_Y: float, steps: int, update: str, generator
     generator = _generator("generator", generator)
     M, K = F.shape
     gram = F.T @ F
-    E_prime = np.eye(K) - np.linalg.inv(gram)
-    mix = np.eye(K) - E_prime if update == "modified" else np.eye(K)
+    mix = np.linalg.inv(gram) if update == "modified" else np.eye(K)  # I - E' = (I + E)^{-1}
     A = np.zeros((K, M))
     classes = generator.integers(0, K, size=steps)
     for n in classes:  # SGD with batch 1 is sequential
@@ -532,11 +763,45 @@ def theorem1_coefficients(F, *, eta_Y: float, steps: int, update: str, generator
         residual = -_softmax(w_n)
         residual[n] += 1.0
         A += eta_Y * np.outer(mix[:, n], residual)
-    W = gram @ A
-    residuals = -_softmax(W)
+    return A, np.bincount(classes, minlength=K)
+
+
+def span_coefficients(F, A) -> np.ndarray:
+    """coef[n] = A (e_n - alpha_n) with W = F^T F A and alpha_n = softmax(w_n): the back-propagated gradient of
+    class n is g_n = Y (e_n - alpha_n) = F coef[n] = gamma (iota_n f_n - sum_n' beta_nn' f_n') (Eq. 9)."""
+    F = _check_F(F)
+    A = np.asarray(A, dtype=np.float64)
+    M, K = F.shape
+    if A.shape != (K, M):
+        raise ValueError(f"A must have shape ({K}, {M}), got {A.shape}")
+    residuals = -_softmax(F.T @ F @ A)
     residuals[np.arange(K), np.arange(K)] += 1.0
-    coef = residuals @ A.T  # coef[n] = A (e_n - alpha_n)
-    return coef, np.bincount(classes, minlength=K)
+    return residuals @ A.T
+
+
+def theorem1_coefficients(F, *, eta_Y: float, steps: int, update: str, generator: np.random.Generator):
+    """:func:`decoder_in_span` followed by :func:`span_coefficients`: returns (coef, counts) with
+    g_n = F coef[n] the back-propagated gradient of class n after ``steps`` steps."""
+    A, counts = decoder_in_span(F, eta_Y=eta_Y, steps=steps, update=update, generator=generator)
+    return span_coefficients(F, A), counts
+
+
+def theorem5_coefficients(F, counts, eta_Y: float):
+    """Theorem 5 (Eq. 70) from the class counts N_n: Y = F (I - E') (I + Theta) W_bar(N) = F A, with
+    W_bar rows (M-1) h*(N_bar) zeta_n and 1 + theta_n = h*(N_n)/h*(N_bar) (:func:`class_count_theta`,
+    discrete clock). Returns (A, theta); A is (K, M), compared with :func:`decoder_in_span` (Y itself is M x M)."""
+    F = _check_F(F)
+    M, K = F.shape
+    counts = np.asarray(counts)
+    if counts.shape != (K,):
+        raise ValueError(f"counts must hold the {K} class counts, got shape {counts.shape}")
+    eta_Y = positive_number("eta_Y", eta_Y)
+    theta = class_count_theta(counts, M, eta_Y, discrete=True)
+    N_bar = -(-int(counts.sum()) // K)
+    zeta = M / (M - 1) * (np.eye(K, M) - 1.0 / M)  # rows zeta_n, n < K
+    W_bar = (M - 1) * decoder_clock_h_star(N_bar, M, eta_Y)[N_bar] * zeta
+    A = np.linalg.inv(F.T @ F) @ ((1 + theta)[:, None] * W_bar)  # I - E' = (I + E)^{-1}
+    return A, theta
 
 
 # ---------------------------------------------------------------------------------------------------------
