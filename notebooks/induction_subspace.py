@@ -51,7 +51,7 @@ FIG4 = by_mode(quick=(8, 4, 256, 100), default=(16, 8, 512, 300), full=(32, 16, 
 # App. D (Figs. 15 and 16 at their captions' sizes, B = 256): (D, N, steps).
 APP_D = by_mode(quick=((8, 4, 60),), default=((32, 8, 200),), full=((32, 8, 200), (16, 32, 600)))
 # App. C (Figs. 6-14): D = 16, B = 512, lr 1; (N, the steps at which the paper shows the weights).
-APP_C = by_mode(quick=((4, (100, 200, 400)),), default=((4, (100, 200, 400)), (8, (200, 400, 800))),
+APP_C = by_mode(quick=((4, (50, 100, 200)),), default=((4, (100, 200, 400)), (8, (200, 400, 800))),
                 full=((4, (100, 200, 400)), (8, (200, 400, 800)), (16, (250, 500, 1000))))
 # The standard transformer of Sec. 2: (width D = D_H, batch, AdamW steps); the paper uses (2048, 512, 300).
 STANDARD = by_mode(quick=(64, 256, 800), default=(256, 512, 300), full=(2048, 512, 300))
@@ -528,7 +528,7 @@ for row, ((D_d, N_d), runs) in enumerate(app_d_runs.items()):
 # and draw the weights at the same steps. Two numbers summarise each picture: the share of each matrix's squared
 # norm that lies in the 19-dimensional subspace ($1 - r(W)^2$; a random matrix would put $3/(4D^2) = 0.3\%$ of
 # $W^{(1)}$ there), and which pseudo-parameters are largest. `default` draws Figs. 6-11 ($N = 4, 8$); `full` adds
-# Figs. 12-14 ($N = 16$, 1000 steps); `quick` draws Figs. 6-8.
+# Figs. 12-14 ($N = 16$, 1000 steps); `quick` draws Figs. 6-8 at half the steps.
 
 # %%
 app_c_runs = {N_c: (steps_c, ih.train_sgd(N_c, 16, steps=steps_c[-1], batch=512, lr=1.0,
@@ -688,13 +688,14 @@ fig.colorbar(image, ax=right, shrink=0.8, label="attention weight");
 #   layer attends to the previous position (Figs. 2 and 17).
 #
 # All claims and errata are in the {doc}`claims ledger </book/claims>` and on the {doc}`errata page </book/errata>`.
-# **Run modes.** `quick`: $D = 8$ throughout, and the standard transformer at width 64 with batches of 256 (about
-# 45 s). `default`: Fig. 4 at $D = 16$, $N = 8$, $B = 512$, 300 steps, the batch sweep up to $B = 4096$ and the
-# standard transformer at width 64 with App. E's batches of 512 (about 2.5 minutes on the shared 2-core machine). `full`: Fig. 4
-# at the paper's $D = 32$, $N = 16$ with $B = 1024$ (B = 256 makes the full model's loss wander back up after
-# the exit, an SGD-noise effect), symmetrised training at $D = 16$, the sweep to $B = 16384$ and the standard
-# transformer at width 256 for App. E's 300 steps: an estimated 35 minutes of CPU. The paper's width 2048 would
-# take hours.
+# **Run modes.** `quick` (the tests): $D = 8$ for the proof checks, toy sizes for Figs. 6-8 and 16, and the
+# standard transformer at width 64 with batches of 256 (under a minute). `default` (this page): Fig. 4 at
+# $D = 16$, $N = 8$, $B = 512$, 300 steps; Figs. 6-11 and Fig. 16 at the paper's settings; the batch sweep up to
+# $B = 4096$; the standard transformer at width 256 with App. E's recipe (about 4.5 minutes on the 2-core
+# machine; the status page has the measured times). `full`: Fig. 4 at the paper's $D = 32$, $N = 16$ with
+# $B = 1024$ (the paper's $B = 256$ gives the rebound shown in section 8), symmetrised training at $D = 16$, the
+# sweep to $B = 16384$, 100000 Haar samples, Figs. 12-15, and the standard transformer at the paper's width 2048:
+# FULL_COST.
 #
 # ## Exercises
 #
