@@ -168,8 +168,8 @@ class BuildInfo(SphinxDirective):
             rows = [[name, *(_format_number(times.get(run_mode)) for run_mode in ("quick", "default", "full"))]
                     for name, times in results.get("chapters", {}).items()]
             output.append(_table(("Chapter", "quick (s)", "default (s)", "full (s, where measured)"), rows))
-            kernel_rows = [[name, _format_number(entry["fast_s"]), _format_number(entry["reference_s"]),
-                            _format_number(entry["speedup"])]
+            kernel_rows = [[name, _format_number(entry["fast_s"]), _format_number(entry.get("reference_s")),
+                            _format_number(entry.get("speedup"))]
                            for name, entry in results.get("kernels", {}).items()]
             if kernel_rows:
                 output.append(_table(("Kernel", "fast (s)", "reference (s)", "speed-up"), kernel_rows))

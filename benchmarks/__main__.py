@@ -3,6 +3,7 @@
 A kernel module is ``benchmarks/kernels_<module>.py`` with ``KERNELS = {"name": (fast, reference)}``: two
 zero-argument callables that compute the same thing, the fast one as the chapter uses it and the
 reference as the naive version it replaces. Both are timed in the same run and the ratio is reported.
+A reference of ``None`` times the fast callable alone (a budget, where no reference is affordable).
 """
 
 from __future__ import annotations
@@ -76,6 +77,11 @@ def time_kernels(repeat: int) -> dict[str, dict[str, float]]:
     for path in sorted((ROOT / "benchmarks").glob("kernels_*.py")):
         module = importlib.import_module(f"benchmarks.{path.stem}")
         for name, (fast, reference) in module.KERNELS.items():
+            if reference is None:
+                fast_s = best_time(fast, repeat)
+                results[f"{path.stem.removeprefix('kernels_')}.{name}"] = {"fast_s": fast_s}
+                print(f"kernel {name}: {fast_s:.4g} s (no reference)", flush=True)
+                continue
             fast_s, reference_s = best_time(fast, repeat), best_time(reference, repeat)
             results[f"{path.stem.removeprefix('kernels_')}.{name}"] = {
                 "fast_s": fast_s, "reference_s": reference_s, "speedup": reference_s / fast_s,
