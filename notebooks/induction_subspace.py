@@ -24,9 +24,11 @@
 # weights leave the subspace only through Monte-Carlo noise, whose size falls as $B^{-1/2}$. Two statements are
 # sharpened: only **15** of the 19 pseudo-parameters ever move (the query has no positional embedding, so a whole
 # block-row of $W^{(2)}$ receives an exactly zero gradient), and App. C's learning rate 1 diverges on the loss as
-# written. Training only the three induction-head parameters reproduces the plateau and its exit (Hypothesis 2);
-# the weights at the steps of App. C have the predicted block structure; and the standard transformer of Sec. 2,
-# at width 256, learns the task and forms the previous-token head of Fig. 2. Seven errata are registered.
+# written. Training only the three induction-head parameters reproduces the plateau and its exit (Hypothesis 2),
+# although at the paper's batch size the standard model's loss climbs back after the exit, an SGD-noise rebound
+# the three-parameter model does not have; the weights at the steps of App. C have the predicted block structure;
+# and the standard transformer of Sec. 2, at width 256, learns the task and forms the previous-token head of
+# Fig. 2. Nine errata are registered.
 
 # %%
 import os
@@ -74,7 +76,10 @@ print(f"mode = {mode()}; symmetrised {SYM}, Monte-Carlo {MC}, Fig. 4 {FIG4}, App
 # Eq. 1 writes $H_2 = [U \mid \dots]$ with a $U$ that is not defined there; it is $H_1$, the name $U$ of
 # App. A.3 (erratum E1). We use the causal mask of App. B.2, which also forbids a token to attend to itself, and
 # give the first row, which then sees no key, a zero attention row. Rows are tokens and
-# $S_{ij} = X_i W X_j^\top$ is the score of query row $i$ on key row $j$ (App. A.3).
+# $S_{ij} = X_i W X_j^\top$ is the score of query row $i$ on key row $j$ (App. A.3). In `icllib.induction`,
+# `sample_icl_batch` draws the data and `DisentangledTransformer` is the model, with its three weight matrices
+# as parameters (the functions `disentangled_states` and `disentangled_forward` compute the same thing from given
+# weights, which is what the proof checks below need).
 
 # %%
 N, D = 3, 4
