@@ -625,9 +625,10 @@ check_claim("induction_subspace.assumption7-quantifier", gaps[0.5], lower=1e-3,
 # $W_O \in \mathbb R^{D \times D_H}$, no normalisation, no MLP, an output layer, AdamW (learning rate $10^{-3}$, weight
 # decay $0.01$) on the negative log-likelihood of the label, fresh batches of 512 sequences of 8 item-label pairs
 # and a query, placed at a random offset in a block of 32 (App. E). The paper uses $D = D_H = 2048$ and 300 steps;
-# on two CPU cores that is hours, so `default` keeps the whole recipe (300 steps of 512 sequences) at
-# $D = D_H = 256$, and `full` runs the paper's width. (At width 64, the `quick` setting, the plateau lasts longer
-# and 800 steps are needed.)
+# on two CPU cores that is an hour (11.5 s per step on both cores), so `default` keeps the whole recipe (300 steps
+# of 512 sequences) at $D = D_H = 256$, and `full` runs the paper's width. (At width 64, the `quick` setting, the
+# plateau lasts longer and 800 steps are needed.) The paper does not state an initialisation; we use $N(0, 0.02^2)$
+# for every weight, a common default.
 # Fig. 2 reads the first layer through the positional block of its key-query product. As printed (line 57),
 # $p_i^\top W_K^1 W_Q^1 p_j$ does not type-check; the score of query position $j$ on key position $i$ is
 # $p_j^\top W_Q^{1\top} W_K^1 p_i / \sqrt{D_H}$ (erratum E5). We apply the causal softmax over keys $i \le j$ and ask
@@ -650,8 +651,13 @@ print(f"D = D_H = {D_std}, B = {B_std}, {steps_std} steps: loss {standard_losses
       f"{accuracy:.3f}")
 print(f"layer 1, positions only: arg-max at the previous position in {previous_share:.0%} of the rows, "
       f"mean weight on it {previous_weight:.2f}")
-check_claim("induction_subspace.standard-transformer", accuracy, lower=0.9,
-            why="'learns the task' read as 90% accuracy on fresh sequences (chance is 1/8 among the context labels)")
+if mode() == "full":
+    check_claim("induction_subspace.standard-transformer-paper-width", accuracy, upper=0.5,
+                why="not reproduced at width 2048 within App. E's 300 steps: we assert the measured accuracy, far "
+                    "below the 90% read as 'learns the task'")
+else:
+    check_claim("induction_subspace.standard-transformer", accuracy, lower=0.9,
+                why="'learns the task' read as 90% accuracy on fresh sequences (chance is 1/8 among the context labels)")
 check_claim("induction_subspace.fig2-subdiagonal", previous_share, lower=0.5,
             why="'dominated by the subdiagonal' read as: the previous position wins in a majority of rows")
 
@@ -673,6 +679,14 @@ fig.colorbar(image, ax=right, shrink=0.8, label="attention weight");
 # Like the disentangled model, the standard transformer sits on a plateau at the chance level and then drops;
 # its first layer has become a previous-token head. A few rows still spread their weight, which the paper also
 # calls "noise due to the random initialization and stochastic gradient descent".
+#
+# At the paper's own width the recipe did **not** learn the task in 300 steps. In the `full` run of 2026-11-22
+# ($D = D_H = 2048$, 58 minutes for the 300 steps) the loss had only begun to leave the plateau, from 3.465 to
+# 2.636 (mean of the last 20 batches), the accuracy on fresh sequences was 0.138, and the positional attention
+# of layer 1 peaked on the previous position in 58% of the rows but with a mean weight of only 0.13. With our
+# initialisation the plateau at width 2048 lasts longer than the paper's 300 steps; the paper's unstated
+# initialisation, or more steps, may be what differs. The ledger registers
+# the claim at width 256 (reproduced) and at width 2048 (not reproduced) separately.
 
 # %% [markdown]
 # ## What we saw
@@ -689,8 +703,9 @@ fig.colorbar(image, ax=right, shrink=0.8, label="attention weight");
 #
 # - At the steps of App. C the weights already have the block structure of Theorem 1, with the induction head
 #   on top (Figs. 6-14).
-# - The standard transformer of Sec. 2, at width 256 instead of 2048, learns the task after a plateau and its first
-#   layer attends to the previous position (Figs. 2 and 17).
+# - The standard transformer of Sec. 2, at width 256, learns the task after a plateau and its first layer attends
+#   to the previous position (Figs. 2 and 17). At the paper's width 2048 and with our initialisation, 300 steps
+#   are not enough (`full` mode): the loss has only begun to fall.
 #
 # All claims and errata are in the {doc}`claims ledger </book/claims>` and on the {doc}`errata page </book/errata>`.
 # **Run modes.** `quick` (the tests): $D = 8$ for the proof checks, toy sizes for Figs. 6-8 and 16, and the
@@ -700,7 +715,8 @@ fig.colorbar(image, ax=right, shrink=0.8, label="attention weight");
 # machine; the status page has the measured times). `full`: Fig. 4 at the paper's $D = 32$, $N = 16$ with
 # $B = 1024$ (the paper's $B = 256$ gives the rebound shown in section 8), symmetrised training at $D = 16$, the
 # sweep to $B = 16384$, 100000 Haar samples, Figs. 12-15, and the standard transformer at the paper's width 2048:
-# FULL_COST.
+# a `full` run on 2026-11-22 took 75 minutes on the 2-core machine, 58 of them for the transformer at width 2048
+# (which ran on both cores, everything else on one).
 #
 # ## Exercises
 #
