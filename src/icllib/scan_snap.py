@@ -660,7 +660,7 @@ def random_overlap_matrices(K: int, size: int, *, generator: np.random.Generator
                             density: float = 0.7) -> np.ndarray:
     """``size`` random matrices shaped like E = F^T F - I: symmetric, zero diagonal, off-diagonal entries
     uniform on [0, 1] and present with probability ``density`` (so some rows can be all zero), each rescaled
-    so that its largest eigenvalue magnitude |lambda_1| is uniform on ``lambda_range``. Shape (size, K, K)."""
+    so that its largest eigenvalue magnitude abs(lambda_1) is uniform on ``lambda_range``. Shape (size, K, K)."""
     K = positive_int("K", K, minimum=2)
     size = positive_int("size", size)
     generator = _generator("generator", generator)
@@ -683,20 +683,20 @@ def random_overlap_matrices(K: int, size: int, *, generator: np.random.Generator
 
 def e_prime_checks(E) -> dict:
     """The statements of Lemmas 13-17, Eq. 79 and Eq. 92 (App. D.5) for a stack of symmetric zero-diagonal
-    matrices E (..., K, K) with |lambda_1| < 1, one number per matrix; each is <= 0 when the statement holds
+    matrices E (..., K, K) with abs(lambda_1) < 1, one number per matrix; each is <= 0 when the statement holds
     (``*_error`` entries are deviations from an identity, 0 up to round-off):
 
-    - ``lemma13``: max |E_ij| - |lambda_1|;
-    - ``lemma14_error``: max |E' - U^T diag(lambda/(1+lambda)) U| (E' has E's eigenvectors and eigenvalues
+    - ``lemma13``: max abs(E_ij) - abs(lambda_1);
+    - ``lemma14_error``: max abs(E' - U^T diag(lambda/(1+lambda)) U) (E' has E's eigenvectors and eigenvalues
       lambda/(1+lambda));
-    - ``lemma15``: max |lambda(E')| - |lambda_1| / (1 - |lambda_1|);
+    - ``lemma15``: max abs(lambda(E')) - abs(lambda_1) / (1 - abs(lambda_1));
     - ``lemma16``: max E'_ii over rows with a positive off-diagonal entry (strictly negative; -inf without
-      such rows), and ``lemma16_isolated``: max |E'_ii| over rows without one (0);
-    - ``lemma17``: max |E'_nn' - E_nn'| - lambda_1^2 / (1 - |lambda_1|);
-    - ``eq79_error``: max |E'_ii + sum_k lambda_k^2/(1+lambda_k) u_ik^2|;
-    - ``eq92_error``: max |sum_{k != n} E_nk E'_nk + E'_nn|;
-    - ``line974_corrected`` and ``line974_printed``: max over n of min_i lambda_i^2/(1 + |lambda_1|) + E'_nn and
-      of min_i lambda_i^2/(1 - |lambda_1|) + E'_nn: the lower bound on -E'_nn used in the proof of
+      such rows), and ``lemma16_isolated``: max abs(E'_ii) over rows without one (0);
+    - ``lemma17``: max abs(E'_nn' - E_nn') - lambda_1^2 / (1 - abs(lambda_1));
+    - ``eq79_error``: max abs(E'_ii + sum_k lambda_k^2/(1+lambda_k) u_ik^2);
+    - ``eq92_error``: max abs(sum_{k != n} E_nk E'_nk + E'_nn);
+    - ``line974_corrected`` and ``line974_printed``: max over n of min_i lambda_i^2/(1 + abs(lambda_1)) + E'_nn and
+      of min_i lambda_i^2/(1 - abs(lambda_1)) + E'_nn: the lower bound on -E'_nn used in the proof of
       Theorem 1(a) (line 974), with the valid factor and with the printed one.
     """
     E = np.asarray(E, dtype=np.float64)
