@@ -418,17 +418,19 @@ check_claim("induction_subspace.hypothesis2", exits["three"] / exits["full"], lo
 
 # %% mystnb={"figure": {"caption": "Fig. 4 of the paper, recomputed. Top: the 19 pseudo-parameters (left) and the batch loss (right) during standard SGD from zero; alpha_3, beta_2 and gamma_3 (thick) grow while the loss leaves its plateau, the other 16 stay small and beta_3 to beta_6 stay exactly 0. Bottom: only alpha_3, beta_2, gamma_3 trained, on the same data stream; the plateau and its exit are nearly the same.", "name": "fig-induction_subspace-fig4"}}
 fig, axes = figure(2, 2, height=6.4)
-for row, (run, title) in enumerate(((full, "standard training"), (three, "only alpha_3, beta_2, gamma_3"))):
-    ax = axes[row, 0]
+def plot_pseudo_parameters(ax, coords, title):
+    """The 19 pseudo-parameters over training; the induction head thick and coloured, the other 16 thin grey."""
     for k, name in enumerate(ih.PSEUDO_PARAMETERS):
         if k in ih.INDUCTION_INDICES:
-            ax.plot(run["coords"][:, k], lw=2.2, color=PALETTE[ih.INDUCTION_INDICES.index(k)], label=name)
+            ax.plot(coords[:, k], lw=2.2, color=PALETTE[ih.INDUCTION_INDICES.index(k)], label=name)
         else:
-            ax.plot(run["coords"][:, k], lw=0.7, color="0.6", label="other 16" if k == 0 else None)
-    ax.set_xlabel("SGD step")
-    ax.set_ylabel("pseudo-parameter c_k")
-    ax.set_title(title)
+            ax.plot(coords[:, k], lw=0.7, color="0.6", label="other 16" if k == 0 else None)
+    ax.set(xlabel="SGD step", ylabel="pseudo-parameter c_k", title=title)
     ax.legend(fontsize=8)
+
+
+for row, (run, title) in enumerate(((full, "standard training"), (three, "only alpha_3, beta_2, gamma_3"))):
+    plot_pseudo_parameters(axes[row, 0], run["coords"], title)
     ax = axes[row, 1]
     ax.plot(run["loss"], color=PALETTE[3], label="batch loss ||y - z||^2")
     ax.axvline(exits["full" if row == 0 else "three"], color="black", ls=":", label="plateau exit")
@@ -442,18 +444,7 @@ fig, axes = figure(1, 3, height=3.4)
 labels = (("W1", "key index (X1, X2)", "query index (X1, X2)"), ("W2", "key index (U1..U4)", "query index (U1..U4)"),
           ("W3", "output coordinate", "input index (V1..V8)"))
 for ax, W, (name, xlabel, ylabel) in zip(axes, full["weights"], labels):
-    scale = float(W.abs().max())
-    image = ax.imshow(W.numpy(), cmap="RdBu_r", vmin=-scale, vmax=scale, interpolation="nearest", aspect="auto")
-    ax.grid(False)
-    for edge in range(D4, max(W.shape), D4):
-        if edge < W.shape[1]:
-            ax.axvline(edge - 0.5, color="black", lw=0.5)
-        if edge < W.shape[0]:
-            ax.axhline(edge - 0.5, color="black", lw=0.5)
-    ax.set_title(name)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    fig.colorbar(image, ax=ax, shrink=0.7, label="weight")
+    block_heatmap(ax, W.numpy(), D4, title=name, xlabel=xlabel, ylabel=ylabel)
 
 # %% [markdown]
 # The loss leaves its plateau as $\alpha_3$, $\beta_2$, $\gamma_3$ grow (Hypothesis 1), and they are the three
@@ -503,14 +494,7 @@ check_claim("induction_subspace.appd-hypotheses", all(app_d_ok), expected=True,
 fig, axes = figure(len(app_d_runs), 2, height=3.2 * len(app_d_runs))
 axes = np.atleast_2d(axes)
 for row, ((D_d, N_d), runs) in enumerate(app_d_runs.items()):
-    ax = axes[row, 0]
-    for k, name in enumerate(ih.PSEUDO_PARAMETERS):
-        if k in ih.INDUCTION_INDICES:
-            ax.plot(runs["full"]["coords"][:, k], lw=2.2, color=PALETTE[ih.INDUCTION_INDICES.index(k)], label=name)
-        else:
-            ax.plot(runs["full"]["coords"][:, k], lw=0.7, color="0.6", label="other 16" if k == 0 else None)
-    ax.set(xlabel="SGD step", ylabel="pseudo-parameter c_k", title=f"standard training, D = {D_d}, N = {N_d}")
-    ax.legend(fontsize=8)
+    plot_pseudo_parameters(axes[row, 0], runs["full"]["coords"], f"standard training, D = {D_d}, N = {N_d}")
     ax = axes[row, 1]
     for colour, (training, label) in zip(PALETTE[3:], (("full", "standard training"), ("three", "only alpha_3, beta_2, gamma_3"))):
         means = np.convolve(runs[training]["loss"], np.ones(20) / 20, mode="valid")
