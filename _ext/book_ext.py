@@ -90,7 +90,7 @@ class ErrataList(SphinxDirective):
                     f"({erratum.id.replace('.', '-').lower()})=",
                     f"### {erratum.id}: {erratum.location}",
                     "",
-                    f"- **The paper says:** {erratum.says}",
+                    f"- **The paper says** (line {erratum.line}): “{erratum.quote}”",
                     f"- **Correction:** {erratum.correction}",
                     f"- **Evidence:** {erratum.evidence} ({self._chapter_link(erratum)})",
                     "",

@@ -31,12 +31,39 @@ claims:
     statement: a figure at GPU scale
     verdict: out of scope
     reason: needs a GPU week
+  - id: demo.own
+    location: Sec. 3
+    statement: a limit the paper does not state
+    verdict: beyond the paper
+  - id: demo.ambiguous
+    location: Lemma 3, line 30
+    statement: the rate holds per unit time
+    verdict: clarified
+    note: demo.N1
+  - id: demo.differs
+    location: Fig. 4
+    statement: the loss reaches 0.1
+    verdict: not reproduced
+    run: full mode, B = 200, seeds 0-2, 2026-11-22
+  - id: demo.undecided
+    location: Fig. 5
+    statement: the head forms by step 300
+    verdict: inconclusive
+    deciding_run: full mode at width 2048, 3 seeds (about 3 h on 2 cores)
 errata:
   - id: demo.E1
-    location: line 20
-    paper: the constant is 2
+    location: Lemma 2
+    line: 20
+    quote: the constant is 2
     correction: the constant is 3
     evidence: SymPy derivation in the chapter
+notes:
+  - id: demo.N1
+    location: Lemma 3
+    line: 30
+    quote: the rate is proportional to T
+    clarification: T is lr / batch, and time counts lr x steps
+    evidence: the chapter measures the rate in both units
 """
 
 
@@ -150,6 +177,18 @@ def test_read_results_keeps_the_latest_record(demo_registry):
         (lambda text: text.replace("page: notebooks/demo\n", ""), "'page' is missing"),
         (lambda text: text.replace("modes: [default, full]", "modes: [fast]"), "modes"),
         (lambda text: text.replace("modes: [default, full]", "modes: []"), "modes"),
+        (lambda text: text.replace("    note: demo.N1\n", ""), "must name its note"),
+        (lambda text: text.replace("note: demo.N1", "note: demo.N7"), "unknown note"),
+        (lambda text: text.replace("    run: full mode, B = 200, seeds 0-2, 2026-11-22\n", ""), "run at the paper"),
+        (lambda text: text.replace("    deciding_run: full mode at width 2048, 3 seeds (about 3 h on 2 cores)\n", ""),
+         "would decide"),
+        (lambda text: text.replace("    statement: one plus one is two\n",
+                                   "    statement: one plus one is two\n    erratum: demo.E1\n"),
+         "only a corrected claim names an erratum"),
+        (lambda text: text.replace("    line: 20\n", "    line: zero\n"), "'line' must be"),
+        (lambda text: text.replace("    quote: the constant is 2\n", ""), "'quote' is missing"),
+        (lambda text: text.replace("    clarification: T is lr / batch, and time counts lr x steps\n", ""),
+         "'clarification' is missing"),
     ],
 )
 def test_malformed_registry_is_rejected(tmp_path, edit, message):

@@ -7,21 +7,46 @@ lists its claims and errata::
     title: The law of balance in attention
     page: notebooks/balance               # the chapter's document name in the book
     paper: ziyin2023balance               # a key of book/references.bib
-    paper_file: 000_1063418e995251ca.txt  # the paper's text in shared/papers/
+    paper_file: 000_1063418e995251ca.txt  # the paper's text in shared/papers/ (line numbers refer to it)
+    other_paper_files: []                 # optional: other extractions of the same paper (same numbering)
     claims:
       - id: balance.euler-identity
-        location: Theorem B.3, line 14
+        location: Theorem B.3, line 14     # names the numbered result(s) the row covers
         statement: The loss is invariant under W_K -> lambda W_K, W_Q -> W_Q / lambda.
-        verdict: reproduced               # reproduced | corrected | not reproduced | out of scope
-        erratum: balance.E1               # optional; required when the verdict is "corrected"
+        verdict: reproduced               # one of VERDICTS, below
+        erratum: balance.E1               # required when the verdict is "corrected" (and only then)
+        note: balance.N1                  # required when the verdict is "clarified"
+        run: full mode, B = 200, seeds 0-2, 2026-11-22   # required for "not reproduced"
+        deciding_run: full mode at B = 200 (about 1 h on 2 cores)  # required for "inconclusive"
         reason: ...                       # required when the verdict is "out of scope"
         modes: [default, full]            # optional: the run modes whose sizes can test it (default: all)
-    errata:
+    errata:                               # the paper's words are wrong
       - id: balance.E1
-        location: line 22
-        paper: what the paper says
+        location: App. B.11, Eq. 114
+        line: 41                          # the line of paper_file where the quote starts
+        quote: the paper's words, verbatim (" ... " marks an elision)
         correction: what holds instead
+        evidence: how the chapter shows it (a check that fails on the printed version)
+    notes:                                # the paper is right but ambiguous or easy to misread
+      - id: balance.N1
+        location: App. B.11
+        line: 45
+        quote: the paper's words, verbatim
+        clarification: how to read them
         evidence: how the chapter shows it
+
+The verdicts mean one thing each (the ledger page shows this legend):
+
+- ``reproduced``: the paper states it; a check that could fail passes at the paper's setting or at a
+  setting the paper's statement covers.
+- ``corrected``: the paper's words are wrong; an erratum quotes them verbatim with the line, gives the
+  fix and a check that fails on the printed version.
+- ``clarified``: the paper is right but ambiguous or easy to misread; a note, not an erratum.
+- ``not reproduced``: run at the paper's own settings (named in ``run``), the result differs.
+- ``inconclusive``: not run at the paper's settings, or too few runs to tell; ``deciding_run`` names the
+  run that would decide it and its cost.
+- ``beyond the paper``: the book's own result; the paper does not state it.
+- ``out of scope``: not checked, for the ``reason`` given.
 
 :func:`check_claim` compares a measured value with the paper's value (or with bounds), appends a
 record to the results file (``_build/claims/results.jsonl`` under the book's root, or the path in
@@ -45,7 +70,28 @@ import yaml
 
 from icllib.config import MODES, mode
 
-VERDICTS = ("reproduced", "corrected", "not reproduced", "out of scope")
+VERDICTS = ("reproduced", "corrected", "clarified", "not reproduced", "inconclusive",
+            "beyond the paper", "out of scope")
+VERDICT_MEANINGS = {
+    "reproduced": "the paper states it; a check that could fail passes at the paper's setting or at a "
+                  "setting the paper's statement covers",
+    "corrected": "the paper's words are wrong; an erratum quotes them with the line, gives the fix and a "
+                 "check that fails on the printed version",
+    "clarified": "the paper is right but ambiguous or easy to misread; a note, not an erratum",
+    "not reproduced": "run at the paper's own settings, the result differs; the row names that run",
+    "inconclusive": "not run at the paper's settings, or too few runs to tell; the row names the run that "
+                    "would decide it and its cost",
+    "beyond the paper": "the book's own result: the paper does not state it",
+    "out of scope": "not checked, for the reason given",
+}
+# The field a verdict requires, and what it must hold.
+REQUIRED_FIELD = {
+    "corrected": ("erratum", "must name its erratum"),
+    "clarified": ("note", "must name its note"),
+    "not reproduced": ("run", "must name the run at the paper's settings that produced it (run)"),
+    "inconclusive": ("deciding_run", "must name the run that would decide it and its cost (deciding_run)"),
+    "out of scope": ("reason", "must give its reason"),
+}
 REGISTRY_VARIABLE = "ICLLIB_REGISTRY"
 RESULTS_VARIABLE = "ICLLIB_RESULTS"
 
@@ -62,22 +108,31 @@ class Claim:
     statement: str
     verdict: str
     erratum: str | None = None
+    note: str | None = None
+    run: str | None = None
+    deciding_run: str | None = None
     reason: str | None = None
     modes: tuple[str, ...] = MODES
 
 
 @dataclass(frozen=True)
 class Erratum:
-    """A statement of a paper that does not hold as written, with the correction and the evidence."""
+    """A passage of a paper quoted verbatim: wrong as written (an erratum) or easy to misread (a note).
+
+    ``correction`` holds the erratum's correction, or the note's clarification.
+    """
 
     id: str
     chapter: str
     page: str
     paper: str
+    paper_file: str
     location: str
-    says: str
+    line: int
+    quote: str
     correction: str
     evidence: str
+    kind: str = "erratum"
 
 
 @dataclass(frozen=True)
@@ -86,6 +141,7 @@ class Registry:
 
     claims: dict[str, Claim]
     errata: dict[str, Erratum]
+    notes: dict[str, Erratum] = field(default_factory=dict)
     chapters: dict[str, dict] = field(default_factory=dict)
 
 
@@ -105,31 +161,44 @@ def _registry_files() -> list[Path]:
     return sorted(folder.glob("*.yaml"))
 
 
+def _passage(entry: dict, header: dict, where: str, kind: str) -> Erratum:
+    """An erratum or a note: a verbatim quote at a line of the paper, with what to make of it."""
+    line = entry.get("line")
+    if not isinstance(line, int) or isinstance(line, bool) or line < 1:
+        raise ValueError(f"{where}: field 'line' must be the positive line number of the quote, got {line!r}")
+    return Erratum(
+        id=_require(entry, "id", where),
+        chapter=header["chapter"],
+        page=header["page"],
+        paper=header["paper"],
+        paper_file=header["paper_file"],
+        location=_require(entry, "location", where),
+        line=line,
+        quote=_require(entry, "quote", where),
+        correction=_require(entry, "correction" if kind == "erratum" else "clarification", where),
+        evidence=_require(entry, "evidence", where),
+        kind=kind,
+    )
+
+
 def parse_registry(files: list[Path]) -> Registry:
     """Read and validate registry files; raises ``ValueError`` naming the file and the faulty field."""
     claims: dict[str, Claim] = {}
-    errata: dict[str, Erratum] = {}
+    passages: dict[str, dict[str, Erratum]] = {"erratum": {}, "note": {}}
     chapters: dict[str, dict] = {}
     for path in files:
         document = yaml.safe_load(path.read_text()) or {}
         header = {key: _require(document, key, path.name) for key in ("chapter", "title", "page", "paper")}
         header["paper_file"] = document.get("paper_file", "")
+        header["other_paper_files"] = tuple(document.get("other_paper_files") or ())
         chapters[header["chapter"]] = header
-        for entry in document.get("errata") or []:
-            where = f"{path.name}, erratum {entry.get('id')!r}"
-            erratum = Erratum(
-                id=_require(entry, "id", where),
-                chapter=header["chapter"],
-                page=header["page"],
-                paper=header["paper"],
-                location=_require(entry, "location", where),
-                says=_require(entry, "paper", where),
-                correction=_require(entry, "correction", where),
-                evidence=_require(entry, "evidence", where),
-            )
-            if erratum.id in errata:
-                raise ValueError(f"{where}: duplicate erratum id")
-            errata[erratum.id] = erratum
+        for kind, section in (("erratum", "errata"), ("note", "notes")):
+            for entry in document.get(section) or []:
+                where = f"{path.name}, {kind} {entry.get('id')!r}"
+                passage = _passage(entry, header, where, kind)
+                if passage.id in passages["erratum"] or passage.id in passages["note"]:
+                    raise ValueError(f"{where}: duplicate {kind} id")
+                passages[kind][passage.id] = passage
         for entry in document.get("claims") or []:
             where = f"{path.name}, claim {entry.get('id')!r}"
             claim = Claim(
@@ -141,6 +210,9 @@ def parse_registry(files: list[Path]) -> Registry:
                 statement=_require(entry, "statement", where),
                 verdict=_require(entry, "verdict", where),
                 erratum=entry.get("erratum"),
+                note=entry.get("note"),
+                run=entry.get("run"),
+                deciding_run=entry.get("deciding_run"),
                 reason=entry.get("reason"),
                 modes=tuple(entry.get("modes", MODES)),
             )
@@ -148,17 +220,24 @@ def parse_registry(files: list[Path]) -> Registry:
                 raise ValueError(f"{where}: duplicate claim id")
             if claim.verdict not in VERDICTS:
                 raise ValueError(f"{where}: verdict {claim.verdict!r} is not one of {VERDICTS}")
-            if claim.verdict == "corrected" and not claim.erratum:
-                raise ValueError(f"{where}: a corrected claim must name its erratum")
-            if claim.verdict == "out of scope" and not claim.reason:
-                raise ValueError(f"{where}: an out-of-scope claim must give its reason")
+            if claim.verdict in REQUIRED_FIELD:
+                name, message = REQUIRED_FIELD[claim.verdict]
+                value = getattr(claim, name)
+                if not isinstance(value, str) or not value.strip():
+                    raise ValueError(f"{where}: a claim that is {claim.verdict} {message}")
+            if claim.erratum and claim.verdict != "corrected":
+                raise ValueError(f"{where}: only a corrected claim names an erratum "
+                                 f"(verdict is {claim.verdict!r}); a note fits a paper that is right")
             if not claim.modes or not set(claim.modes) <= set(MODES):
                 raise ValueError(f"{where}: modes {list(claim.modes)} must be a non-empty subset of {MODES}")
             claims[claim.id] = claim
+    errata, notes = passages["erratum"], passages["note"]
     for claim in claims.values():
         if claim.erratum and claim.erratum not in errata:
             raise ValueError(f"claim {claim.id!r} names unknown erratum {claim.erratum!r}")
-    return Registry(claims=claims, errata=errata, chapters=chapters)
+        if claim.note and claim.note not in notes:
+            raise ValueError(f"claim {claim.id!r} names unknown note {claim.note!r}")
+    return Registry(claims=claims, errata=errata, notes=notes, chapters=chapters)
 
 
 @cache

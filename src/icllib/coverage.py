@@ -1,0 +1,199 @@
+"""Coverage of the ledger: every numbered result of every paper has a row, and every quote is verbatim.
+
+A *numbered result* is a Theorem, Lemma, Proposition, Corollary, Hypothesis, Assumption, Remark, Figure
+or Table that a paper's text names with a number (``Lemma 3``, ``Lemma A.5``, ``Fig. 6``). A ledger row
+covers the results its ``location`` names (``Lemmas 13-17``, ``Figs. 15 and 16`` expand), unless its
+verdict is ``beyond the paper``: the book's own result covers nothing of the paper's.
+
+Errata and notes quote the paper verbatim at a line; :func:`quote_problems` finds each quote in the
+paper's text (whitespace aside; `` ... `` marks an elision) within a few lines of the line given.
+
+Run ``python -m icllib.coverage [--papers DIR]`` to print the coverage of every paper and exit non-zero
+when a result has no row, a quote is not in the paper, or an erratum or note belongs to no row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from icllib.claims import Registry, registry
+
+# Each spelling of a kind, singular and plural, mapped to the name the ledger uses.
+KINDS = {
+    "Theorem": "Theorem", "Theorems": "Theorem",
+    "Lemma": "Lemma", "Lemmas": "Lemma",
+    "Proposition": "Proposition", "Propositions": "Proposition",
+    "Corollary": "Corollary", "Corollaries": "Corollary",
+    "Hypothesis": "Hypothesis", "Hypotheses": "Hypothesis",
+    "Assumption": "Assumption", "Assumptions": "Assumption",
+    "Remark": "Remark", "Remarks": "Remark",
+    "Figure": "Figure", "Figures": "Figure", "Fig.": "Figure", "Figs.": "Figure",
+    "Table": "Table", "Tables": "Table",
+}
+LABEL = r"(?:[A-Z]\.)?\d+(?:\.\d+)*"
+_KIND = "|".join(sorted((re.escape(kind) for kind in KINDS), key=len, reverse=True))
+# "Lemma 3", "Lemma~A.5", "Figs. 6-14", "Propositions 1, 2 and 4"; a lone letter label needs its dot.
+_MENTION = re.compile(rf"(?<![A-Za-z])({_KIND})[~\s]+({LABEL}(?:\s*(?:,|and|&|-|–|to)\s*{LABEL})*)(?![\w.]*\d)")
+_SINGLE = re.compile(rf"(?<![A-Za-z])({_KIND})[~\s]+({LABEL})(?![\d])")
+# The book's own numbering ("Proposition 2 of this chapter") names no result of the paper.
+_OWN = re.compile(r"^\s*of this (chapter|book)")
+DEFAULT_PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"
+QUOTE_WINDOW = 3  # lines either side of the stated line where a quote may start
+
+
+def _expand(first: str, last: str) -> list[str]:
+    """The labels of a range ``first-last`` that share a prefix (``13-17``, ``C.3-C.8``, ``C.3-8``)."""
+    head_first, _, number_first = first.rpartition(".")
+    head_last, _, number_last = last.rpartition(".")
+    if not head_last:
+        head_last = head_first
+    if head_first != head_last or not (number_first.isdigit() and number_last.isdigit()):
+        return [first, last]
+    prefix = f"{head_first}." if head_first else ""
+    return [f"{prefix}{number}" for number in range(int(number_first), int(number_last) + 1)]
+
+
+def named_results(text: str) -> set[str]:
+    """The numbered results a piece of text names, e.g. ``{"Lemma 13", ..., "Lemma 17", "Figure 6"}``."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    found: set[str] = set()
+    for match in _MENTION.finditer(text):
+        if _OWN.match(text[match.end():]):
+            continue
+        kind = KINDS[match.group(1)]
+        labels = re.findall(rf"{LABEL}|-|–|to", match.group(2))
+        previous = None
+        pending_range = False
+        for token in labels:
+            if token in ("-", "–", "to"):
+                pending_range = True
+                continue
+            if pending_range and previous is not None:
+                found.update(f"{kind} {label}" for label in _expand(previous, token))
+            else:
+                found.add(f"{kind} {token}")
+            previous, pending_range = token, False
+    return found
+
+
+def paper_results(text: str) -> set[str]:
+    """The numbered results a paper's text names anywhere (its statements, proofs and cross-references)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return {f"{KINDS[kind]} {label}" for kind, label in _SINGLE.findall(text)}
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def quote_found(paper_lines: list[str], quote: str, line: int, window: int = QUOTE_WINDOW) -> bool:
+    """Whether ``quote`` stands verbatim in the paper from about ``line`` on (1-based; whitespace aside).
+
+    `` ... `` in the quote marks an elision: its parts must appear in order, the first near ``line``.
+    """
+    if not isinstance(line, int) or line < 1:
+        raise ValueError(f"line must be a positive int, got {line!r}")
+    parts = [_normalise(part) for part in re.split(r"\s*(?:\.\.\.|…)\s*", quote) if part.strip()]
+    if not parts:
+        raise ValueError("quote must hold some words of the paper")
+    low, high = max(0, line - 1 - window), min(len(paper_lines), line + window)
+    text = _normalise(" ".join(paper_lines[low:high + 60]))
+    latest_start = len(_normalise(" ".join(paper_lines[low:high])))
+    start = text.find(parts[0])
+    while start != -1 and start <= latest_start:
+        position = start + len(parts[0])
+        for part in parts[1:]:
+            position = text.find(part, position)
+            if position == -1:
+                break
+            position += len(part)
+        else:
+            return True
+        start = text.find(parts[0], start + 1)
+    return False
+
+
+@dataclass(frozen=True)
+class PaperCoverage:
+    """What one paper file names, which of it the ledger covers, and by which rows."""
+
+    paper_file: str
+    chapters: tuple[str, ...]
+    results: tuple[str, ...]
+    rows: dict[str, tuple[str, ...]]
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(result for result in self.results if not self.rows.get(result))
+
+
+def _sort_key(result: str):
+    kind, label = result.split(" ", 1)
+    return kind, [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in label.split(".")]
+
+
+def paper_coverage(papers: Path, book: Registry | None = None) -> list[PaperCoverage]:
+    """The coverage of each paper file named by a chapter of the registry (primary and other extractions)."""
+    book = book or registry()
+    by_file: dict[str, list[str]] = {}
+    for chapter, header in book.chapters.items():
+        for name in (header["paper_file"], *header["other_paper_files"]):
+            if name:
+                by_file.setdefault(name, []).append(chapter)
+    coverage = []
+    for name, chapters in sorted(by_file.items()):
+        path = Path(papers) / name
+        if not path.is_file():
+            raise FileNotFoundError(f"paper text {path} is missing (papers={papers})")
+        results = sorted(paper_results(path.read_text(encoding="utf-8")), key=_sort_key)
+        rows: dict[str, list[str]] = {}
+        for claim in book.claims.values():
+            if claim.chapter in chapters and claim.verdict != "beyond the paper":
+                for result in named_results(claim.location):
+                    rows.setdefault(result, []).append(claim.id)
+        coverage.append(PaperCoverage(paper_file=name, chapters=tuple(chapters), results=tuple(results),
+                                      rows={result: tuple(rows.get(result, ())) for result in results}))
+    return coverage
+
+
+def quote_problems(papers: Path, book: Registry | None = None) -> list[str]:
+    """Errata and notes whose quote is not verbatim near their line, or that no ledger row names."""
+    book = book or registry()
+    problems = []
+    cited = {claim.erratum for claim in book.claims.values()} | {claim.note for claim in book.claims.values()}
+    for passage in (*book.errata.values(), *book.notes.values()):
+        if passage.id not in cited:
+            problems.append(f"{passage.id}: no ledger row names this {passage.kind}")
+        lines = (Path(papers) / passage.paper_file).read_text(encoding="utf-8").splitlines()
+        if not quote_found(lines, passage.quote, passage.line):
+            problems.append(f"{passage.id}: quote not found verbatim near line {passage.line} of "
+                            f"{passage.paper_file}: {passage.quote[:80]!r}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--papers", type=Path, default=DEFAULT_PAPERS, help="folder of the paper texts")
+    arguments = parser.parse_args(argv)
+    failed = False
+    for paper in paper_coverage(arguments.papers):
+        covered = len(paper.results) - len(paper.missing)
+        print(f"{paper.paper_file} ({', '.join(paper.chapters)}): {covered} of {len(paper.results)} "
+              f"numbered results have a row")
+        for result in paper.missing:
+            print(f"  no row: {result}")
+        failed |= bool(paper.missing)
+    problems = quote_problems(arguments.papers)
+    for problem in problems:
+        print(f"  {problem}")
+    return int(failed or bool(problems))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
