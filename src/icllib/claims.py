@@ -12,7 +12,8 @@ lists its claims and errata::
     claims:
       - id: balance.euler-identity
         location: Theorem B.3, line 14     # names the numbered result(s) the row covers
-        statement: The loss is invariant under W_K -> lambda W_K, W_Q -> W_Q / lambda.
+        statement: The loss is invariant under W_K -> lambda W_K, W_Q -> W_Q / lambda.   # the paper's words
+        evidence: ...                     # optional: what the book checks, where sharper than the statement
         verdict: reproduced               # one of VERDICTS, below
         erratum: balance.E1               # required when the verdict is "corrected" (and only then)
         note: balance.N1                  # required when the verdict is "clarified"
@@ -107,6 +108,7 @@ class Claim:
     location: str
     statement: str
     verdict: str
+    evidence: str | None = None
     erratum: str | None = None
     note: str | None = None
     run: str | None = None
@@ -209,6 +211,7 @@ def parse_registry(files: list[Path]) -> Registry:
                 location=_require(entry, "location", where),
                 statement=_require(entry, "statement", where),
                 verdict=_require(entry, "verdict", where),
+                evidence=entry.get("evidence"),
                 erratum=entry.get("erratum"),
                 note=entry.get("note"),
                 run=entry.get("run"),
