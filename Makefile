@@ -11,7 +11,7 @@ PIP := $(BIN)/python -m pip -q --disable-pip-version-check
 # This machine's pip configuration names local indexes that may be absent: drop those warnings only.
 QUIET_PIP := { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test unit notebooks site-quick site-checks chapter benchmarks check-mode clean
+.PHONY: book test coverage unit notebooks site-quick site-checks chapter benchmarks check-mode clean
 
 # Refuse a bad ICLLIB_MODE before doing anything else.
 check-mode:
@@ -31,9 +31,11 @@ book: check-mode $(VENV)/.installed
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/claims
 	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/jupyter-book build . $(JB_FLAGS)
 
-# Unit tests, every chapter notebook in `quick` mode, then a quick build of the site and its checks.
+# Unit tests, every chapter notebook in `quick` mode, the ledger's coverage of the papers (every numbered
+# result has a row, every erratum quotes its paper verbatim), then a quick build of the site and its checks.
 test: check-mode $(VENV)/.installed
 	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(BIN)/pytest tests notebooks
+	$(BIN)/python -m icllib.coverage
 	$(MAKE) site-quick
 	$(BIN)/pytest site_tests --site=_build/quick/_build/html
 
@@ -55,6 +57,10 @@ chapter: check-mode $(VENV)/.installed
 	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/jupyter-book build . --toc _build/chapter-$(CHAPTER)/_toc.yml \
 	  --path-output _build/chapter-$(CHAPTER) -n --keep-going 2>&1 | tee _build/chapter-$(CHAPTER)/build.log
 	@! grep "WARNING\|ERROR" _build/chapter-$(CHAPTER)/build.log | grep -v "IPKernelApp\|intro.md:[0-9]*: WARNING: unknown document"
+
+# Which numbered results of the papers (../shared/papers) have no ledger row; which quotes are not verbatim.
+coverage: $(VENV)/.installed
+	$(BIN)/python -m icllib.coverage
 
 benchmarks: $(VENV)/.installed
 	$(BIN)/python -m benchmarks

@@ -4,7 +4,10 @@ notebook downloads and offline MathJax.
 Directives (used in ``book/*.md`` and in chapter notebooks):
 
 - ``claims-ledger``: one row per registered claim, filled in after every chapter has executed.
-- ``errata-list``: every erratum of the registry, grouped by paper.
+- ``errata-list``: every erratum, then every note, of the registry, grouped by paper.
+- ``verdict-legend``: the seven verdicts and what each means.
+- ``ledger-summary``: each chapter's rows by verdict, in book order.
+- ``{ledger-counts}`chapter```: inline, a chapter's rows by verdict ("23 ledger rows: 12 reproduced, ...").
 - ``cite-this-chapter``: a BibTeX entry for the current page, generated from ``CITATION.cff``.
 - ``build-info``: the run mode, the package versions and the latest benchmark results.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import time
 from importlib import metadata
@@ -27,6 +31,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from icllib import claims as claims_module
+from icllib import coverage as coverage_module
 from icllib.config import mode
 
 logger = logging.getLogger(__name__)
@@ -73,39 +78,164 @@ def _format_number(value) -> str:
     return f"{value:.6g}"
 
 
+def _anchor(identifier: str) -> str:
+    """The label of an erratum or note: ``balance.E1`` -> ``balance-e1`` (cite it with ``{ref}``)."""
+    return identifier.replace(".", "-").replace("_", "-").lower()
+
+
+def _escape_markdown(text: str) -> str:
+    """A quote set as literal text: MyST would read ``$``, ``*``, ``_`` and backquotes as markup."""
+    return "".join(f"\\{char}" if char in "\\`*_$[]<>{}|#" else char for char in text)
+
+
+def _toc_files(app) -> list[str]:
+    """The documents of the table of contents, in book order."""
+    toc_path = Path(getattr(app.config, "external_toc_path", "") or Path(app.srcdir) / "_toc.yml")
+    if not toc_path.is_absolute():
+        toc_path = Path(app.srcdir) / toc_path
+    files: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key in ("root", "file"):
+                if isinstance(node.get(key), str):
+                    files.append(str(Path(node[key]).with_suffix("")))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(yaml.safe_load(toc_path.read_text()))
+    return files
+
+
+def _chapters_in_book_order(app, book) -> list[str]:
+    order = {page: position for position, page in enumerate(_toc_files(app))}
+    return sorted(book.chapters, key=lambda name: (order.get(book.chapters[name]["page"], len(order)), name))
+
+
+def _papers_in_book_order(app, book) -> list[str]:
+    papers: list[str] = []
+    for chapter in _chapters_in_book_order(app, book):
+        paper = book.chapters[chapter]["paper"]
+        if paper not in papers:
+            papers.append(paper)
+    return papers
+
+
+def _paper_title(app, key: str) -> str:
+    """``Title (year)`` of a key of the book's BibTeX file, or the key itself when it is not there."""
+    for bibfile in app.config.bibtex_bibfiles:
+        text = (Path(app.srcdir) / bibfile).read_text(encoding="utf-8")
+        entry = re.search(r"@\w+\{" + re.escape(key) + r",(.*?)\n\}", text, re.DOTALL)
+        if entry:
+            fields = dict(re.findall(r"(\w+)\s*=\s*\{(.*?)\},?\s*$", entry.group(1), re.MULTILINE))
+            return f"{fields.get('title', key)} ({fields.get('year', 'n.d.')})"
+    return key
+
+
+def verdict_counts(claims) -> str:
+    """``"23 ledger rows: 12 reproduced, 3 corrected, ..."`` in the order of the verdicts' legend."""
+    claims = list(claims)
+    counts = {verdict: sum(claim.verdict == verdict for claim in claims) for verdict in claims_module.VERDICTS}
+    parts = [f"{count} {verdict}" for verdict, count in counts.items() if count]
+    noun = "ledger row" if len(claims) == 1 else "ledger rows"
+    return f"{len(claims)} {noun}" + (f": {', '.join(parts)}" if parts else "")
+
+
+def ledger_counts_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{ledger-counts}`balance``` -> the chapter's rows by verdict, counted from the registry."""
+    book = claims_module.registry()
+    chapter = text.strip()
+    if chapter not in book.chapters:
+        message = inliner.reporter.error(f"ledger-counts: unknown chapter {chapter!r}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, message)], [message]
+    rows = [claim for claim in book.claims.values() if claim.chapter == chapter]
+    return [nodes.inline(text=verdict_counts(rows), classes=["ledger-counts"])], []
+
+
+class VerdictLegend(SphinxDirective):
+    """The seven verdicts and what each means, from ``icllib.claims.VERDICT_MEANINGS``."""
+
+    def run(self):
+        items = nodes.bullet_list()
+        for verdict in claims_module.VERDICTS:
+            paragraph = nodes.paragraph()
+            paragraph += nodes.strong(text=verdict)
+            paragraph += nodes.Text(f": {claims_module.VERDICT_MEANINGS[verdict]}.")
+            items += nodes.list_item("", paragraph)
+        return [items]
+
+
+class LedgerSummary(SphinxDirective):
+    """One line per chapter, in book order: its rows by verdict (for the intro page)."""
+
+    def run(self):
+        book = claims_module.registry()
+        rows = []
+        for chapter in _chapters_in_book_order(self.env.app, book):
+            header = book.chapters[chapter]
+            claims = [claim for claim in book.claims.values() if claim.chapter == chapter]
+            counts = [sum(claim.verdict == verdict for claim in claims) for verdict in claims_module.VERDICTS]
+            rows.append([header["title"], len(claims), *counts])
+        totals = [sum(row[column] for row in rows) for column in range(1, 2 + len(claims_module.VERDICTS))]
+        rows.append(["All chapters", *totals])
+        return [_table(("Chapter", "rows", *claims_module.VERDICTS), rows, classes=["ledger-summary"])]
+
+
 class ClaimsLedger(SphinxDirective):
     def run(self):
         return [ledger_placeholder()]
 
 
 class ErrataList(SphinxDirective):
+    """Errata (the paper is wrong as written) and notes (right but easy to misread), grouped by paper."""
+
     def run(self):
-        registry = claims_module.registry()
+        book = claims_module.registry()
+        rows_naming: dict[str, list[str]] = {}
+        for claim in book.claims.values():
+            for passage_id in (claim.erratum, claim.note):
+                if passage_id:
+                    rows_naming.setdefault(passage_id, []).append(claim.id)
         lines: list[str] = []
-        papers = sorted({erratum.paper for erratum in registry.errata.values()})
-        for paper in papers:
-            lines += [f"## {{cite:t}}`{paper}`", ""]
-            for erratum in (e for e in registry.errata.values() if e.paper == paper):
-                lines += [
-                    f"({erratum.id.replace('.', '-').lower()})=",
-                    f"### {erratum.id}: {erratum.location}",
-                    "",
-                    f"- **The paper says** (line {erratum.line}): “{erratum.quote}”",
-                    f"- **Correction:** {erratum.correction}",
-                    f"- **Evidence:** {erratum.evidence} ({self._chapter_link(erratum)})",
-                    "",
-                ]
-        if not lines:
-            lines = ["No erratum is registered yet."]
+        for heading, passages, fix in (("Errata", book.errata, "Correction"),
+                                       ("Notes", book.notes, "Clarification")):
+            lines += [f"## {heading}", ""]
+            if heading == "Errata":
+                lines += ["The paper's words, quoted verbatim, are wrong as written; the chapter has a check that "
+                          "fails on the printed version.", ""]
+            else:
+                lines += ["The paper is right, but ambiguous or easy to misread; these are not errata.", ""]
+            papers = [paper for paper in _papers_in_book_order(self.env.app, book)
+                      if any(passage.paper == paper for passage in passages.values())]
+            for paper in papers:
+                lines += [f"### {{cite:t}}`{paper}`", ""]
+                for passage in (p for p in passages.values() if p.paper == paper):
+                    rows = ", ".join(f"`{claim_id}`" for claim_id in rows_naming.get(passage.id, []))
+                    lines += [
+                        f"({_anchor(passage.id)})=",
+                        f"#### {passage.id}: {passage.location}",
+                        "",
+                        f"- **The paper says** (line {passage.line} of `{passage.paper_file}`): "
+                        f"“{_escape_markdown(passage.quote)}”",
+                        f"- **{fix}:** {passage.correction}",
+                        f"- **Evidence:** {passage.evidence} ({self._chapter_link(passage)})",
+                        f"- **Ledger rows:** {rows or 'none'}",
+                        "",
+                    ]
+            if not papers:
+                lines += [f"No {heading.lower()[:-1] if heading == 'Notes' else 'erratum'} is registered.", ""]
         container = nodes.container()
         self.state.nested_parse(StringList(lines, source="errata-list"), self.content_offset, container)
         return container.children
 
-    def _chapter_link(self, erratum) -> str:
+    def _chapter_link(self, passage) -> str:
         """A link to the chapter, or its title alone when a partial build leaves that chapter out."""
-        title = claims_module.registry().chapters[erratum.chapter]["title"]
-        if erratum.page in self.env.found_docs:
-            return f"chapter {{doc}}`{title} </{erratum.page}>`"
+        title = claims_module.registry().chapters[passage.chapter]["title"]
+        if passage.page in self.env.found_docs:
+            return f"chapter {{doc}}`{title} </{passage.page}>`"
         return f"chapter *{title}*"
 
 
@@ -188,44 +318,96 @@ def start_fresh_results(app):
         path.unlink()
 
 
+def _papers_folder(app) -> Path:
+    return Path(os.environ.get(coverage_module.PAPERS_VARIABLE) or Path(app.srcdir).parent / "shared" / "papers")
+
+
+def _coverage_paragraph(app, book, paper: str) -> nodes.paragraph:
+    """How many of the paper's numbered results have a row, from the paper texts when they are at hand."""
+    chapters = {name for name, header in book.chapters.items() if header["paper"] == paper}
+    files = {book.chapters[name]["paper_file"] for name in chapters}
+    folder = _papers_folder(app)
+    if not all((folder / name).is_file() for name in files):
+        return nodes.paragraph(text="Coverage: the paper texts are not in this checkout, so it was not counted.")
+    parts = []
+    for entry in coverage_module.paper_coverage(folder, book):
+        if entry.paper_file in files:
+            covered = len(entry.results) - len(entry.missing)
+            parts.append(f"{covered} of the {len(entry.results)} numbered results (theorems, lemmas, "
+                         f"propositions, corollaries, hypotheses, assumptions, remarks, figures, tables) "
+                         f"named in {entry.paper_file} have a row"
+                         + (f"; without a row: {', '.join(entry.missing)}" if entry.missing else ""))
+    return nodes.paragraph(text="Coverage: " + "; ".join(parts) + ".")
+
+
+def _statement_cell(app, docname, claim) -> nodes.container:
+    """The paper's statement, then what stands behind the verdict: evidence, run, erratum or note."""
+    cell = nodes.container()
+    cell += nodes.paragraph(text=claim.statement)
+    details = (("Evidence", claim.evidence), ("Run at the paper's settings", claim.run),
+               ("Deciding run", claim.deciding_run), ("Out of scope because", claim.reason))
+    for label, text in details:
+        if text:
+            paragraph = nodes.paragraph()
+            paragraph += nodes.emphasis(text=f"{label}: ")
+            paragraph += nodes.Text(text)
+            cell += paragraph
+    for passage_id in (claim.erratum, claim.note):
+        if passage_id:
+            paragraph = nodes.paragraph()
+            paragraph += nodes.emphasis(text="Erratum: " if passage_id == claim.erratum else "Note: ")
+            paragraph += nodes.reference(text=passage_id, refuri=app.builder.get_relative_uri(docname, "book/errata")
+                                         + "#" + _anchor(passage_id))
+            cell += paragraph
+    return cell
+
+
 def fill_ledger(app, doctree, docname):
     placeholders = list(doctree.findall(ledger_placeholder))
     if not placeholders:
         return
-    registry = claims_module.registry()
+    book = claims_module.registry()
     records = claims_module.read_results(_results_file(app))
-    rows = []
-    verdict_counts: dict[str, int] = {}
-    for claim in registry.claims.values():
-        record = records.get(claim.id)
-        verdict = claim.verdict
-        checkable = verdict != "out of scope" and mode() in claim.modes
-        if record is None and checkable and claim.page in app.env.all_docs:
-            logger.warning(f"claim {claim.id} is registered but no chapter checked it in this build",
-                           location=docname)
-        if record is not None and not record["passed"]:
-            verdict = "FAILED"
-        verdict_counts[verdict] = verdict_counts.get(verdict, 0) + 1
-        reference = nodes.reference(text=registry.chapters[claim.chapter]["title"],
-                                    refuri=app.builder.get_relative_uri(docname, claim.page))
-        location = nodes.paragraph()
-        location += nodes.Text(f"{claim.location}. ")
-        location += reference
-        if record is None:
-            measured, run_mode = "", ""
-            check = claim.reason or ("" if checkable else f"checked in {', '.join(claim.modes)} mode only")
-        else:
-            expected = ("" if record["expected"] is None
-                        else f"expected {_format_number(record['expected'])}; ")
-            check = expected + record["tolerance"] + (f" ({record['why']})" if record.get("why") else "")
-            measured, run_mode = _format_number(record["measured"]), record["mode"]
-        rows.append([nodes.paragraph(text=claim.id, classes=["claim-id"]), location, claim.statement,
-                     verdict, measured, check, run_mode])
-    counts = ", ".join(f"{count} {verdict}" for verdict, count in sorted(verdict_counts.items()))
-    summary = nodes.paragraph(text=f"{len(registry.claims)} claims" + (f": {counts}." if counts else "."))
-    table = _table(LEDGER_COLUMNS, rows, widths=[4, 4, 7, 2, 2, 5, 1], classes=["ledger-table"])
+    output: list[nodes.Node] = [nodes.paragraph(text=verdict_counts(book.claims.values()) + ".")]
+    failed = 0
+    for paper in _papers_in_book_order(app, book):
+        chapters = [name for name in _chapters_in_book_order(app, book) if book.chapters[name]["paper"] == paper]
+        paper_claims = [claim for name in chapters for claim in book.claims.values() if claim.chapter == name]
+        section = nodes.section(ids=[f"ledger-{_anchor(paper)}"])
+        section += nodes.title(text=", ".join(book.chapters[name]["title"] for name in chapters))
+        section += nodes.paragraph(text=f"Paper: {_paper_title(app, paper)}. " + verdict_counts(paper_claims) + ".")
+        section += _coverage_paragraph(app, book, paper)
+        rows = []
+        for claim in paper_claims:
+            record = records.get(claim.id)
+            verdict = claim.verdict
+            checkable = verdict != "out of scope" and mode() in claim.modes
+            if record is None and checkable and claim.page in app.env.all_docs:
+                logger.warning(f"claim {claim.id} is registered but no chapter checked it in this build",
+                               location=docname)
+            if record is not None and not record["passed"]:
+                verdict, failed = "FAILED", failed + 1
+            location = nodes.paragraph()
+            location += nodes.Text(f"{claim.location}. ")
+            location += nodes.reference(text=book.chapters[claim.chapter]["title"],
+                                        refuri=app.builder.get_relative_uri(docname, claim.page))
+            if record is None:
+                measured, run_mode = "", ""
+                check = "" if checkable or verdict == "out of scope" else \
+                    f"checked in {', '.join(claim.modes)} mode only"
+            else:
+                expected = ("" if record["expected"] is None
+                            else f"expected {_format_number(record['expected'])}; ")
+                check = expected + record["tolerance"] + (f" ({record['why']})" if record.get("why") else "")
+                measured, run_mode = _format_number(record["measured"]), record["mode"]
+            rows.append([nodes.paragraph(text=claim.id, classes=["claim-id"]), location,
+                         _statement_cell(app, docname, claim), verdict, measured, check, run_mode])
+        section += _table(LEDGER_COLUMNS, rows, widths=[4, 4, 7, 2, 2, 5, 1], classes=["ledger-table"])
+        output.append(section)
+    if failed:
+        output.insert(1, nodes.paragraph(text=f"{failed} checks FAILED in this build."))
     for placeholder in placeholders:
-        placeholder.replace_self([summary, table])
+        placeholder.replace_self(output)
 
 
 def offer_executed_notebook(app, pagename, templatename, context, doctree):
@@ -262,6 +444,9 @@ def setup(app):
     app.add_node(ledger_placeholder)
     app.add_directive("claims-ledger", ClaimsLedger)
     app.add_directive("errata-list", ErrataList)
+    app.add_directive("verdict-legend", VerdictLegend)
+    app.add_directive("ledger-summary", LedgerSummary)
+    app.add_role("ledger-counts", ledger_counts_role)
     app.add_directive("cite-this-chapter", CiteThisChapter)
     app.add_directive("build-info", BuildInfo)
     app.connect("builder-inited", start_fresh_results)

@@ -43,16 +43,29 @@ def test_every_toc_entry_produced_a_page(site):
 
 def test_the_ledger_has_one_row_per_registered_claim(site):
     tables = soup(site / "book" / "claims.html").select("table.ledger-table")
-    assert len(tables) == 1
-    ids = [cell.get_text(strip=True) for cell in tables[0].select("tbody p.claim-id")]
+    papers = {claim.paper for claim in registry().claims.values()}
+    assert len(tables) == len(papers), "one ledger table per paper"
+    ids = [cell.get_text(strip=True) for table in tables for cell in table.select("tbody p.claim-id")]
     assert sorted(ids) == sorted(registry().claims)
-    assert "FAILED" not in tables[0].get_text()
+    assert not any("FAILED" in table.get_text() for table in tables)
 
 
-def test_the_errata_page_lists_every_erratum(site):
-    text = soup(site / "book" / "errata.html").get_text()
-    missing = [erratum_id for erratum_id in registry().errata if erratum_id not in text]
+def test_the_ledger_states_the_seven_verdicts_and_each_papers_coverage(site):
+    from icllib.claims import VERDICTS
+
+    text = soup(site / "book" / "claims.html").get_text(" ", strip=True)
+    assert all(verdict in text for verdict in VERDICTS)
+    papers = {claim.paper for claim in registry().claims.values()}
+    assert text.count("Coverage:") == len(papers)
+
+
+def test_the_errata_page_lists_every_erratum_and_note_in_its_own_section(site):
+    page = soup(site / "book" / "errata.html")
+    text = page.get_text()
+    missing = [passage_id for passage_id in (*registry().errata, *registry().notes) if passage_id not in text]
     assert not missing
+    headings = [heading.get_text(strip=True).rstrip("#") for heading in page.select("h2")]
+    assert headings[:2] == ["Errata", "Notes"]
 
 
 def test_no_page_loads_a_script_stylesheet_or_font_from_the_network(site):

@@ -15,6 +15,7 @@ when a result has no row, a quote is not in the paper, or an erratum or note bel
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ _MENTION = re.compile(rf"(?<![A-Za-z])({_KIND})[~\s]+({LABEL}(?:\s*(?:,|and|&|-|
 _SINGLE = re.compile(rf"(?<![A-Za-z])({_KIND})[~\s]+({LABEL})(?![\d])")
 # The book's own numbering ("Proposition 2 of this chapter") names no result of the paper.
 _OWN = re.compile(r"^\s*of this (chapter|book)")
+PAPERS_VARIABLE = "ICLLIB_PAPERS"
 DEFAULT_PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"
 QUOTE_WINDOW = 3  # lines either side of the stated line where a quote may start
 
@@ -179,7 +181,8 @@ def quote_problems(papers: Path, book: Registry | None = None) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--papers", type=Path, default=DEFAULT_PAPERS, help="folder of the paper texts")
+    parser.add_argument("--papers", type=Path, default=Path(os.environ.get(PAPERS_VARIABLE) or DEFAULT_PAPERS),
+                        help=f"folder of the paper texts (default: ${PAPERS_VARIABLE}, else {DEFAULT_PAPERS})")
     arguments = parser.parse_args(argv)
     failed = False
     for paper in paper_coverage(arguments.papers):

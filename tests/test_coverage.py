@@ -1,0 +1,122 @@
+"""The coverage script: numbered results of a paper text, the rows that cover them, verbatim quotes."""
+
+import pytest
+
+from icllib import claims, coverage
+
+PAPER = """Theorem 1. The loss decreases.
+By Lemma 2 and Lemma~A.5, see Fig. 3.
+Proof of Theorem 1: the constant is $C_0 = 2$,
+which, with Assumption 1, gives the rate in Figure 3.
+"""
+
+REGISTRY = """
+chapter: demo
+title: A demo chapter
+page: notebooks/demo
+paper: demo2026
+paper_file: paper.txt
+claims:
+  - id: demo.theorem
+    location: Theorem 1, line 1
+    statement: the loss decreases
+    verdict: reproduced
+  - id: demo.lemmas
+    location: Lemmas 2 and A.5
+    statement: two lemmas
+    verdict: out of scope
+    reason: not checked
+  - id: demo.constant
+    location: Proof of Theorem 1, line 3
+    statement: the constant
+    verdict: corrected
+    erratum: demo.E1
+  - id: demo.own
+    location: Fig. 3 (the book's own limit)
+    statement: the book's own limit of Fig. 3
+    verdict: beyond the paper
+errata:
+  - id: demo.E1
+    location: Proof of Theorem 1
+    line: 3
+    quote: the constant is $C_0 = 2$, which ... gives the rate
+    correction: the constant is 3
+    evidence: the chapter's check fails on 2
+"""
+
+
+@pytest.fixture
+def demo(tmp_path):
+    (tmp_path / "paper.txt").write_text(PAPER)
+    (tmp_path / "demo.yaml").write_text(REGISTRY)
+    return tmp_path, claims.parse_registry([tmp_path / "demo.yaml"])
+
+
+def test_paper_results_finds_every_numbered_result():
+    assert coverage.paper_results(PAPER) == {"Theorem 1", "Lemma 2", "Lemma A.5", "Figure 3", "Assumption 1"}
+
+
+@pytest.mark.parametrize(("location", "expected"), [
+    ("Lemmas 13-17, line 861", {f"Lemma {n}" for n in range(13, 18)}),
+    ("App. C, Figs. 6-14; Sec. 4", {f"Figure {n}" for n in range(6, 15)}),
+    ("Propositions 1, 2 and 4", {"Proposition 1", "Proposition 2", "Proposition 4"}),
+    ("Lemmas C.3-C.8", {f"Lemma C.{n}" for n in range(3, 9)}),
+    ("Theorem 4.1, Eq. 4.1, line 170", {"Theorem 4.1"}),
+    ("Proposition 2 of this chapter (sharpens Theorem 2)", {"Theorem 2"}),
+    ("Sec. 8, line 264", set()),
+])
+def test_named_results_expands_lists_and_ranges(location, expected):
+    assert coverage.named_results(location) == expected
+
+
+def test_a_result_without_a_row_is_reported(demo):
+    folder, book = demo
+    (entry,) = coverage.paper_coverage(folder, book)
+    # Figure 3 is named only by a row of the book's own: that covers nothing of the paper's.
+    assert entry.missing == ("Assumption 1", "Figure 3")
+    assert entry.rows["Theorem 1"] == ("demo.theorem", "demo.constant")
+    assert coverage.quote_problems(folder, book) == []
+
+
+def test_a_quote_that_is_not_verbatim_is_reported(demo, tmp_path):
+    folder, _ = demo
+    text = REGISTRY.replace("quote: the constant is $C_0 = 2$", "quote: the constant C_0 is 2")
+    (tmp_path / "demo.yaml").write_text(text)
+    book = claims.parse_registry([tmp_path / "demo.yaml"])
+    (problem,) = coverage.quote_problems(folder, book)
+    assert problem.startswith("demo.E1: quote not found verbatim near line 3")
+
+
+def test_a_quote_far_from_its_line_is_reported(demo, tmp_path):
+    folder, _ = demo
+    lines = PAPER.splitlines()
+    quote = "the constant is $C_0 = 2$"
+    assert coverage.quote_found(lines, quote, 3)
+    assert not coverage.quote_found(["filler"] * 20 + lines, quote, 3)
+
+
+def test_an_orphan_erratum_is_reported(demo, tmp_path):
+    folder, _ = demo
+    text = REGISTRY.replace("    verdict: corrected\n    erratum: demo.E1\n", "    verdict: reproduced\n")
+    (tmp_path / "demo.yaml").write_text(text)
+    book = claims.parse_registry([tmp_path / "demo.yaml"])
+    assert coverage.quote_problems(folder, book) == ["demo.E1: no ledger row names this erratum"]
+
+
+def test_the_script_exits_non_zero_on_a_missing_row(demo, monkeypatch, capsys):
+    folder, _ = demo
+    monkeypatch.setenv("ICLLIB_REGISTRY", str(folder))
+    assert coverage.main(["--papers", str(folder)]) == 1
+    output = capsys.readouterr().out
+    assert "3 of 5 numbered results have a row" in output and "no row: Assumption 1" in output
+
+
+@pytest.mark.parametrize(("call", "error"), [
+    (lambda: coverage.paper_results(None), TypeError),
+    (lambda: coverage.named_results(3), TypeError),
+    (lambda: coverage.quote_found(["a"], "a", 0), ValueError),
+    (lambda: coverage.quote_found(["a"], " ... ", 1), ValueError),
+])
+def test_bad_input_raises(call, error):
+    with pytest.raises(error):
+        call()
