@@ -22,16 +22,17 @@
 # plus $O(1/M)+O(1/N^2)$; it tolerates task and independent query shifts but not covariate shifts. This
 # chapter re-derives and checks all of that with **exact population quantities** (closed forms built from
 # Gaussian moments, the flow solved as an ODE), using Monte Carlo through the literal model only as a
-# z-score-tested confirmation. We find the convergence theorem holds, with a much faster rate than the
-# paper's constant and well outside its initialisation condition; that a generic initialisation can stop
-# at a **spurious local minimum** (so Assumption 3.3 does real work); that the "zero prediction for
-# orthogonal queries" holds only for isotropic covariances; that the limit (C.15) of Theorem 4.5 is
-# misprinted and its "1/3" becomes 2/3 when the query follows the prompt's covariance; and that the sample
-# sizes of Corollary 4.3 are too small (a false inequality). What you read was executed in the `default`
-# run mode unless the build says otherwise (sizes come from `icllib.config.by_mode`; measured by
-# `python -m benchmarks` on two cores: `quick` 35 s, `default` 79 s; `full` multiplies the Monte-Carlo sizes by
-# 5 to 20, runs 60 generic initialisations and 30 000 SGD steps per seed, and took 14.6 minutes in one run on
-# 2026-11-22, every check passing).
+# z-score-tested confirmation, and it checks the lemmas of the appendices one by one. We find the
+# convergence theorem holds, with a much faster rate than the paper's constant and well outside its
+# initialisation condition; that a generic initialisation can stop at a **spurious local minimum** (so
+# Assumption 3.3 does real work); that the "zero prediction for orthogonal queries" holds only for isotropic
+# covariances; that the limit (C.15) of Theorem 4.5 is misprinted and an identity in the proof of Lemma C.6
+# is off by a factor $\mathbb E[\lambda^2]/\mathbb E[\lambda]^2$; that the "1/3" of Section 4.3 is the mean for a
+# fixed query and becomes 2/3 when the query follows the prompt's covariance; and that the sample sizes of
+# Corollary 4.3 are too small (a false inequality). The ledger of this chapter: {ledger-counts}`lsa`.
+# What you read was executed in the `default` run mode unless the build says otherwise (sizes come from
+# `icllib.config.by_mode`; the status page has the measured run times; `full` multiplies the Monte-Carlo
+# sizes by 5 to 20, runs 60 generic initialisations and 30 000 SGD steps per seed).
 
 # %%
 import numpy as np
@@ -50,8 +51,8 @@ print("run mode:", mode())
 #
 # The LSA layer maps the embedding $E\in\mathbb R^{(d+1)\times(M+1)}$ (columns $(x_i;y_i)$ and
 # $(x_q;0)$, Eq. 3.4) to $f_{\rm LSA}(E)=E+W^{PV}E\,\frac{E^\top W^{KQ}E}{\rho}$ (Eq. 3.3) and reads the
-# prediction in the bottom-right entry. Training prompts have $\rho=N$; at test time the paper's
-# formulas (4.2)-(4.3) silently use $\rho=M$, the prompt length, which is what `lsa.predict` does.
+# prediction in the bottom-right entry. The normalisation is the width of $E$ minus one (line 114): $\rho=N$
+# for training prompts and $\rho=M$ for a test prompt of length $M$, as in (4.2)-(4.3) and `lsa.predict`.
 # Lemma 5.1 rewrites the prediction as a quadratic form $u^\top H u$ in the $(d+1)^2$ entries that matter
 # (Eq. 3.6); the other $(d+1)^2$ entries never enter. We check all three forms on random prompts with
 # random "junk" in the entries that should not matter. Training data: $w\sim\mathcal N(0,I_d)$,
@@ -80,6 +81,22 @@ check_claim("lsa.lemma51", err_quadratic, upper=1e-10,
             why="float64 round-off of a (d+1)^2-term quadratic form with entries of order 10")
 check_claim("lsa.eq36", max(err_junk, err_predict), upper=1e-10,
             why="float64 round-off; the junk entries are of size 10, so any dependence would show at order 1");
+
+# %% [markdown]
+# Below Lemma 5.1 the paper shows that the quadratic form is not convex: the eigenvalues of
+# $H_\tau=\frac12X_\tau\otimes\frac{E_\tau E_\tau^\top}N$ are products of those of $\frac12X_\tau$ (one negative, $-\|x_q\|/2$) and
+# of the positive semi-definite $E_\tau E_\tau^\top/N$, so $H_\tau$ has at least $d+1$ negative eigenvalues (line 356).
+
+# %%
+E_h = lsa.embed(X[:20], y[:20], x_q[:20])
+S_h = E_h @ E_h.transpose(1, 2) / N
+X_h = torch.zeros(20, d + 1, d + 1, dtype=torch.float64)
+X_h[:, :d, d] = X_h[:, d, :d] = x_q[:20]
+eig_H = torch.linalg.eigvalsh(torch.stack([0.5 * torch.kron(a, b) for a, b in zip(X_h, S_h)]))
+n_negative = (eig_H < -1e-12 * eig_H.abs().amax(-1, keepdim=True)).sum(-1)
+print(f"negative eigenvalues of H over 20 prompts: {sorted(set(n_negative.tolist()))} (d + 1 = {d + 1})")
+check_claim("lsa.nonconvex", int(n_negative.min()), lower=d + 1,
+            why="eigenvalues of 25 x 25 symmetric matrices in float64; 'negative' means below -1e-12 times the largest");
 
 # %% [markdown]
 # **The population loss in closed form.** On the invariant set $u_{12}=u_{21}=0$ of Lemma 5.2 the
@@ -120,6 +137,29 @@ check_claim("lsa.full-loss", z_full, lower=-4, upper=4,
             why=f"z-score of a {n_mc}-prompt Monte-Carlo mean (heavy-tailed squared error, SE measured)");
 
 # %% [markdown]
+# **Lemma 5.2: the dynamics.** The same Monte-Carlo run also averages the gradient of the per-prompt loss
+# of the literal model. On the invariant set, Lemma 5.2 says that this gradient is minus the right-hand side
+# of (5.4) in the $U_{11}$ and $u_{-1}$ entries and exactly zero in the $u_{12}=w^{PV}_{21}$ and $u_{21}=w^{KQ}_{21}$
+# entries (which is why those stay zero). The key moment is $\mathbb E[\hat\Lambda^2]=\Gamma\Lambda$ (line 636); as a control,
+# the same test is run against the gradient with $\mathbb E[\hat\Lambda^2]$ replaced by $\Lambda^2$ (its $N\to\infty$ value).
+
+# %%
+c_test = inv_PV[d, d]
+dU_52, dc_52 = lsa.restricted_gradient(U_test, c_test, Lam, N)  # the right-hand side of (5.4), negated
+grad_KQ_52, grad_PV_52 = np.zeros((d + 1, d + 1)), np.zeros((d + 1, d + 1))
+grad_KQ_52[:d, :d], grad_PV_52[d, d] = dU_52, dc_52
+m_KQ, m_PV = mask_KQ.numpy(), mask_PV.numpy()
+z_52 = np.concatenate([(mc_restricted["grad_KQ"].numpy()[m_KQ] - grad_KQ_52[m_KQ]) / mc_restricted["se_KQ"].numpy()[m_KQ],
+                       (mc_restricted["grad_PV"].numpy()[m_PV] - grad_PV_52[m_PV]) / mc_restricted["se_PV"].numpy()[m_PV]])
+dU_control = c_test**2 * Lam @ Lam @ U_test @ Lam - c_test * Lam @ Lam
+z_control = (mc_restricted["grad_KQ"].numpy()[:d, :d] - dU_control) / mc_restricted["se_KQ"].numpy()[:d, :d]
+print(f"max |z| over the {z_52.size} relevant gradient entries: {np.abs(z_52).max():.2f}; "
+      f"control with E Lam-hat^2 = Lam^2: max |z| = {np.abs(z_control).max():.1f}")
+check_claim("lsa.lemma52", float(np.abs(z_52).max()), upper=4.5,
+            why=f"largest of {z_52.size} z-scores of {n_mc}-prompt Monte-Carlo means; all below 4.5 fails by chance "
+                "with probability about 2e-4, and the control (Gamma -> Lambda) is rejected by far");
+
+# %% [markdown]
 # ## Theorem 4.1 by exact gradient flow
 #
 # Lemma 5.2 reduces the flow from Assumption 3.3 ($W^{PV}(0)=\sigma e_{d+1}e_{d+1}^\top$,
@@ -142,11 +182,12 @@ for dd, NN in sizes:
         run = lsa.gradient_flow(K0[:dd, :dd], P0[dd, dd], Lam_dd, NN, T=1500)
         flows[(dd, NN, scale)] = run
         summary.append({
-            "d": dd, "N": NN, "scale": scale,
+            "d": dd, "N": NN, "scale": scale, "sigma": scale * sigma_max, "Lam": Lam_dd, "K0": K0,
             "err_KQ": np.linalg.norm(run["U"][-1] - K_star[:dd, :dd]) / np.linalg.norm(K_star[:dd, :dd]),
             "err_PV": abs(run["c"][-1] - P_star[dd, dd]) / P_star[dd, dd],
             "balance": np.abs(run["c"] ** 2 - (run["U"] ** 2).sum((1, 2))).max(),
-            "min_c": run["c"].min(), "max_increase": np.diff(run["loss"]).max()})
+            "min_c": run["c"].min(), "max_increase": np.diff(run["loss"]).max(),
+            "drop": run["loss"][0] - run["loss"][-1]})
 for row in summary:
     print("(d, N) = ({d}, {N}), sigma/sigma_max = {scale:5.2f}: rel. error W_KQ {err_KQ:.1e}, W_PV {err_PV:.1e}, "
           "max |u^2 - ||U||^2| {balance:.1e}, min u_-1 {min_c:.3f}".format(**row))
@@ -157,9 +198,61 @@ check_claim("lsa.thm41-limit", max(max(r["err_KQ"], r["err_PV"]) for r in inside
 check_claim("lsa.balance", max(r["balance"] for r in summary), upper=1e-8,
             why="conserved exactly by the flow; the drift measures the solver's accumulated error (rtol 1e-11)")
 check_claim("lsa.sigma-condition", max(max(r["err_KQ"], r["err_PV"]) for r in outside), upper=1e-8,
-            why="same solver tolerance as inside the condition; runs start at 3 and 10 times the bound")
-check_claim("lsa.loss-monotone", max(r["max_increase"] for r in summary), upper=1e-12,
-            why="a loss of order 1 evaluated in float64: increases below 1e-12 are round-off");
+            why="same solver tolerance as inside the condition; runs start at 3 and 10 times the bound");
+
+# %% [markdown]
+# **Lemmas A.4 and A.5.** Inside the condition on $\sigma$ the paper keeps $u_{-1}$ away from the saddle at the
+# origin: $u_{-1}(t)>0$ (Lemma A.4), and in fact
+# $u_{-1}(t)\ge\big(\sigma^2\|\Lambda\Theta\|_F^2[2-\sqrt d\sigma^2\|\Gamma\|_{op}]/(2\sqrt d\|\Lambda\|_{op}^2)\big)^{1/2}$ (A.14).
+# The proof of Lemma A.4 says the loss is "non-decreasing" along the flow (line 806), where the display
+# that follows, $\frac{d\tilde\ell}{dt}=-\|\dot U_{11}\|_F^2-|\dot u_{-1}|^2\le0$, shows it is non-increasing
+# ({ref}`lsa.E7 <lsa-e7>`). We check both on the flows above.
+
+# %%
+bound_ratios = []
+for r in inside:
+    dd, sig, Lam_r = r["d"], r["sigma"], r["Lam"]
+    LT = np.trace(Lam_r @ r["K0"][:dd, :dd] @ Lam_r) / sig  # ||Lam Theta||_F^2 = tr(Lam Theta Theta^T Lam)
+    G_op = np.linalg.norm(lsa.gamma_matrix(Lam_r, r["N"]), 2)
+    bound = np.sqrt(sig**2 * LT * (2 - np.sqrt(dd) * sig**2 * G_op) / (2 * np.sqrt(dd) * np.linalg.norm(Lam_r, 2) ** 2))
+    bound_ratios.append(r["min_c"] / bound)
+    print(f"(d, N) = ({dd}, {r['N']}), sigma/sigma_max = {r['scale']}: min u_-1 = {r['min_c']:.4f}, "
+          f"bound (A.14) = {bound:.4f}; loss falls by {r['drop']:.3f}, largest rise {r['max_increase']:.1e}")
+check_claim("lsa.lemmaA4-A5", min(bound_ratios), lower=1.0,
+            why="min over the flow of u_-1 divided by the bound (A.14), which is positive; ODE error is 1e-11")
+check_claim("lsa.loss-monotone", bool(max(r["max_increase"] for r in summary) < 1e-12
+                                      and min(r["drop"] for r in summary) > 0.01), expected=True,
+            why="every flow's loss falls by more than 0.01 (so it is not non-decreasing, as printed) and never rises "
+                "by more than 1e-12, the float64 round-off of a loss of order 1 (so it is non-increasing)");
+
+# %% [markdown]
+# **Corollary A.2 and Lemma 5.3.** Completing the square, the paper writes
+# $\tilde\ell-\min\tilde\ell=\frac12\|\Gamma^{1/2}(u_{-1}\Lambda^{1/2}U_{11}\Lambda^{1/2}-\Lambda\Gamma^{-1})\|_F^2$ with
+# $\min\tilde\ell=-\frac12{\rm tr}(\Lambda^2\Gamma^{-1})$, so that every global minimum has $u_{-1}U_{11}=\Gamma^{-1}$ (Lemma 5.3).
+# We test the identity at random points against the closed form $L-\frac12{\rm tr}\Lambda$ checked above by Monte
+# Carlo, and the minimum against the end of the exact flow (which knows nothing of the formula).
+
+# %%
+def sqrtm_psd(A):
+    """The symmetric square root of a symmetric positive semi-definite matrix."""
+    ev, V = np.linalg.eigh(A)
+    return (V * np.sqrt(ev)) @ V.T
+
+
+Lam_half, G_half = sqrtm_psd(Lam), sqrtm_psd(lsa.gamma_matrix(Lam, N))
+Gi = np.linalg.inv(lsa.gamma_matrix(Lam, N))
+min_A2 = -0.5 * np.trace(Lam @ Lam @ Gi)
+gen_A2 = np.random.default_rng(23)
+err_A2 = []
+for _ in range(20):
+    U_r, c_r = gen_A2.standard_normal((d, d)), gen_A2.standard_normal()
+    gap_A2 = 0.5 * np.linalg.norm(G_half @ (c_r * Lam_half @ U_r @ Lam_half - Lam @ Gi)) ** 2
+    err_A2.append(abs(lsa.restricted_loss(U_r, c_r, Lam, N) - 0.5 * np.trace(Lam) - (min_A2 + gap_A2)))
+flow_end = flows[(4, 15, 0.5)]["loss"][-1] - 0.5 * np.trace(Lam)
+print(f"Corollary A.2: largest error of the identity over 20 random points {max(err_A2):.1e}; "
+      f"end of the flow {flow_end:.12f}, -tr(Lam^2 Gamma^-1)/2 = {min_A2:.12f}")
+check_claim("lsa.corollaryA2", max(max(err_A2), abs(flow_end - min_A2)), upper=1e-9,
+            why="float64 round-off for the identity (terms of order 10); the flow has converged to 1e-11")
 
 # %% [markdown]
 # Why the $\sigma$ condition is not needed: under balance, $u_{-1}=0$ forces $U_{11}=0$, the origin is an
@@ -223,7 +316,6 @@ ax_bal.legend();
 # exact gradient descent (no sampling noise) from the same start as above.
 
 # %%
-Gi = np.linalg.inv(lsa.gamma_matrix(Lam, N))
 K0, P0 = lsa.assumption33_init(d, 0.5 * sigma_max4, seed=7)
 gd_rows = []
 for lr, n_steps in [(0.01, 16000), (0.05, 4000), (0.2, 8000)]:
@@ -235,17 +327,32 @@ for lr, n_steps in [(0.01, 16000), (0.05, 4000), (0.2, 8000)]:
 lr_big, gd_big, c_big = gd_rows[-1]
 check_claim("lsa.finite-step", abs(gd_big["c"] - c_big), upper=1e-6,
             why="the run has converged (gap at round-off); the prediction is exact, so the difference is the remaining distance to the manifold")
-assert np.abs(gd_big["c"] * gd_big["U"] - Gi).max() < 1e-6 and abs(gd_big["c"] - W_PV_star[d, d]) > 0.5
+assert abs(gd_big["c"] - W_PV_star[d, d]) > 0.5
+
+# %% [markdown]
+# The three runs end at three *different* global minima (different $c$), which is a test of Lemma 5.3: each
+# must satisfy $cU=\Gamma^{-1}$.
+
+# %%
+gd_gaps = [gd["loss"] - lsa.minimum_loss(Lam, N) for _, gd, _ in gd_rows]
+gd_dist = [np.linalg.norm(gd["c"] * gd["U"] - Gi) / np.linalg.norm(Gi) for _, gd, _ in gd_rows]
+print(f"c at the end: {[round(gd['c'], 4) for _, gd, _ in gd_rows]}; loss gaps {max(gd_gaps):.1e} or less; "
+      f"relative distance of cU to Gamma^-1 at most {max(gd_dist):.1e}")
+assert max(gd_gaps) < 1e-12, "each run must have reached a global minimum"
+check_claim("lsa.lemma53", max(gd_dist), upper=1e-6,
+            why="three converged runs (loss gap below 1e-12) at different points of the minimum set; a minimum "
+                "with cU != Gamma^-1 would show at order 1");
 
 # %% [markdown]
 # **Monte-Carlo SGD on the full matrices.** Finally the training the paper leaves open: stochastic gradient
 # descent on fresh batches of prompts (1024 per step, float32), through the literal model, on all
 # $2(d+1)^2$ entries of $W^{KQ}$ and $W^{PV}$, from the same kind of start ($d=3$, $N=10$), for several seeds.
-# The tolerance comes from the seeds themselves: if SGD is unbiased, the seed average of $cU$ is closer to
-# $\Gamma^{-1}$ than a single seed by $\sqrt k$, so the ratio
-# $R=k\|\overline{cU}-\Gamma^{-1}\|^2/\overline{\|cU-\Gamma^{-1}\|^2}$ is about 1; a bias $b$ against a noise level $s$
-# would give $R\approx1+kb^2/s^2$. For 9 entries and 3-4 seeds, $R>4$ happens by chance with probability
-# about 0.2 %.
+# (This minimises the empirical risk (3.7) of the objective (3.1); on the reference to (4.8) at line 84 see
+# {ref}`lsa.N1 <lsa-n1>`.) We ask that the seed average of $cU$ be within 2 % of $\Gamma^{-1}$: a single seed
+# scatters by about 1 % at this step size and batch, while the $N\to\infty$ predictor $\Lambda^{-1}$ is tens of
+# per cent away. (A self-normalised test such as the ratio
+# of the seed average's error to the single seeds' errors cannot fail with 3 or 4 seeds: by Cauchy-Schwarz
+# it is at most the number of seeds.)
 
 # %%
 d3, N3 = 3, 10
@@ -266,19 +373,22 @@ for seed in range(seeds):
           f"(manifold point for its imbalance: {c_manifold:.4f}; flow: {lsa.global_minimum(Lam3, N3)[1][d3, d3]:.4f}), "
           f"excess loss {float(lsa.population_loss(K_s3, P_s3, Lam3, N3)) - lsa.minimum_loss(Lam3, N3):.1e}")
 products = np.array(products)
-R_bias = seeds * np.sum((products.mean(0) - Gi3) ** 2) / np.mean(np.sum((products - Gi3) ** 2, axis=(1, 2)))
+err_mean = np.linalg.norm(products.mean(0) - Gi3) / np.linalg.norm(Gi3)
+err_alternative = np.linalg.norm(np.linalg.inv(Lam3) - Gi3) / np.linalg.norm(Gi3)
 untouched = all(np.array_equal(K[~mask.numpy()], K03[~mask.numpy()]) and np.array_equal(P[~maskP.numpy()], P03[~maskP.numpy()])
                 for (K, P), mask, maskP in zip(sgd_runs, [lsa.relevant_mask(d3)[0]] * seeds, [lsa.relevant_mask(d3)[1]] * seeds))
-print(f"bias ratio R = {R_bias:.2f}; irrelevant entries untouched by SGD: {untouched}")
-check_claim("lsa.sgd-predictor", R_bias, upper=4.0,
-            why=f"seed-average deviation against single-seed deviation over {seeds} seeds (about 1 without bias; > 4 has probability about 0.2 %)");
+print(f"seed average: |mean cU - Gamma^-1| / |Gamma^-1| = {err_mean:.2%} (Lambda^-1 is {err_alternative:.0%} away); "
+      f"irrelevant entries untouched by SGD: {untouched}")
 assert untouched
+check_claim("lsa.sgd-predictor", err_mean, upper=0.02,
+            why=f"seed average of {seeds} runs; single seeds scatter by about 1 % (printed), the alternative "
+                "Lambda^-1 is tens of per cent away (printed)");
 
 # %% [markdown]
 # **What we saw.** Every step size reaches a global minimum with $cU=\Gamma^{-1}$, i.e. the same trained
 # predictor, but the individual matrices depend on the step size: at $\eta=0.2$ the value $c$ is about half
 # the flow's, exactly where the accumulated imbalance puts it. SGD on the full matrices reaches the same
-# predictor without a measurable bias; its scale $c$ ends below the flow's, on the manifold point of its own
+# predictor to within its seed-to-seed scatter; its scale $c$ ends below the flow's, on the manifold point of its own
 # imbalance, which the gradient noise pushes negative (the entries outside Eq. 3.6 never move). Statements about $W^*$ itself (rather than
 # about the function it computes) are statements about gradient flow only.
 
@@ -317,8 +427,24 @@ print("anisotropic Lambda, final gaps:", np.round(np.sort(gap_aniso), 3))
 print("isotropic Lambda, final gaps:  ", np.round(np.sort(gap_iso), 3))
 stuck = gap_aniso > 0.3
 print(f"stuck far from the minimum: {stuck.sum()}/{runs} (anisotropic), {(gap_iso > 0.3).sum()}/{runs} (isotropic)")
-check_claim("lsa.global-minimum", float(min(gap_aniso.min(), gap_iso.min())), lower=-1e-9,
-            why="no flow from any start goes below L*; 1e-9 covers the ODE solver's tolerance (atol 1e-9)");
+
+# %% [markdown]
+# These flows also test the first claim of Theorem 4.1 over **all** parameters: none may end below $L^*$.
+# Near $W^*$ we add random perturbations of all entries and the Hessian of the exact loss over the
+# $(d+1)^2$ relevant entries, which must be positive semi-definite at a minimum.
+
+# %%
+hess_star = lsa.newton_refine(W_KQ_star, W_PV_star, Lam, N, steps=1)["hessian_eigenvalues"].numpy()
+pert = 1e-3 * torch.as_tensor(np.random.default_rng(8).standard_normal((2, 2000, d + 1, d + 1)))
+gap_pert = (lsa.population_loss(torch.as_tensor(W_KQ_star) + pert[0], torch.as_tensor(W_PV_star) + pert[1], Lam, N)
+            - lsa.minimum_loss(Lam, N)).numpy()
+print(f"Hessian at W*: smallest eigenvalues {np.sort(hess_star)[:2]} (the first is the rescaling direction); "
+      f"smallest gap of 2000 perturbations {gap_pert.min():.1e}; of the {2 * runs} generic flows "
+      f"{min(gap_aniso.min(), gap_iso.min()):.1e}")
+assert hess_star.min() > -1e-10 * hess_star.max(), "the Hessian at W* must be positive semi-definite"
+check_claim("lsa.global-minimum", float(min(gap_aniso.min(), gap_iso.min(), gap_pert.min())), lower=-1e-9,
+            why="no flow from a generic start and no perturbation of W* goes below L*; 1e-9 covers the ODE "
+                "solver's tolerance (atol 1e-9)");
 
 # %% [markdown]
 # The runs split into two groups. To show that the upper group sits at a genuine local minimum (and is not
@@ -379,11 +505,15 @@ ax.legend();
 # ReLU, quadratic; decompose $x$ along $\Lambda w$) and compare with Monte Carlo through `lsa.predict`.
 
 # %%
-pred_formula = x_q[:, None, :] @ torch.as_tensor(np.linalg.inv(lsa.gamma_matrix(Lam, N))) @ (
-    (X.transpose(1, 2) @ y[:, :, None]) / N)
-err_43 = float((lsa.predict(W_KQ_star, W_PV_star, X, y, x_q) - pred_formula[:, 0, 0]).abs().max())
-print(f"max |y-hat(W*) - Eq. (4.3)| = {err_43:.1e}")
-check_claim("lsa.eq43", err_43, upper=1e-12, why="float64 round-off of two groupings of the same product")
+M_43 = 40  # a test prompt longer than the training prompts (N = 15)
+X_43, w_43, q_43 = lsa.sample_prompts(200, M_43, Lam, torch_generator(43))
+y_43 = (X_43 @ w_43[:, :, None])[..., 0]
+literal_43 = lsa.lsa_forward(W_KQ_star, W_PV_star, lsa.embed(X_43, y_43, q_43), rho=M_43)[:, -1, -1]
+formula_43 = (q_43[:, None, :] @ torch.as_tensor(Gi) @ (X_43.transpose(1, 2) @ y_43[:, :, None]) / M_43)[:, 0, 0]
+err_43 = float((literal_43 - formula_43).abs().max())
+print(f"max |literal f_LSA(W*) - Eq. (4.3)| = {err_43:.1e} (|y-hat| up to {float(literal_43.abs().max()):.1f})")
+check_claim("lsa.eq43", err_43, upper=1e-10,
+            why="float64 round-off of the literal (d+1) x (M+1) products; a wrong factor or normalisation shows at order 1")
 
 w_task = np.array([1.029, 1.642, 1.147, -0.973])
 n_task = by_mode(quick=10_000, default=100_000, full=1_000_000)
@@ -462,13 +592,30 @@ for name, exact, mc in shift_rows:
 print(f"{'query = x_1 (dependent)':26s} {'-':>10s} {mc_dep['lsa']:9.4f} ± {mc_dep['lsa_se']:6.4f} {'':6s} "
       f"{mc_dep['ols']:8.4f} {mc_dep['y2']:7.2f}")
 z_shift = np.array([(mc["lsa"] - exact) / mc["lsa_se"] for _, exact, mc in shift_rows])
-task_rows = [r for r in shift_rows if r[0].startswith("task")]
-query_rows = [r for r in shift_rows if r[0].startswith("query")]
-check_claim("lsa.task-shift", float(np.abs([(mc["lsa"] - exact) / mc["lsa_se"] for _, exact, mc in task_rows]).max()),
-            upper=4.0, why=f"largest |z| of the task-shift rows, {n_shift} prompts each (heavy tails: 4 SE)")
-check_claim("lsa.query-shift", float(np.abs([(mc["lsa"] - exact) / mc["lsa_se"] for _, exact, mc in query_rows]).max()),
-            upper=4.0, why=f"largest |z| of the independent-query rows, {n_shift} prompts each")
 assert np.abs(z_shift).max() < 4.5, "every row of the shift table must agree with the exact formula"
+
+# %% [markdown]
+# The table validates the exact formula (every $|z|<4.5$). The paper's claims are about long prompts:
+# under task shifts and independent query shifts the error tends to that of the best linear predictor
+# ($\sigma^2$ for label noise, 0 otherwise). We evaluate the formula's excess error, relative to
+# $\mathbb E\,y_q^2$ (noise excluded), at $M=N=10^6$; under the covariate shifts of the table the same measure
+# tends to $(c^2-1)^2\ge0.56$ instead (checked below).
+
+# %%
+big, tr_L = 10**6, np.trace(Lam)
+task_limits = {"label noise σ = 1": lsa.shift_error(Lam, big, big, tau2=1.0, noise=1.0) / tr_L,
+               "w ~ N(0, 25 I)": lsa.shift_error(Lam, big, big, tau2=25.0) / (25 * tr_L),
+               "fixed w = 3·1": lsa.shift_error(Lam, big, big, w=3 * np.ones(d)) / (9 * np.ones(d) @ Lam @ np.ones(d))}
+query_limits = {"x_q ~ N(0, 4 I)": lsa.shift_error(Lam, big, big, tau2=1.0, Lam_query=4 * np.eye(d)) / (4 * d),
+                "x_q ~ N(0, 9 Λ)": lsa.shift_error(Lam, big, big, tau2=1.0, Lam_query=9 * Lam) / (9 * tr_L)}
+for name, value in {**task_limits, **query_limits}.items():
+    print(f"{name:18s}: excess error / E y_q² at M = N = 1e6 is {value:.1e}")
+check_claim("lsa.task-shift", max(task_limits.values()), upper=1e-4,
+            why="exact formula (validated by Monte Carlo above) at M = N = 1e6: what remains is O(1/M + 1/N), about "
+                "1e-5; an untolerated shift stays of order 1 (covariate scaling gives 0.56 or more)")
+check_claim("lsa.query-shift", max(query_limits.values()), upper=1e-4,
+            why="exact formula (validated by Monte Carlo above) at M = N = 1e6: what remains is O(1/M + 1/N), about "
+                "1e-5; an untolerated shift stays of order 1 (covariate scaling gives 0.56 or more)");
 
 # %% [markdown]
 # The task rows confirm the paper: with label noise or a different task distribution the LSA error is that
@@ -479,7 +626,7 @@ assert np.abs(z_shift).max() < 4.5, "every row of the shift table must agree wit
 # **Queries orthogonal to the prompt.** The paper says that a query orthogonal to the span of the $x_i$
 # gets prediction zero (line 258). This needs $M<d$ (otherwise the span is all of $\mathbb R^d$), and the
 # prediction $x_q^\top\Gamma^{-1}\hat g$ vanishes for every such query only if $\Gamma\propto I$, i.e. for an
-# isotropic $\Lambda$: in general the condition is $\Gamma^{-1}x_q\perp{\rm span}\{x_i\}$.
+# isotropic $\Lambda$: in general the condition is $\Gamma^{-1}x_q\perp{\rm span}\{x_i\}$ ({ref}`lsa.E8 <lsa-e8>`).
 
 # %%
 d_o, M_o, N_o = 8, 4, 20
@@ -533,15 +680,27 @@ ax.legend();
 # $\gamma_i=6+\frac{2d+10}N$, $\xi_i=2$, $\zeta_{ij}=2+\frac{d+4}N$, so $D=\frac{2}{6+(2d+10)/N}I$. The paper then
 # says $\mathbb E\hat y\to\frac13\langle w,x_q\rangle$ as $M,N\to\infty$ (line 316). Three remarks, each checked below:
 # (C.15) prints the limit of $u_{-1}$ as $[\sum_i\xi_i/\gamma_i]^{1/4}$ instead of $[\sum_i\xi_i^2/\gamma_i^2]^{1/4}$
-# (as in (C.17) and (4.11)); since $\mathbb E[\hat\Lambda_M\mid\Lambda_{\rm new}]=\Lambda_{\rm new}$, only $N\to\infty$ is needed;
-# and the $\frac13$ holds for a query drawn independently of $\Lambda_{\rm new}$. Under the training-like joint
-# sampling $x_q\sim\mathcal N(0,\Lambda_{\rm new})$ the regression slope of $\hat y$ on $y=\langle w,x_q\rangle$ is
-# $\mathbb E[\lambda^2]/\mathbb E[\lambda]\cdot D_{ii}=\frac23$.
+# (as in (C.17) and (4.11); {ref}`lsa.E13 <lsa-e13>`); since $\mathbb E[\hat\Lambda_M\mid\Lambda_{\rm new}]=\Lambda_{\rm new}$, only
+# $N\to\infty$ is needed; and the $\frac13$ is the mean prediction for a query held fixed, as the paper's display
+# holds it. Under the sampling the paragraph starts from, $x_q\sim\mathcal N(0,\Lambda_{\rm new})$, the regression
+# slope of $\hat y$ on $y=\langle w,x_q\rangle$ is $\mathbb E[\lambda^2]/\mathbb E[\lambda]\cdot D_{ii}=\frac23$ ({ref}`lsa.N2 <lsa-n2>`).
+#
+# The theorem asks $\sigma^2<2\|\mathbb E\Lambda_\tau\Theta\|_F^2/(\sqrt d\,\mathbb E\|\Gamma_\tau\|_{op}\|\Lambda_\tau\|_F^2)$ (4.10). The
+# expectation in the denominator has no simple closed form for exponential $\lambda_i$; we estimate it from
+# $10^6$ draws of $\Lambda_\tau$ (relative standard error about $2\cdot10^{-3}$).
 
 # %%
 d7, N7, M7 = 3, 20, 20
 gamma7, xi7, zeta7 = lsa.exp1_moments(d7, N7)
+lam_draws = np.random.default_rng(3).exponential(size=(10**6, d7))
+G_op_draws = (N7 + 1) / N7 * lam_draws.max(1) + lam_draws.sum(1) / N7  # ||Gamma_tau||_op for diagonal Lambda_tau
+K_410 = float(np.mean(G_op_draws * (lam_draws**2).sum(1)))  # E ||Gamma_tau||_op ||Lambda_tau||_F^2
 K7, P7 = lsa.assumption33_init(d7, 0.16, seed=2)
+TT7 = K7[:d7, :d7] / 0.16  # Theta Theta^T
+ELT7 = float(np.trace(TT7))  # ||E Lambda_tau Theta||_F^2 = tr((E Lambda_tau)^2 Theta Theta^T), with E Lambda_tau = I
+sigma_410 = np.sqrt(2 * ELT7 / (np.sqrt(d7) * K_410))
+print(f"sigma = 0.16; the bound (4.10) is {sigma_410:.4f}")
+assert 0.16 < 0.95 * sigma_410, "the initial scale must satisfy (4.10) with room for the estimate's error"
 flow7 = lsa.random_cov_flow(K7[:d7, :d7], P7[d7, d7], gamma7, xi7, zeta7, T=3000)
 D7 = xi7 / gamma7
 U_411, c_411 = np.diag(D7) / np.linalg.norm(D7) ** 0.5, np.linalg.norm(D7) ** 0.5
@@ -552,6 +711,131 @@ print(f"flow of (C.4): relative distance to (4.11) {err_411:.1e}, balance {flow7
 check_claim("lsa.thm45-limit", err_411, upper=1e-8, why="LSODA at rtol 1e-11 to T = 3000, far past the slowest time scale")
 check_claim("lsa.c15", abs(c_printed - flow7["c"]), lower=0.1,
             why="the printed limit must be refuted by a margin far above the solver error (1e-8); it is off by about 0.25");
+
+# %% [markdown]
+# ### Appendix C, lemma by lemma
+#
+# **Lemmas C.1-C.3.** Conditioning on $\Lambda_\tau$ and averaging the dynamics of Lemma 5.2 gives (C.1); for
+# diagonal $\Lambda_\tau$ it decouples entry by entry into (C.4) with the moments (C.3), and (C.4) is gradient flow
+# on $\ell_{\rm rdm}$ of (C.5). We write the right-hand side of (C.4) out as printed and compare it with minus the
+# autograd gradient of (C.5) at random points. That (C.5) is the population loss (4.9) itself, up to the
+# constant $\frac12\mathbb E\,y_q^2=\frac12\mathbb E\,{\rm tr}\Lambda_\tau=d/2$, we check by Monte Carlo through the literal model, at
+# a point with non-zero off-diagonal $U_{11}$ so that all three kinds of moment enter.
+
+# %%
+def c4_rhs(U, c, gamma, xi, zeta):
+    """The right-hand side of (C.4), entry by entry as printed."""
+    dd = len(xi)
+    dU = np.array([[-gamma[i] * c**2 * U[i, i] + xi[i] * c if i == j else -zeta[i, j] * c**2 * U[i, j]
+                    for j in range(dd)] for i in range(dd)])
+    dc = (-sum(gamma[i] * c * U[i, i] ** 2 for i in range(dd))
+          - sum(zeta[i, j] * c * U[i, j] ** 2 for i in range(dd) for j in range(dd) if i != j)
+          + sum(xi[i] * U[i, i] for i in range(dd)))
+    return dU, dc
+
+
+def c5_loss(U, c, gamma, xi, zeta):
+    """l_rdm of (C.5), second line, in torch."""
+    off = ~torch.eye(len(xi), dtype=torch.bool)
+    return (0.5 * c**2 * (torch.as_tensor(gamma) * torch.diagonal(U) ** 2).sum()
+            + 0.5 * c**2 * (torch.as_tensor(zeta)[off] * U[off] ** 2).sum()
+            - c * (torch.as_tensor(xi) * torch.diagonal(U)).sum())
+
+
+gen_C = np.random.default_rng(21)
+err_C3 = []
+for _ in range(10):
+    U_r = torch.tensor(gen_C.standard_normal((d7, d7)), requires_grad=True)
+    c_r = torch.tensor(gen_C.standard_normal(), dtype=torch.float64, requires_grad=True)
+    g_U, g_c = torch.autograd.grad(c5_loss(U_r, c_r, gamma7, xi7, zeta7), (U_r, c_r))
+    rhs_U, rhs_c = c4_rhs(U_r.detach().numpy(), c_r.item(), gamma7, xi7, zeta7)
+    err_C3.append(max(np.abs(rhs_U + g_U.numpy()).max(), abs(rhs_c + g_c.item())))
+print(f"(C.4) against minus the gradient of (C.5): largest difference {max(err_C3):.1e} over 10 random points")
+check_claim("lsa.lemmaC1-C3", max(err_C3), upper=1e-12,
+            why="float64 round-off of terms of order 10; a wrong factor in (C.4) would show at order 1")
+
+# %%
+U_c3 = np.array([[0.5, 0.2, -0.1], [0.15, 0.7, 0.25], [-0.2, 0.1, 0.4]])
+c_c3 = 0.8
+K_c3, P_c3 = np.zeros((d7 + 1, d7 + 1)), np.zeros((d7 + 1, d7 + 1))
+K_c3[:d7, :d7], P_c3[d7, d7] = U_c3, c_c3
+n_c3 = by_mode(quick=100_000, default=400_000, full=4_000_000)
+X_c3, w_c3, q_c3, _ = lsa.sample_random_cov_prompts(n_c3, N7, d7, torch_generator(72))
+per_c3 = 0.5 * (lsa.predict(K_c3, P_c3, X_c3, (X_c3 @ w_c3[:, :, None])[..., 0], q_c3) - (w_c3 * q_c3).sum(1)) ** 2
+exact_c3 = lsa.random_cov_loss(U_c3, c_c3, gamma7, xi7, zeta7) + d7 / 2
+z_c3 = (float(per_c3.mean()) - exact_c3) / (float(per_c3.std()) / np.sqrt(n_c3))
+print(f"population loss (4.9): (C.5) + d/2 = {exact_c3:.4f}, Monte Carlo {float(per_c3.mean()):.4f} (z = {z_c3:+.2f})")
+check_claim("lsa.lemmaC3-loss", z_c3, lower=-4, upper=4,
+            why=f"z-score of a {n_c3}-prompt Monte-Carlo mean (heavy-tailed: products of exponential variances); "
+                "|z| > 4 by chance has probability 6e-5");
+del X_c3, w_c3, q_c3, per_c3
+
+# %% [markdown]
+# **Lemmas C.4 and C.5.** Completing the square gives the minimum (C.6), the gap (C.7) and the minimisers
+# (C.8); the flow conserves the balance (C.9). We test (C.5) = (C.6) + (C.7) at random points, (C.6) and (C.8)
+# at the end of the flow above, and (C.9) along its whole path.
+
+# %%
+min_C6 = -0.5 * np.sum(xi7**2 / gamma7)
+err_C4 = []
+for _ in range(20):
+    U_r, c_r = gen_C.standard_normal((d7, d7)), gen_C.standard_normal()
+    off = ~np.eye(d7, dtype=bool)
+    gap_C7 = (0.5 * np.sum(gamma7 * (np.diag(U_r) * c_r - xi7 / gamma7) ** 2)
+              + 0.5 * np.sum(zeta7[off] * c_r**2 * U_r[off] ** 2))
+    err_C4.append(abs(lsa.random_cov_loss(U_r, c_r, gamma7, xi7, zeta7) - (min_C6 + gap_C7)))
+err_C8 = np.abs(flow7["c"] * flow7["U"] - np.diag(xi7 / gamma7)).max()
+err_C6 = abs(flow7["loss"][-1] - min_C6)
+print(f"(C.5) = (C.6) + (C.7): largest error {max(err_C4):.1e}; end of the flow: l_rdm - (C.6) = {err_C6:.1e}, "
+      f"u_-1 U_11 - (C.8) = {err_C8:.1e}; largest |u_-1^2 - ||U_11||^2| along the path {flow7['balance']:.1e}")
+check_claim("lsa.lemmaC4", max(max(err_C4), err_C6, err_C8), upper=1e-9,
+            why="float64 round-off for the identity; the flow (rtol 1e-11) has converged far past 1e-9")
+check_claim("lsa.lemmaC5", flow7["balance"], upper=1e-8,
+            why="conserved exactly by the flow; the drift measures the solver's accumulated error (rtol 1e-11)");
+
+# %% [markdown]
+# **Lemmas C.6 and C.7: $u_{-1}$ stays away from zero.** Under (C.10) (= (4.10)) the loss starts negative and
+# never increases, so $u_{-1}$ cannot reach 0. Lemma C.7 then bounds it below. Its statement (C.12) has
+# $\|\mathbb E\Lambda_\tau\Theta\|_F^2$ in the denominator, while its proof ends (line 1191) with $\|\mathbb E\Lambda_\tau^2\|_{op}$,
+# the factor (C.13) uses ({ref}`lsa.N3 <lsa-n3>`). We run the flow from three scales inside (C.10) and compare
+# $\min_tu_{-1}(t)$ with both bounds. The proof of Lemma C.6 also writes
+# $\mathbb E\,{\rm tr}[\sigma^2\Lambda_\tau^2\Theta\Theta^\top]=\sigma^2\|\mathbb E\Lambda_\tau\Theta\|_F^2$ (line 1161). The left side is
+# $\sigma^2{\rm tr}(\mathbb E[\Lambda_\tau^2]\Theta\Theta^\top)$, which by Jensen is at least the right side and for exponential
+# $\lambda_i$ twice as large ({ref}`lsa.E14 <lsa-e14>`); the inequality is all the proof needs, so the lemmas stand.
+
+# %%
+EL2_op = float(xi7.max())  # ||E Lambda_tau^2||_op
+eta_C8 = float(zeta7.min())  # eta of Lemma C.8: the smallest of the gamma_i and zeta_ij
+rows_C67 = []
+for frac in (0.1, 0.5, 0.9):
+    sig = frac * sigma_410
+    run_C = lsa.random_cov_flow(sig * TT7, sig, gamma7, xi7, zeta7, T=3000)
+    bracket = 2 * ELT7 - np.sqrt(d7) * sig**2 * K_410
+    printed = np.sqrt(sig**2 * bracket / (2 * np.sqrt(d7) * ELT7))  # (C.12)
+    proven = np.sqrt(sig**2 * bracket / (2 * np.sqrt(d7) * EL2_op))  # line 1191
+    nu = eta_C8 * sig**2 * bracket / (2 * np.sqrt(d7) * EL2_op)  # (C.13)
+    gap_C = run_C["loss"] - min_C6
+    resolved = gap_C > 1e-12
+    rows_C67.append({"frac": frac, "min_c": run_C["c_path"].min(), "printed": printed, "proven": proven,
+                     "pl": (run_C["grad_sq"][resolved] / gap_C[resolved]).min() / nu, "final_gap": gap_C[-1]})
+    print("sigma = {frac} x (C.10): min u_-1 = {min_c:.4f}, (C.12) printed {printed:.4f}, line 1191 {proven:.4f}; "
+          "min ||grad||^2 / gap / nu = {pl:.1f}, final gap {final_gap:.1e}".format(**rows_C67[-1]))
+check_claim("lsa.lemmaC6-C7", min(r["min_c"] / max(r["printed"], r["proven"]) for r in rows_C67), lower=1.0,
+            why="min over the path of u_-1 divided by the larger of the two bounds (both positive); ODE error 1e-11")
+check_claim("lsa.lemmaC8", min(r["pl"] for r in rows_C67), lower=1.0,
+            why="the inequality (C.14) itself: the ratio must be at least 1 at every output time where the gap is "
+                "resolved (> 1e-12); every run also ends at the minimum (final gaps printed)")
+assert max(abs(r["final_gap"]) for r in rows_C67) < 1e-10
+
+# %%
+trace_left = float(np.mean(np.einsum("si,ii->s", lam_draws**2, TT7)))  # E tr[Lambda_tau^2 Theta Theta^T]
+trace_left_se = float(np.std(np.einsum("si,ii->s", lam_draws**2, TT7))) / np.sqrt(len(lam_draws))
+ratio_C6 = trace_left / ELT7  # ||E Lambda_tau Theta||_F^2 = tr(Theta Theta^T) exactly, since E Lambda_tau = I
+print(f"E tr[Lam^2 Theta Theta^T] / ||E Lam Theta||_F^2 = {ratio_C6:.4f} ± {trace_left_se / ELT7:.4f} "
+      "(printed: 1; with E[Lambda^2] = 2 I: 2)")
+check_claim("lsa.lemmaC6-proof", ratio_C6, expected=2.0, atol=float(4 * trace_left_se / ELT7),
+            why="4 standard errors of a 1e6-draw Monte-Carlo mean; the printed identity (ratio 1) is hundreds of "
+                "standard errors away");
 
 # %%
 def weights(D_diag):
@@ -598,8 +882,8 @@ assert all(abs(j_mean - 1 / 3) > 7 * j_se for *_, j_mean, j_se in third_rows)
 # $\frac{(d+1){\rm tr}\Lambda}{M}+\frac1{N^2}[{\rm tr}\Lambda+2d\,{\rm tr}\Lambda+{\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2]$ and then
 # by $\ldots+\frac{(1+2d){\rm tr}\Lambda+d^2\kappa}{N^2}$ (line 218). The last step uses
 # ${\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2\le d^2\kappa$, which is false ($\Lambda=I_d$ gives $d^3$); the valid bound is
-# $d^2\kappa\,{\rm tr}\Lambda$. Corollary 4.3's sample sizes inherit the error. We evaluate the *exact* error at
-# the printed thresholds and at the corrected $N\ge\sqrt{2{\rm tr}\Lambda(1+2d+d^2\kappa)/\varepsilon}$.
+# $d^2\kappa\,{\rm tr}\Lambda$. Corollary 4.3's sample sizes inherit the error ({ref}`lsa.E5 <lsa-e5>`). We evaluate the
+# *exact* error at the printed thresholds and at the corrected $N\ge\sqrt{2{\rm tr}\Lambda(1+2d+d^2\kappa)/\varepsilon}$.
 
 # %%
 cases = [("d=1, Λ=1", np.eye(1), 0.01), ("d=2, Λ=I", np.eye(2), 0.01), ("d=10, Λ=I", np.eye(10), 0.1),
@@ -613,7 +897,7 @@ for name, Lam_c, eps in cases:
     audit.append((name, eps, th, at_paper, at_fixed))
     print(f"{name:11s} eps={eps:<5g} M={th['M']:6d} N_paper={th['N_paper']:4d}: error {at_paper:.4f} "
           f"({'VIOLATED' if at_paper > eps else 'ok'}); N_corrected={th['N_corrected']:5d}: error {at_fixed:.4f}")
-violated = sum(at_paper > eps for _, eps, _, at_paper, _ in audit)
+worst_printed = max(at_paper / eps for _, eps, _, at_paper, _ in audit)
 worst_fixed = max(at_fixed / eps for _, eps, _, _, at_fixed in audit)
 
 # %% [markdown]
@@ -627,21 +911,131 @@ mc_v = lsa.mc_prediction_error(K_v, P_v, M=th_v["M"], n=by_mode(quick=200, defau
                                generator=torch_generator(11), Lam_test=Lam_v, ols=False, chunk=500)
 z_v = (mc_v["lsa"] - eps_v) / mc_v["lsa_se"]
 print(f"exact {audit[3][3]:.5f}, Monte Carlo {mc_v['lsa']:.5f} ± {mc_v['lsa_se']:.5f}: {z_v:.1f} standard errors above eps")
-check_claim("lsa.corollary43", bool(violated >= 4 and worst_fixed <= 1.0 and z_v > 4), expected=True,
-            why="exact errors (no tolerance needed) at the printed thresholds exceed eps in at least 4 of 6 cases, the "
-            "corrected threshold meets eps in all, and the Monte-Carlo error is more than 4 standard errors above eps");
+assert z_v > 4, "Monte Carlo through the literal model must confirm the violation"
+assert worst_fixed <= 1.0, "the corrected threshold must meet eps in every case"
+check_claim("lsa.corollary43", worst_printed, lower=1.0,
+            why="largest exact error (no sampling) at the printed M and N, divided by eps: the printed corollary "
+                "promises at most 1 in every case; Monte Carlo confirms one case by more than 4 standard errors");
 
 # %% [markdown]
 # **What we saw.** At the printed thresholds the exact error exceeds $\varepsilon$ in most cases (about 2.5
 # times at $d=10$, $\varepsilon=0.01$), and the Monte-Carlo estimate sits many standard errors above
 # $\varepsilon$. With the corrected $N$ every case meets its target. The $M$ part of the corollary is fine.
 #
-# **Errata that need no computation** (also on the errata page): line 84 cites the objective "(4.8)" where
-# the risk (3.1) is meant; the proof of Lemma A.4 (line 806) calls the loss "non-decreasing" along the flow
-# where it is non-increasing (the flows above confirm it); the statement (C.12) of Lemma C.7 has
-# $\|\mathbb E\Lambda_\tau\Theta\|_F^2$ where its own proof ends with $\|\mathbb E\Lambda_\tau^2\|_{op}$ (line 1191); and line
-# 1177 cites Lemma D.1 where Lemma D.4 is used.
+# **Notes that need no computation** (also on the errata page): line 84 cites the objective (4.8) where the
+# risk (3.1) of Definition 3.1 is meant ({ref}`lsa.N1 <lsa-n1>`; (4.8) reduces to (3.1) for a fixed covariate
+# distribution), and line 1177 cites Lemma D.1 for two facts that are Lemma D.4 ({ref}`lsa.N4 <lsa-n4>`).
 #
+# ## Appendix D: the technical lemmas
+#
+# The proofs rest on four tools. We check each on random inputs: the matrix-calculus rules of Lemma D.1
+# against autograd (non-square, non-symmetric matrices, so that a missing transpose would show), the Gaussian
+# fourth moments of Lemma D.2 and Isserlis' theorem by Gauss-Hermite quadrature (three nodes per coordinate
+# integrate polynomials of degree up to five exactly, so the result is exact to round-off; two nodes, exact
+# only to degree three, serve as a control that must fail), and the inequalities of Lemmas D.3 and D.4 on
+# thousands of random pairs, including pairs where they are tight.
+
+# %%
+gen_D = np.random.default_rng(40)
+
+
+def leaf(a):
+    return torch.tensor(a, dtype=torch.float64, requires_grad=True)
+
+
+def vec(a):
+    return a.reshape(-1, order="F")  # column-major, as in the paper's notation section
+
+
+res_D1 = {}
+x_d, B_d = leaf(gen_D.standard_normal(4)), gen_D.standard_normal((4, 4))
+(g,) = torch.autograd.grad(x_d @ torch.as_tensor(B_d) @ x_d, x_d)
+res_D1["d(x^T B x)/dx"] = np.abs(g.numpy() - (B_d + B_d.T) @ x_d.detach().numpy()).max()
+A_d, X_d, C_d = gen_D.standard_normal((3, 4)), gen_D.standard_normal((4, 5)), gen_D.standard_normal((5, 2))
+res_D1["Vec(AXB)"] = np.abs(vec(A_d @ X_d @ C_d) - np.kron(C_d.T, A_d) @ vec(X_d)).max()
+A_d, C_d = gen_D.standard_normal((4, 5)), gen_D.standard_normal((4, 5))
+res_D1["tr(A^T B)"] = abs(np.trace(A_d.T @ C_d) - vec(A_d) @ vec(C_d))
+X_t, B_d = leaf(gen_D.standard_normal((3, 4))), gen_D.standard_normal((4, 4))
+(g,) = torch.autograd.grad(torch.trace(X_t @ torch.as_tensor(B_d) @ X_t.T), X_t)
+X_n = X_t.detach().numpy()
+res_D1["d tr(X B X^T)/dX"] = np.abs(g.numpy() - (X_n @ B_d.T + X_n @ B_d)).max()
+A_d, X_t = gen_D.standard_normal((3, 4)), leaf(gen_D.standard_normal((3, 4)))
+(g,) = torch.autograd.grad(torch.trace(torch.as_tensor(A_d) @ X_t.T), X_t)
+res_D1["d tr(A X^T)/dX"] = np.abs(g.numpy() - A_d).max()
+A_d, B_d, C_d, X_t = (gen_D.standard_normal((2, 3)), gen_D.standard_normal((4, 4)), gen_D.standard_normal((3, 2)),
+                      leaf(gen_D.standard_normal((3, 4))))
+(g,) = torch.autograd.grad(torch.trace(torch.as_tensor(A_d) @ X_t @ torch.as_tensor(B_d) @ X_t.T @ torch.as_tensor(C_d)), X_t)
+X_n = X_t.detach().numpy()
+res_D1["d tr(A X B X^T C)/dX"] = np.abs(g.numpy() - (A_d.T @ C_d.T @ X_n @ B_d.T + C_d @ A_d @ X_n @ B_d)).max()
+for rule, err in res_D1.items():
+    print(f"Lemma D.1, {rule:22s}: largest error {err:.1e}")
+check_claim("lsa.lemmaD1", max(res_D1.values()), upper=1e-12,
+            why="float64 round-off on matrices with entries of order 1; a missing transpose would show at order 1")
+
+# %%
+from itertools import product
+
+from numpy.polynomial.hermite_e import hermegauss
+
+
+def gaussian_rule(Lam_g, n_nodes):
+    """Nodes and weights of the tensor Gauss-Hermite rule for N(0, Lam_g)."""
+    z, wz = hermegauss(n_nodes)
+    nodes = np.array(list(product(z, repeat=len(Lam_g)))) @ np.linalg.cholesky(Lam_g).T
+    return nodes, np.prod(np.array(list(product(wz / wz.sum(), repeat=len(Lam_g)))), axis=1)
+
+
+def isserlis_error(Lam_g, n_nodes):
+    nodes, wts = gaussian_rule(Lam_g, n_nodes)
+    fourth = np.einsum("s,si,sj,sk,sl->ijkl", wts, nodes, nodes, nodes, nodes)
+    isserlis = (np.einsum("ij,kl->ijkl", Lam_g, Lam_g) + np.einsum("ik,jl->ijkl", Lam_g, Lam_g)
+                + np.einsum("il,jk->ijkl", Lam_g, Lam_g))
+    return np.abs(fourth - isserlis).max()
+
+
+A_g = gen_D.standard_normal((d, d))  # not symmetric
+nodes, wts = gaussian_rule(Lam, 3)
+lhs_D2 = np.einsum("s,si,sj,s->ij", wts, nodes, nodes, np.einsum("si,ij,sj->s", nodes, A_g, nodes))
+rhs_D2 = Lam @ (A_g + A_g.T) @ Lam + np.trace(A_g @ Lam) * Lam
+err_D2 = max(np.abs(lhs_D2 - rhs_D2).max(), isserlis_error(Lam, 3))
+print(f"Lemma D.2 and Isserlis: largest error {err_D2:.1e} (entries up to {np.abs(rhs_D2).max():.1f}); "
+      f"control with a two-node rule: {isserlis_error(Lam, 2):.2f}")
+assert isserlis_error(Lam, 2) > 0.1, "a rule that is not exact for degree 4 must miss"
+check_claim("lsa.lemmaD2", err_D2, upper=1e-12,
+            why="the three-node rule is exact for these degree-4 moments, so only float64 round-off remains")
+
+# %%
+slack_D3 = []
+for k in range(3000):
+    dd = int(gen_D.integers(1, 6))
+    U_d = gen_D.standard_normal((dd, dd + int(gen_D.integers(0, 4))))
+    V_d = gen_D.standard_normal(U_d.shape) if k % 3 else U_d * gen_D.random()  # V = c U makes the first step tight
+    sU, sV = np.linalg.svd(U_d, compute_uv=False), np.linalg.svd(V_d, compute_uv=False)
+    chain = [np.trace(U_d.T @ V_d), sU @ sV, sU[0] * sV.sum(), np.sqrt(dd) * sU[0] * np.linalg.norm(V_d)]
+    slack_D3.append(min(np.diff(chain)) / chain[-1])
+print(f"Lemma D.3: smallest relative slack of the three inequalities over {len(slack_D3)} pairs {min(slack_D3):.1e}")
+check_claim("lsa.lemmaD3", min(slack_D3), lower=-1e-12,
+            why="relative float64 round-off; a third of the pairs make the first inequality an equality")
+
+# %%
+trace_D4, eig_D4 = [], []
+for _ in range(2000):
+    F, H_d = gen_D.standard_normal((4, int(gen_D.integers(1, 5)))), gen_D.standard_normal((4, int(gen_D.integers(1, 5))))
+    A_p, B_p = F @ F.T, H_d @ H_d.T  # positive semi-definite, often singular
+    trace_D4.append(np.trace(A_p @ B_p) / (np.linalg.norm(A_p) * np.linalg.norm(B_p)))
+    Q_d, _ = np.linalg.qr(gen_D.standard_normal((4, 4)))  # a shared eigenbasis: the pair commutes
+    A_c = (Q_d * (np.abs(gen_D.standard_normal(4)) * (gen_D.random(4) < 0.7))) @ Q_d.T
+    B_c = (Q_d * np.abs(gen_D.standard_normal(4))) @ Q_d.T
+    prod_c = A_c @ B_c
+    eig_D4.append(min(np.linalg.eigvalsh((prod_c + prod_c.T) / 2).min(), -np.abs(prod_c - prod_c.T).max())
+                  / max(np.linalg.norm(prod_c), 1e-300))
+print(f"Lemma D.4: smallest tr(AB) / (|A| |B|) {min(trace_D4):.1e}; commuting pairs: smallest eigenvalue of AB, "
+      f"less its asymmetry, {min(eig_D4):.1e} (relative)")
+check_claim("lsa.lemmaD4", min(min(trace_D4), min(eig_D4)), lower=-1e-12,
+            why="relative float64 round-off; for non-commuting pairs AB - (AB)^T = AB - BA != 0, so AB is not "
+                "symmetric and the 'only if' holds by definition");
+
+# %% [markdown]
 # ## Exercises
 #
 # ```{exercise}

@@ -200,6 +200,30 @@ def test_random_cov_flow_limit_is_eq411():
     assert np.allclose(out["U"], np.diag(D_diag) / np.linalg.norm(D_diag) ** 0.5, atol=1e-8)
 
 
+def test_random_cov_gradient_is_the_gradient_of_random_cov_loss():
+    gamma, xi, zeta = lsa.exp1_moments(3, 20)
+    gen = np.random.default_rng(4)
+    U, c = gen.standard_normal((3, 3)), 0.7
+    dU, dc = lsa.random_cov_gradient(U, c, gamma, xi, zeta)
+    h = 1e-6
+    for i, j in [(0, 0), (1, 2), (2, 1)]:
+        E = np.zeros((3, 3))
+        E[i, j] = h
+        fd = (lsa.random_cov_loss(U + E, c, gamma, xi, zeta) - lsa.random_cov_loss(U - E, c, gamma, xi, zeta)) / (2 * h)
+        assert math.isclose(dU[i, j], fd, rel_tol=1e-6, abs_tol=1e-8)  # central differences, h = 1e-6
+    fd_c = (lsa.random_cov_loss(U, c + h, gamma, xi, zeta) - lsa.random_cov_loss(U, c - h, gamma, xi, zeta)) / (2 * h)
+    assert math.isclose(dc, fd_c, rel_tol=1e-7)
+
+
+def test_random_cov_flow_path_decreases_the_loss():
+    gamma, xi, zeta = lsa.exp1_moments(3, 20)
+    K0, P0 = lsa.assumption33_init(3, 0.1, seed=2)
+    out = lsa.random_cov_flow(K0[:3, :3], P0[3, 3], gamma, xi, zeta, T=100, n_eval=50)
+    assert out["U_path"].shape == (50, 3, 3) and out["c_path"].shape == out["t"].shape == out["loss"].shape == (50,)
+    assert np.diff(out["loss"]).max() < 1e-12 and out["balance"] < 1e-9
+    assert math.isclose(out["c_path"][0], 0.1) and out["c"] == out["c_path"][-1]
+
+
 def test_balance_gap():
     K, P = lsa.global_minimum(LAM, N)
     assert abs(float(lsa.balance_gap(K, P))) < 1e-12

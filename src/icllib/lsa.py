@@ -21,7 +21,7 @@ The module reads top to bottom in the order of the chapter:
 5. test-time error: :func:`task_moments`, :func:`prediction_error` (Eq. 4.6), :func:`shift_error`
    (distribution shifts), :func:`mc_prediction_error`, :func:`corollary43_thresholds`;
 6. random covariances (Theorem 4.5): :func:`sample_random_cov_prompts`, :func:`exp1_moments`,
-   :func:`random_cov_flow`.
+   :func:`random_cov_loss` and :func:`random_cov_gradient` (Eq. C.5), :func:`random_cov_flow` (Eq. C.4).
 
 Array conventions: ``Lam`` is a ``(d, d)`` symmetric positive-definite covariance; parameters ``W_KQ`` and
 ``W_PV`` are ``(..., d+1, d+1)``; prompts are ``X (B, M, d)``, ``y (B, M)``, ``x_query (B, d)``.
@@ -844,27 +844,58 @@ def exp1_moments(d, N) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return gamma, xi, zeta
 
 
-def random_cov_flow(U0, c0, gamma, xi, zeta, *, T, rtol=1e-11, atol=1e-13) -> dict:
-    """Gradient flow (C.4) on l_rdm of (C.5): sum_ij zeta_ij c^2 u_ij^2 / 2 - sum_i xi_i u_ii c.
-
-    ``zeta`` carries gamma on its diagonal (as returned by :func:`exp1_moments`). Returns the final
-    ``U``, ``c`` and the balance gap c^2 - ||U||_F^2 at the end.
-    """
+def _moments(gamma, xi, zeta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     gamma, xi, zeta = (np.asarray(t, dtype=np.float64) for t in (gamma, xi, zeta))
     d = gamma.size
     if xi.shape != (d,) or zeta.shape != (d, d) or not np.allclose(np.diag(zeta), gamma):
         raise ValueError("gamma and xi must be (d,) and zeta (d, d) with gamma on its diagonal")
+    return gamma, xi, zeta
+
+
+def random_cov_loss(U, c, gamma, xi, zeta) -> float:
+    """l_rdm of Lemma C.3, Eq. (C.5): sum_ij zeta_ij c^2 u_ij^2 / 2 - sum_i xi_i u_ii c.
+
+    ``zeta`` carries gamma on its diagonal (as returned by :func:`exp1_moments`). The population loss (4.9)
+    on the invariant set is this plus E tr(Lambda_tau) / 2.
+    """
+    gamma, xi, zeta = _moments(gamma, xi, zeta)
+    U = _square("U", U, gamma.size)
+    return float(0.5 * c**2 * np.sum(zeta * U**2) - c * np.sum(xi * np.diag(U)))
+
+
+def random_cov_gradient(U, c, gamma, xi, zeta) -> tuple[np.ndarray, float]:
+    """(d l_rdm / dU_11, d l_rdm / du_{-1}) of Eq. (C.5); minus it is the right-hand side of (C.4)."""
+    gamma, xi, zeta = _moments(gamma, xi, zeta)
+    U = _square("U", U, gamma.size)
+    return c**2 * zeta * U - c * np.diag(xi), float(c * np.sum(zeta * U**2) - np.sum(xi * np.diag(U)))
+
+
+def random_cov_flow(U0, c0, gamma, xi, zeta, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> dict:
+    """Gradient flow (C.4) on l_rdm of (C.5) (:func:`random_cov_loss`), solved by LSODA.
+
+    Returns the final ``U``, ``c``, the largest balance gap abs(c^2 - ||U||_F^2) along the path
+    (``balance``, Lemma C.5) and the path itself at ``n_eval`` times, log-spaced from 1e-3 to T (and 0):
+    ``t``, ``U_path`` (n_eval, d, d), ``c_path``, ``loss`` and ``grad_sq`` (the squared gradient norm of (C.14)).
+    """
+    gamma, xi, zeta = _moments(gamma, xi, zeta)
+    d = gamma.size
     U0 = _square("U0", U0, d)
     T = positive_number("T", T)
+    n_eval = positive_int("n_eval", n_eval)
 
     def rhs(_, z):
-        U, c = z[:-1].reshape(d, d), z[-1]
-        dU = c**2 * zeta * U - c * np.diag(xi)
-        dc = c * np.sum(zeta * U**2) - np.sum(xi * np.diag(U))
+        dU, dc = random_cov_gradient(z[:-1].reshape(d, d), z[-1], gamma, xi, zeta)
         return -np.append(dU.ravel(), dc)
 
-    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", rtol=rtol, atol=atol)
+    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, T, n_eval - 1)])
+    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", t_eval=t_eval,
+                    rtol=rtol, atol=atol)
     if not sol.success:
         raise RuntimeError(f"gradient flow failed: {sol.message}")
-    U, c = sol.y[:-1, -1].reshape(d, d), sol.y[-1, -1]
-    return {"U": U, "c": float(c), "balance": float(c**2 - np.sum(U**2))}
+    U_path, c_path = sol.y[:-1].T.reshape(-1, d, d), sol.y[-1]
+    grads = [random_cov_gradient(Ui, ci, gamma, xi, zeta) for Ui, ci in zip(U_path, c_path)]
+    return {"U": U_path[-1], "c": float(c_path[-1]),
+            "balance": float(np.abs(c_path**2 - (U_path**2).sum((1, 2))).max()),
+            "t": sol.t, "U_path": U_path, "c_path": c_path,
+            "loss": np.array([random_cov_loss(Ui, ci, gamma, xi, zeta) for Ui, ci in zip(U_path, c_path)]),
+            "grad_sq": np.array([np.sum(g**2) + gc**2 for g, gc in grads])}
