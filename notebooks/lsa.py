@@ -132,32 +132,35 @@ print(f"generic point: exact {exact_full:.4f}, MC {mc_full['loss']:.4f} ± {mc_f
 print(f"closed form at v = u = 0 minus Eq. (5.5) + tr/2: "
       f"{float(lsa.population_loss(inv_KQ, inv_PV, Lam, N)) - exact_restricted:.1e}")
 check_claim("lsa.population-loss", z_restricted, lower=-4, upper=4,
-            why=f"z-score of a {n_mc}-prompt Monte-Carlo mean; |z| < 4 fails by chance with probability 6e-5")
+            why=f"z-score of a {n_mc}-prompt Monte-Carlo mean (SE {mc_restricted['loss_se']:.1e}); |z| > 4 by chance "
+                "has probability 6e-5, and a formula off by more than 6.3 SE passes with probability below 1 %")
 check_claim("lsa.full-loss", z_full, lower=-4, upper=4,
-            why=f"z-score of a {n_mc}-prompt Monte-Carlo mean (heavy-tailed squared error, SE measured)");
+            why=f"z-score of a {n_mc}-prompt Monte-Carlo mean (SE {mc_full['loss_se']:.1e}, measured: the squared error "
+                "is heavy-tailed); a formula off by more than 6.3 SE passes with probability below 1 %");
 
 # %% [markdown]
 # **Lemma 5.2: the dynamics.** The same Monte-Carlo run also averages the gradient of the per-prompt loss
 # of the literal model. On the invariant set, Lemma 5.2 says that this gradient is minus the right-hand side
 # of (5.4) in the $U_{11}$ and $u_{-1}$ entries and exactly zero in the $u_{12}=w^{PV}_{21}$ and $u_{21}=w^{KQ}_{21}$
-# entries (which is why those stay zero). The key moment is $\mathbb E[\hat\Lambda^2]=\Gamma\Lambda$ (line 636); as a control,
-# the same test is run against the gradient with $\mathbb E[\hat\Lambda^2]$ replaced by $\Lambda^2$ (its $N\to\infty$ value).
+# entries (which is why those stay zero). The key moment is $\mathbb E[\hat\Lambda^2]=\Gamma\Lambda$ (line 636); as a
+# control, the same test is run against the gradient with $\mathbb E[\hat\Lambda^2]$ replaced by $\Lambda^2$ (its
+# $N\to\infty$ value).
 
 # %%
 c_test = inv_PV[d, d]
 dU_52, dc_52 = lsa.restricted_gradient(U_test, c_test, Lam, N)  # the right-hand side of (5.4), negated
 grad_KQ_52, grad_PV_52 = np.zeros((d + 1, d + 1)), np.zeros((d + 1, d + 1))
 grad_KQ_52[:d, :d], grad_PV_52[d, d] = dU_52, dc_52
-m_KQ, m_PV = mask_KQ.numpy(), mask_PV.numpy()
-z_52 = np.concatenate([(mc_restricted["grad_KQ"].numpy()[m_KQ] - grad_KQ_52[m_KQ]) / mc_restricted["se_KQ"].numpy()[m_KQ],
-                       (mc_restricted["grad_PV"].numpy()[m_PV] - grad_PV_52[m_PV]) / mc_restricted["se_PV"].numpy()[m_PV]])
+z_52 = np.concatenate([(mc_restricted[f"grad_{k}"].numpy()[m] - expected[m]) / mc_restricted[f"se_{k}"].numpy()[m]
+                       for k, expected, m in (("KQ", grad_KQ_52, mask_KQ.numpy()), ("PV", grad_PV_52, mask_PV.numpy()))])
 dU_control = c_test**2 * Lam @ Lam @ U_test @ Lam - c_test * Lam @ Lam
 z_control = (mc_restricted["grad_KQ"].numpy()[:d, :d] - dU_control) / mc_restricted["se_KQ"].numpy()[:d, :d]
 print(f"max |z| over the {z_52.size} relevant gradient entries: {np.abs(z_52).max():.2f}; "
       f"control with E Lam-hat^2 = Lam^2: max |z| = {np.abs(z_control).max():.1f}")
 check_claim("lsa.lemma52", float(np.abs(z_52).max()), upper=4.5,
-            why=f"largest of {z_52.size} z-scores of {n_mc}-prompt Monte-Carlo means; all below 4.5 fails by chance "
-                "with probability about 2e-4, and the control (Gamma -> Lambda) is rejected by far");
+            why=f"largest of {z_52.size} z-scores of {n_mc}-prompt Monte-Carlo means: fails by chance with probability "
+                "about 2e-4; an entry off by more than 6.8 SE passes with probability below 1 %, and the control "
+                "(Gamma -> Lambda) is rejected by far");
 
 # %% [markdown]
 # ## Theorem 4.1 by exact gradient flow
@@ -532,7 +535,8 @@ for name, M, exact, mean, se, best in rows_42:
     print(f"{name:14s} {M:4d} {exact:10.4f} {mean:12.4f} ± {se:6.4f} {(mean - exact) / se:+6.2f} {best:11.4f}")
 z_42 = np.array([(mean - exact) / se for _, _, exact, mean, se, _ in rows_42])
 check_claim("lsa.thm42", float(np.abs(z_42).max()), upper=4.0,
-            why=f"largest of 12 z-scores, each from {n_task} prompts; the errors are heavy-tailed, so 4 SE rather than 3");
+            why=f"largest of 12 z-scores, each from {n_task} prompts (heavy-tailed errors, so 4 SE): fails by chance "
+                "with probability about 1e-3; a row off by more than 6.3 SE passes with probability below 1 %");
 
 # %% mystnb={"figure": {"caption": "Exact error (4.6) of the trained LSA for the noiseless linear task (w ~ N(0, I) averaged), as a function of the test prompt length M for several training prompt lengths N. The error falls like 1/M until it meets the 1/N^2 floor set by training; long test prompts cannot make up for short training prompts.", "name": "fig-lsa-tradeoff"}}
 fig, ax = figure()
@@ -767,7 +771,8 @@ z_c3 = (float(per_c3.mean()) - exact_c3) / (float(per_c3.std()) / np.sqrt(n_c3))
 print(f"population loss (4.9): (C.5) + d/2 = {exact_c3:.4f}, Monte Carlo {float(per_c3.mean()):.4f} (z = {z_c3:+.2f})")
 check_claim("lsa.lemmaC3-loss", z_c3, lower=-4, upper=4,
             why=f"z-score of a {n_c3}-prompt Monte-Carlo mean (heavy-tailed: products of exponential variances); "
-                "|z| > 4 by chance has probability 6e-5");
+                "|z| > 4 by chance has probability 6e-5; a formula off by more than 6.3 SE passes with probability "
+                "below 1 %");
 del X_c3, w_c3, q_c3, per_c3
 
 # %% [markdown]
@@ -834,7 +839,7 @@ ratio_C6 = trace_left / ELT7  # ||E Lambda_tau Theta||_F^2 = tr(Theta Theta^T) e
 print(f"E tr[Lam^2 Theta Theta^T] / ||E Lam Theta||_F^2 = {ratio_C6:.4f} ± {trace_left_se / ELT7:.4f} "
       "(printed: 1; with E[Lambda^2] = 2 I: 2)")
 check_claim("lsa.lemmaC6-proof", ratio_C6, expected=2.0, atol=float(4 * trace_left_se / ELT7),
-            why="4 standard errors of a 1e6-draw Monte-Carlo mean; the printed identity (ratio 1) is hundreds of "
+            why="4 standard errors of a 1e6-draw Monte-Carlo mean (fails by chance with probability 6e-5); the printed identity (ratio 1) is hundreds of "
                 "standard errors away");
 
 # %%
@@ -864,9 +869,11 @@ for label, Dii, r_mean, r_se, j_mean, j_se in third_rows:
 z_third = [(r_mean - Dii) / r_se for _, Dii, r_mean, r_se, _, _ in third_rows]
 z_joint = [(j_mean - 2 * Dii) / j_se for _, Dii, _, _, j_mean, j_se in third_rows]
 check_claim("lsa.one-third", float(np.abs(z_third).max()), upper=4.0,
-            why=f"z-scores of {n7}-prompt means against D_ii (0.294 at N = 20, 1/3 at N = infinity), with M = 20 only")
+            why=f"two z-scores of {n7}-prompt means against D_ii (0.294 at N = 20, 1/3 at N = infinity), M = 20: "
+                "fail by chance with probability 1e-4; a mean off by more than 6.3 SE passes with probability below 1 %")
 check_claim("lsa.one-third-joint", float(np.abs(z_joint).max()), upper=4.0,
-            why=f"z-scores of {n7}-prompt means against 2 D_ii; the paper's 1/3 is then 7 or more standard errors away")
+            why=f"two z-scores of {n7}-prompt means against 2 D_ii (fail by chance with probability 1e-4); the "
+                "fixed-query value 1/3 is asserted to be more than 7 standard errors away")
 assert all(abs(j_mean - 1 / 3) > 7 * j_se for *_, j_mean, j_se in third_rows)
 
 # %% [markdown]
