@@ -19,16 +19,16 @@
 # without changing the network. Gradient flow then conserves $\|W_K^i\|^2 - \|W_Q^i\|^2$ forever. What
 # does the *noise* of SGD do along such a direction? Ziyin, Li and Ueda {cite}`ziyin2025noise` answer
 # with a "law of balance" (their Theorem 3.1 = B.3): the imbalance moves at rate $T = \eta/S$ (learning
-# rate over batch size) toward the point where the two weights carry **equal gradient noise**, and their
+# rate over batch size, our reading of their $T$: {ref}`balance.N3 <balance-n3>`) toward the point where the two weights carry **equal gradient noise**, and their
 # Fig. 6 shows the two noise terms of every query/key column pair of a two-layer attention network
 # converging. This chapter derives the law, checks each step exactly (symbolically and to $10^{-12}$ in
-# float64), confirms it quantitatively on a linear model whose noise matrices are closed forms (the
+# float64), tests it quantitatively on a linear model whose noise matrices are closed forms (the
 # balanced ratio is $d_o/d$, not 1, and the time to reach it scales as batch$/\eta^2$), and runs the
-# attention experiment of the paper's App. B.11. There the law's direction and rate hold, but at the
-# budget of a book build (ten times the paper's temperature) the two noise terms come within a factor 2 of
-# each other only in the second layer; the overlap of Fig. 6 is not reproduced. Five
-# statements of the appendix are corrected (the number of symmetries, a missing transpose, what is
-# balanced, what "Eq. 35" is, and what $T$ and the finite step mean). What you see was executed in the
+# attention experiment of the paper's App. B.11. There the law's direction and rate hold pair by pair; the
+# approach and overlap of Fig. 6 are claims about the paper's batch size 200, which a book build cannot
+# afford (the deciding run is about an hour and a quarter on two cores), so they stay open, and the book's
+# run at ten times the paper's temperature shows the approach but not yet the overlap. The ledger of this
+# chapter: {ledger-counts}`balance`. What you see was executed in the
 # run mode printed below (`default` for the book, `quick` in the tests, `full` at the paper's batch size).
 
 # %%
@@ -51,7 +51,8 @@ mode()
 # ## 1. The symmetry in a two-layer attention network
 #
 # App. B.11 trains "a two-layer single-head self-attention network without MLP in between" on in-context
-# linear regression. The appendix leaves the architecture open; the choices made here are each the plainest
+# linear regression. The appendix leaves the architecture and parts of the data open
+# ({ref}`balance.N6 <balance-n6>`); the choices made here are each the plainest
 # reading:
 #
 # | open choice | this chapter | why |
@@ -64,8 +65,10 @@ mode()
 # | init | i.i.d. $N(0, 1/6)$, then $W_K^i \to 2W_K^i$, $W_Q^i \to W_Q^i/2$ | the same function with imbalanced norms, so that balancing is visible |
 #
 # The logits are $H W_Q W_K^\top H^\top = H \big(\sum_{i=1}^{6} W_Q^i (W_K^i)^\top\big) H^\top$, so each of the
-# **6 column pairs of each layer** is a rescaling symmetry with $u = W_K^i$, $w = W_Q^i$. We check it on a
-# batch in float64: rescale every pair by its own random $\lambda$ and compare losses.
+# **6 column pairs of each layer** is a rescaling symmetry with $u = W_K^i$, $w = W_Q^i$ (the paper's line 45:
+# "for every $i \in [6]$, there is a rescaling symmetry between $W_K^i$ and $(W_Q^i)^T$"). Theorem B.3 needs it
+# for every sample $x$, so we check it sample by sample in float64: rescale every pair by its own random
+# $\lambda$ and compare the per-sample losses.
 
 # %%
 gen = torch_generator(0)
@@ -74,13 +77,17 @@ X_check, y_check = balance.icl_regression_batch(by_mode(quick=128, default=512, 
                                                 dtype=torch.float64)
 lambdas = torch.exp(torch.randn(2, 6, generator=gen, dtype=torch.float64))
 loss_before = balance.attention_loss(params64, X_check, y_check).item()
-loss_after = balance.attention_loss(balance.rescale_columns(params64, lambdas), X_check, y_check).item()
-print(f"loss {loss_before:.15f} -> {loss_after:.15f} under lambda in [{lambdas.min():.2f}, {lambdas.max():.2f}]")
-check_claim("balance.symmetry-loss", abs(loss_after - loss_before) / loss_before, expected=0.0, atol=1e-13,
-            why="float64 round-off of a loss built from ~10^4 operations")
+per_sample_before = (balance.attention_forward(params64, X_check) - y_check) ** 2
+per_sample_after = (balance.attention_forward(balance.rescale_columns(params64, lambdas), X_check) - y_check) ** 2
+symmetry_error = ((per_sample_after - per_sample_before).abs().max() / per_sample_before.max()).item()
+print(f"largest per-sample loss change {symmetry_error:.1e} (relative to the largest loss) over "
+      f"{len(y_check)} samples, lambda in [{lambdas.min():.2f}, {lambdas.max():.2f}]")
+check_claim("balance.symmetry-loss", symmetry_error, expected=0.0, atol=1e-13,
+            why="float64 round-off of a loss built from ~10^4 operations; logits through W_K W_Q would change it by O(1)")
 
 # %% [markdown]
-# Each pair on its own is a symmetry too (this is the count the appendix gets wrong, erratum E1): we
+# Each pair on its own is a symmetry too (this is the count the appendix gets wrong,
+# {ref}`balance.E1 <balance-e1>`): we
 # rescale one column at a time by $\lambda = 3$ and count the pairs that leave the loss unchanged.
 
 # %%
@@ -94,10 +101,11 @@ for layer in range(2):
 pairs_per_layer = int((single_changes < 1e-13).sum()) / 2
 print("relative loss change per single-column rescaling:\n", single_changes)
 check_claim("balance.symmetry-count", pairs_per_layer, expected=6, atol=0,
-            why="a count; the paper says 5 per layer (erratum E1), W_K, W_Q in R^{6x6} give 6")
+            why="a count; the paper says 5 per layer (erratum balance.E1), W_K, W_Q in R^{6x6} give 6")
 
 # %% [markdown]
-# Eq. 114 writes the loss as $\ell(W_K W_Q)$. That product is not what the network sees (erratum E2):
+# Eq. 114 writes the loss as $\ell(W_K W_Q)$, but its right-hand side $\sum_i W_K^i (W_Q^i)^\top$ is $W_K W_Q^\top$,
+# and the product $W_K W_Q$ is not what the network sees ({ref}`balance.E2 <balance-e2>`):
 # we build a second parameter set with the same $W_K W_Q$ but a different $W_Q W_K^\top$ (multiply
 # $W_Q \to A W_Q$, $W_K \to W_K A^{-1}$), and a third with the same $W_Q W_K^\top$
 # ($W_Q \to W_Q B$, $W_K \to W_K B^{-\top}$).
@@ -111,7 +119,7 @@ change_KQ = abs(balance.attention_loss(same_KQ, X_check, y_check).item() - loss_
 change_QKt = abs(balance.attention_loss(same_QKt, X_check, y_check).item() - loss_before) / loss_before
 print(f"same W_K W_Q: relative loss change {change_KQ:.2e};  same W_Q W_K^T: {change_QKt:.2e}")
 check_claim("balance.transpose", bool(change_KQ < 1e-10), expected=False,
-            why="the loss would be unchanged if it were a function of W_K W_Q (erratum E2)")
+            why="the loss would be unchanged if it were a function of W_K W_Q, as printed (erratum balance.E2)")
 assert change_QKt < 1e-13, "the loss must be a function of W_Q W_K^T"
 
 # %% [markdown]
@@ -155,8 +163,10 @@ check_claim("balance.euler-identity", residuals.abs().max().item(), expected=0.0
 #
 # $$ \frac{d}{dt}\big(\|u\|^2 - \|w\|^2\big) = -T\,\big(u^\top C_1 u - w^\top C_2 w\big), $$
 #
-# and the first is a finite-step term with coefficient $\eta$, not $T$, that vanishes in gradient flow
-# (erratum E5; the Itô derivation of the paper gives the same law without it). Note what is balanced:
+# and the first is a finite-step term with coefficient $\eta$, not $T$, that vanishes in gradient flow; the SDE
+# model of SGD, for which Eq. 108 is exact, has no such term. (The paper's footnote 7 says that a finite step is
+# handled by a modified loss of its App. B.7, which is not in our excerpt: {ref}`balance.N2 <balance-n2>`.)
+# Note what is balanced:
 # $\|u\|^2 - \|w\|^2$ decreases while $u^\top C_1 u$, the noise of $\nabla_w \ell$, exceeds
 # $w^\top C_2 w$, the noise of $\nabla_u\ell$. The fixed point is **noise balance**, not norm balance.
 #
@@ -167,7 +177,8 @@ check_claim("balance.euler-identity", residuals.abs().max().item(), expected=0.0
 #
 # $$ \frac{\lambda_{2m}}{\lambda_{1M}} \le \frac{\|u\|^2}{\|w\|^2} \le \frac{\lambda_{2M}}{\lambda_{1m}} . \tag{Eq. 7} $$
 #
-# The $\lambda$'s are evaluated at the stationary point itself, so Eq. 7 is a self-consistency condition;
+# The $\lambda$'s are evaluated at the stationary point itself, so Eq. 7 is a self-consistency condition
+# ({ref}`balance.N5 <balance-n5>`);
 # when $C_1 = c_1 I$ and $C_2 = c_2 I$ the band closes on $c_2/c_1$.
 #
 # SymPy checks steps 1, 3, the crossing of step 2 (three symbolic samples of a matrix $A$, $3\times 2$ in `default`) and
@@ -183,7 +194,9 @@ check_claim("balance.derivation", all(value == 0 for value in identities.values(
 # The crossing on the attention network: $g_K^i = (W_K^i)^\top C_1 W_K^i$ through the paper's matrices
 # (per-sample $A = \partial\ell/\partial (W_Q W_K^\top)$, one $C_1, C_2$ per layer), against
 # $\operatorname{tr}\operatorname{Cov}[\partial\ell/\partial W_Q^i]$ from per-sample gradients. These are the
-# two quantities the paper plots in Fig. 6 (erratum E3 on "Eq. 35").
+# two quantities the paper plots in Fig. 6 (its "Eq. (35)" is not in our excerpt; we read them as the two
+# terms of Eq. 108: {ref}`balance.N1 <balance-n1>`). Note the crossing: $g_K^i$ is the gradient noise of
+# $W_Q^i$.
 
 # %%
 gK_var, gQ_var = balance.g_terms(grads_check)
@@ -191,7 +204,7 @@ gK_C, gQ_C = balance.g_terms_via_C(params64, X_check, y_check)
 crossing_error = max(((gK_C - gK_var).abs() / gK_var).max().item(), ((gQ_C - gQ_var).abs() / gQ_var).max().item())
 print(f"max relative difference between the two routes: {crossing_error:.1e}")
 check_claim("balance.crossing", crossing_error, expected=0.0, atol=1e-12,
-            why="float64 round-off; the two routes are algebraically identical")
+            why="float64 round-off; two independent autograd routes (per-sample dl/dW vs dl/dM), equal only if the crossing holds")
 
 # %% [markdown]
 # ## 3. Without noise, the imbalance is conserved exactly
@@ -219,8 +232,13 @@ for lr, drift in gd_drift.items():
     print(f"GD lr={lr:g}: max_i |Delta D_i| = {drift:.2e}   (drift / lr = {drift / lr:.3f})")
 print(f"implicit midpoint h=2.5e-3: max_i |Delta D_i| = {midpoint_drift:.1e} "
       f"({midpoint['iterations'].mean():.1f} fixed-point iterations per step)")
+norm_moves = max(((midpoint["params"][f"Wk{l}"] ** 2).sum(0) - (params64[f"Wk{l}"] ** 2).sum(0)).abs().max().item()
+                 for l in (0, 1))
+print(f"control: along the same midpoint path |W_K^i|^2 alone moves by up to {norm_moves:.1e}")
+assert norm_moves > 1e-6, "the flow must move the individual norms, or conserving their difference says nothing"
 check_claim("balance.gradient-flow", midpoint_drift, expected=0.0, atol=1e-12,
-            why="the midpoint rule conserves quadratic invariants exactly; float64 round-off over a few hundred steps")
+            why="the midpoint rule keeps exactly the quadratic invariants of the flow (float64 round-off over a few "
+                "hundred steps); a quadratic that is not invariant, |W_K^i|^2 alone, moves by orders of magnitude more")
 
 # %%
 drift_slope = float(np.polyfit(np.log(gd_rates), np.log(list(gd_drift.values())), 1)[0])
@@ -300,8 +318,10 @@ assert mc_error < 30 / math.sqrt(n_mc), f"closed-form C1, C2 off by {mc_error:.1
 
 # %% [markdown]
 # Now 64 independent SGD runs per setting, started **on the minimum** at ratio 16 ($u = 2u^*$, $w = w^*/2$),
-# for 12 relaxation times of the linearised law, at several $(\eta, S)$. Two controls start at the same
-# point: exact (population) gradient descent, and SGD without label noise ($\sigma = 0$).
+# for 12 relaxation times of the linearised law, at several $(\eta, S)$. The control has no noise: exact
+# (population) gradient descent, started **off** the minimum so that its gradient does not vanish. With $T = 0$
+# the law conserves $D = \|u\|^2 - \|w\|^2$ (up to the finite-step drift of section 3), so it must land on the
+# minimum $\|u\|^2\|w\|^2 = 1$ at $a - 1/a = D$ for $a = \|u\|^2$, that is at the ratio $a^2$, not at $d_o/d$.
 
 # %%
 runs_lin = by_mode(quick=16, default=64, full=256)
@@ -329,19 +349,15 @@ for lr, batch in settings:
         "late": ratio[late].mean(), "late_se": ratio[late].mean(axis=0).std() / math.sqrt(runs_lin),
         "band": np.nanmean(band[late], axis=(0, 1)),
     }
-controls = {
-    "exact gradient": balance.linear_sgd_runs(u0, w0, M_star, sigma=sigma_lin, lr=0.01, batch_size=1,
-                                              steps=20_000, runs=1, rng=lin_rng, record_every=100,
-                                              exact_gradient=True),
-    "no label noise": balance.linear_sgd_runs(u0, w0, M_star, sigma=0.0, lr=0.01, batch_size=1, steps=20_000,
-                                              runs=4, rng=lin_rng, record_every=100),
-}
+u_off, w_off = u0 + 0.3 * lin_rng.standard_normal(d_out), w0 + 0.3 * lin_rng.standard_normal(d_in)
+control_lr = 0.01
+control = balance.linear_sgd_runs(u_off, w_off, M_star, sigma=sigma_lin, lr=control_lr, batch_size=1,
+                                  steps=20_000, runs=1, rng=lin_rng, record_every=100, exact_gradient=True)
 print(f"predicted balanced ratio d_o/d = {target_ratio}")
 for (lr, batch), r in linear.items():
     print(f"lr={lr:<6g} S={batch}  T={r['T']:.4f}  late ratio {r['late']:.4f} +- {r['late_se']:.4f}  "
           f"Eq. 7 band [{r['band'][0]:.3f}, {r['band'][1]:.3f}]  steps to 10%: {r['hit']:>6}  law (ODE): {r['ode']:.0f}")
-for name, (_, ratio, _) in controls.items():
-    print(f"control {name}: ratio {ratio[0].mean():.4f} -> {ratio[-1].mean():.4f}")
+print(f"control, exact gradient from off the minimum: ratio {control[1][0, 0]:.4f} -> {control[1][-1, 0]:.4f}")
 
 # %% [markdown]
 # Eq. 7, checked as a time average: over the last third of every run the mean ratio must lie in the
@@ -354,8 +370,9 @@ check_claim("balance.eq7-band", in_band, expected=1.0, atol=0,
             why="every setting; the band is wide relative to the standard error of the late mean")
 worst_ratio_error = max(abs(r["late"] / target_ratio - 1) for r in linear.values())
 print(f"largest relative deviation of the late ratio from d_o/d: {worst_ratio_error:.3f}")
-check_claim("balance.balanced-quantity", worst_ratio_error, expected=0.0, atol=0.05,
-            why="the fixed point shifts by O(lr S) through the finite-step term (erratum E5); 5 % covers S <= 4, lr <= 0.02")
+check_claim("balance.linear-ratio", worst_ratio_error, expected=0.0, atol=0.05,
+            why="the fixed point shifts by O(lr S) through the finite-step term (note balance.N2); 5 % covers "
+                "S <= 4, lr <= 0.02; norm balance (ratio 1) would be off by 300 %")
 
 # %% [markdown]
 # The rate. Per step the law relaxes at $\eta\gamma \propto \eta^2/S$: the steps to come within 10 % of $d_o/d$
@@ -376,17 +393,35 @@ assert abs(1 - hit_over_ode[largest_T]) > abs(1 - hit_over_ode[smallest_T]), "th
 check_claim("balance.ode-time", hit_over_ode[smallest_T], expected=1.0, rtol=0.2,
             why="the on-manifold ODE neglects off-minimum fluctuations, which speed SGD up at finite T (an independent prototype saw 4-20 %)")
 
-# %%
-control_moves = max(abs(ratio[-1].mean() / ratio[0].mean() - 1) for _, ratio, _ in controls.values())
-check_claim("balance.controls", control_moves, expected=0.0, atol=1e-12,
-            why="started on the minimum: without noise every gradient vanishes exactly; float64")
+# %% [markdown]
+# The control: where does exact gradient descent land? The law at $T = 0$ says at the ratio fixed by the
+# conserved $D$. Gradient descent drifts $D$ by $\eta^2\sum_k(\|g_u\|^2 - \|g_w\|^2)$, at most about
+# $\eta\,(L_0 - L_\infty)$ by the descent lemma, with $L_0 = \|u w^\top - M^*\|_F^2$ the excess loss at the start; we
+# allow twice that.
 
-# %% mystnb={"figure": {"caption": "SGD balances a linear model where the law can be computed exactly. Left: the mean ratio |u|^2/|w|^2 of the runs falls from 16 to d_o/d = 0.25 (dotted), not to 1; the controls without noise stay at 16. Right: steps to come within 10 % of 0.25 against batch/lr^2 (dots) follow the law's ODE (line) up to a finite-T speed-up at the largest T.", "name": "fig-balance-linear"}}
+# %%
+def ratio_on_minimum(D):
+    """|u|^2 / |w|^2 on the minimum |u|^2 |w|^2 = 1 where |u|^2 - |w|^2 = D."""
+    a = (D + math.sqrt(D**2 + 4)) / 2
+    return a**2
+
+
+D_off = u_off @ u_off - w_off @ w_off
+drift_allowance = 2 * control_lr * np.sum((np.outer(u_off, w_off) - M_star) ** 2)
+control_ratio = control[1][-1, 0]
+assert abs(control[1][-2, 0] / control_ratio - 1) < 1e-9, "gradient descent must have converged"
+print(f"exact GD ends at ratio {control_ratio:.4f}; conservation of D = {D_off:.3f} predicts "
+      f"{ratio_on_minimum(D_off):.4f} (allowed: D within +-{drift_allowance:.3f}); SGD balances at {target_ratio}")
+check_claim("balance.controls", control_ratio, lower=ratio_on_minimum(D_off - drift_allowance),
+            upper=ratio_on_minimum(D_off + drift_allowance),
+            why="D is conserved by the flow; GD's finite-step drift is below lr (L_0 - L_end) / (1 - lr beta / 2), "
+                "allowed twice; landing at d_o/d or at 1 would fail")
+
+# %% mystnb={"figure": {"caption": "SGD balances a linear model where the law can be computed exactly. Left: the mean ratio |u|^2/|w|^2 of the runs falls from 16 to d_o/d = 0.25 (dotted), not to 1; the control without noise (exact gradient descent, started off the minimum; dashed) settles where its conserved |u|^2 - |w|^2 puts it, far above. Right: steps to come within 10 % of 0.25 against batch/lr^2 (dots) follow the law's ODE (line) up to a finite-T speed-up at the largest T.", "name": "fig-balance-linear"}}
 fig, (ax_r, ax_t) = figure(1, 2)
 for (lr, batch), r in linear.items():
     ax_r.semilogy(r["times"] * lr * r["T"], r["mean"], label=f"lr {lr:g}, S {batch}")
-for name, (times, ratio, _) in controls.items():
-    ax_r.semilogy(times * 0.01 * 0.01, ratio.mean(axis=1), ls="--", label=f"control: {name}")
+ax_r.semilogy(control[0] * control_lr * 0.01, control[1][:, 0], "k--", label="control: exact gradient")
 ax_r.axhline(target_ratio, color="k", ls=":", label="d_o/d (Eq. 7)")
 ax_r.axhline(1.0, color="grey", lw=0.8)
 ax_r.set(xlabel="T x t = lr T x steps", ylabel="mean |u|^2 / |w|^2")
@@ -399,20 +434,21 @@ ax_t.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 ax_t.legend();
 
 # %% [markdown]
-# What we saw: every setting settles at $d_o/d = 0.25$ inside the band of Eq. 7, the controls do not move,
-# and the time to balance follows $S/\eta^2$. At the largest temperature SGD balances faster than the
+# What we saw: every setting settles at $d_o/d = 0.25$ inside the band of Eq. 7, the noiseless control lands
+# where the conservation of $D$ puts it, and the time to balance follows $S/\eta^2$. At the largest temperature SGD balances faster than the
 # on-manifold ODE (about 30 % at $T = 0.02$, a few % at $T \le 0.005$): the noise also pushes the weights off
 # the minimum, where $C_1$ gains the $(d+1)\Delta\Delta^\top$ term. The late ratio sits slightly above 0.25,
 # and in `default` the offset grows with the batch size at fixed $\eta$ (0.2512, 0.2526, 0.2533 for
 # $S = 1, 2, 4$ at $\eta = 0.01$) while $\eta = 0.005, S = 1$ matches $\eta = 0.01, S = 1$: it tracks $\eta/T = S$,
-# as the finite-step term of step 4 (coefficient $\eta$, not $T$) predicts (erratum E5).
+# as the finite-step term of step 4 (coefficient $\eta$, not $T$) predicts ({ref}`balance.N2 <balance-n2>`).
 #
 # ## 5. The attention experiment of App. B.11 (Fig. 6)
 #
 # Online SGD with $\eta = 4\times 10^{-3}$ on fresh batches. At the paper's batch $S = 200$ ($T = 2\times10^{-5}$)
 # the balancing takes of the order of $10^5$ to $10^6$ steps (extrapolated from shorter runs at higher
 # temperature, not measured), far beyond a book build, so
-# `default` runs at the higher temperature $S = 20$ ($T = 2\times 10^{-4}$); `full` runs the paper's $S = 200$.
+# `default` runs at the higher temperature $S = 20$ ($T = 2\times 10^{-4}$); `full` runs the paper's $S = 200$ for
+# $4\times10^5$ steps (about 73 minutes of SGD steps at 11 ms a step on two CPU cores; not run for this book).
 # Each step uses two half batches $a, b$; since $\|\hat g\|^2 = \hat g_a\cdot\hat g_b + \|\hat g_a - \hat g_b\|^2/4$,
 # the exact $\Delta D_i$ splits into a finite-step part and a noise part, whose expectation is the law's
 # $-\eta T(g_K^i - g_Q^i)$. At checkpoints $g_K^i, g_Q^i$ are estimated from fresh per-sample gradients;
@@ -437,34 +473,47 @@ print("mean |log(g_K/g_Q)| at the checkpoints:", np.round(np.abs(log_gap).mean(a
 
 # %% [markdown]
 # The law's drift against the measured one, pair by pair, from the first checkpoint on (the first interval
-# is a fast transient that the checkpoint spacing cannot resolve). First the direction, then the size.
+# is a fast transient that the checkpoint spacing cannot resolve). First the direction: the pairs whose $D_i$
+# the law says should fall fastest must be those that fall fastest. A sign count is too weak a test here (most
+# predicted drifts are negative, so chance would agree often); we use the rank correlation of predicted and
+# measured $\Delta D_i$ over the 12 pairs, with a permutation test. Then the size.
 
 # %%
 predicted, measured, noise_part = balance.law_prediction(attention_run, lr=sgd_lr, batch_size=sgd_batch)
-same_sign = float(np.mean(np.sign(predicted) == np.sign(measured)))
+same_sign = int(np.sum(np.sign(predicted) == np.sign(measured)))
+rho, p_value = balance.rank_agreement(predicted, measured, rng=rng(3))
 print("law's Delta D_i:\n", np.round(predicted, 3), "\nmeasured Delta D_i:\n", np.round(measured, 3),
       "\nof which the noise part:\n", np.round(noise_part, 3))
-check_claim("balance.b11-sign", same_sign, lower=0.75,
-            why="pairs close to noise balance have predicted drifts below the noise of the g estimates; 9 of 12 must agree")
+print(f"same sign in {same_sign} of 12 pairs; rank correlation {rho:.2f}, permutation p-value {p_value:.1e}")
+check_claim("balance.b11-sign", p_value, upper=0.01,
+            why="one-sided permutation test of Spearman's rho over the 12 pairs: false-pass rate at most 1 % "
+                "if the measured drifts were unrelated to the law's")
 rate_ratio = measured.sum() / predicted.sum()
 print(f"measured / predicted total drift: {rate_ratio:.2f}")
 check_claim("balance.b11-rate", rate_ratio, lower=1 / 1.5, upper=1.5,
-            why="heavy-tailed per-sample gradients: finite-sample g estimates are typically low by up to x1.5 (measured on 1000-sample chunks in a prototype)")
+            why="heavy-tailed per-sample gradients: finite-sample g estimates are typically low by up to x1.5 "
+                "(measured on 1000-sample chunks in a prototype); a factor 2 in T (e.g. a loss with 1/2) would fail")
 
 # %% [markdown]
-# Fig. 6's claim: the two noise terms of every pair approach each other, and overlap at the end.
+# Fig. 6's claim: "as the training proceeds, the two quantities become closer and ultimately overlap within an
+# acceptable range of uncertainty". The paper gives neither its number of steps nor its uncertainty range; we read
+# "overlap" as every pair within a factor 2 over the last three checkpoints ({ref}`balance.N7 <balance-n7>`). Both
+# halves are claims about batch 200, so they are checked only in `full`; at batch 20 the approach is the book's
+# own result.
 
 # %%
 start_gap = np.abs(log_gap[0]).mean()
 end_gap = np.abs(log_gap[-3:]).mean()
 within_2 = float(np.mean(np.abs(log_gap[-3:].mean(axis=0)) < math.log(2)))
-print(f"mean |log(g_K/g_Q)|: {start_gap:.2f} at the start, {end_gap:.2f} over the last 3 checkpoints; "
+print(f"S = {sgd_batch}: mean |log(g_K/g_Q)| {start_gap:.2f} at the start, {end_gap:.2f} over the last 3 checkpoints; "
       f"pairs within a factor 2 at the end: {within_2:.2f}")
-check_claim("balance.fig6-approach", end_gap / start_gap, upper=0.8,
-            why="a 20 % shrink of the mean log gap is well outside the checkpoint-to-checkpoint scatter (~0.1-0.3 in log)")
 print("log(g_K/g_Q) per pair over the last 3 checkpoints:\n", np.round(log_gap[-3:].mean(axis=0), 2))
-check_claim("balance.fig6-overlap", end_gap, lower=math.log(2),
-            why="what we measured at this budget: the typical pair is still more than a factor 2 apart, not an overlap")
+approach_claim = "balance.fig6-approach" if mode() == "full" else "balance.fig6-approach-batch20"
+check_claim(approach_claim, end_gap / start_gap, upper=0.8,
+            why="a 20 % shrink of the mean log gap is well outside the checkpoint-to-checkpoint scatter (~0.1-0.3 in log)")
+if mode() == "full":
+    check_claim("balance.fig6-overlap", within_2, expected=1.0, atol=0,
+                why="every one of the 12 pairs within a factor 2, wider than the chunk standard errors (note balance.N7)")
 
 # %% mystnb={"figure": {"caption": "App. B.11 / Fig. 6 at higher temperature (batch 20 in default mode): the two noise terms of each of the 12 query/key column pairs (g_K solid, g_Q dashed, same colour for one pair; band: standard error over chunks of samples). The gaps shrink from the start; in layer 2 they close to within a factor 2, in layer 1 they do not. Right: the imbalances D_i; in layer 1, where g_K stays above g_Q, every D_i keeps falling, as the law says.", "name": "fig-balance-attention"}}
 fig, axes = figure(1, 3, width=12.6)
@@ -491,30 +540,42 @@ axes[2].legend();
 
 # %% [markdown]
 # What we saw: the law holds where it can be measured. The $D_i$ move in the direction of
-# $g_Q^i - g_K^i$ (the exceptions are pairs near noise balance, whose predicted drift is within the noise of
-# the estimates) and, summed over the pairs, at the predicted rate: the measured drift is somewhat larger than
+# $g_Q^i - g_K^i$ and in the order the law predicts (the rank test above; the sign disagreements are pairs near
+# noise balance, whose predicted drift is within the noise of the estimates) and, summed over the pairs, at the
+# predicted rate: the measured drift is somewhat larger than
 # the prediction, as expected from checkpoint estimates of heavy-tailed variances, which are typically low
 # (the largest per-sample gradients carry a large share of the variance and are mostly missed by a
-# finite sample). The noise terms approach each other, but at this temperature and length they do not
-# overlap everywhere: in the `default` run the six pairs of layer 2 end within a factor 2 of noise balance,
-# while in layer 1 $g_K^i$ stays 3 to 17 times $g_Q^i$, its $D_i$ still falling steadily as the loss keeps
-# falling and the balance point keeps moving. The paper gives neither its number of steps nor its uncertainty bands, so whether Fig. 6's
-# overlap needs $10^5$ or $10^6$ steps at $S = 200$ is left to `full`
-# (400 000 steps at 15-35 ms per step on two CPU cores plus the larger linear and gradient-flow runs: an
-# estimated 3-5 hours; not run for this book).
+# finite sample). At this temperature the noise terms approach each other but do not yet overlap everywhere:
+# in the `default` run the six pairs of layer 2 end within a factor 2 of noise balance,
+# while in layer 1 $g_K^i$ stays several times $g_Q^i$, its $D_i$ still falling steadily as the loss keeps
+# falling and the balance point keeps moving. None of this decides Fig. 6, which is a statement about batch
+# 200: both its approach and its overlap are open in the ledger, and the run that would decide them is `full`
+# (400 000 steps at the paper's batch, about 73 minutes of SGD steps at 11 ms a step on two CPU cores, plus
+# the larger runs of the other sections; not run for this book). Even that run is one seed, and the paper
+# gives neither its number of steps nor its uncertainty range.
 #
-# ## 6. Errata and ambiguities
+# ## 6. Errata and notes
 #
 # Each is registered and listed on the errata page.
 #
-# - **E1, the count.** "5 independent rescaling symmetries" per layer: there are 6 (one per column of
-#   $W_K, W_Q \in\mathbb R^{6\times6}$), 12 in the network, and they are the diagonal of a $GL(6)$ symmetry.
-# - **E2, the transpose.** Eq. 114 writes $\ell(W_K W_Q)$; the network sees $W_Q W_K^\top$.
-# - **E3, "Eq. 35".** Not in the excerpt; read as the two terms of Eq. 108 (variance and $C$ forms agree).
-# - **E4, what is balanced.** Noise, not norms: the linear model balances at $\|u\|^2/\|w\|^2 = d_o/d$.
-# - **E5, $T$ and the finite step.** $T = \eta/S$ and $t = \eta\times$steps; the discrete law is exact per step
-#   and its finite-step term scales with $\eta$, not $T$. Which version of the paper the appendix excerpt comes
-#   from (its equation numbers) is not established.
+# - {ref}`balance.E1 <balance-e1>`, **the count.** "5 independent rescaling symmetries" per layer: there are 6
+#   (one per column of $W_K, W_Q \in\mathbb R^{6\times6}$, as the paper's own "$i \in [6]$" says), 12 in the
+#   network, and they are the diagonal of a $GL(6)$ symmetry.
+# - {ref}`balance.E2 <balance-e2>`, **the transpose.** Eq. 114 writes $\ell(W_K W_Q)$, but its right-hand side is
+#   $W_K W_Q^\top$; the network sees $W_Q W_K^\top$.
+# - {ref}`balance.N1 <balance-n1>`, **"Eq. (35)".** Not in the excerpt; read as the two terms of Eq. 108
+#   (variance and $C$ forms agree), with $g_K^i$ the gradient noise of $W_Q^i$.
+# - {ref}`balance.N2 <balance-n2>`, **the finite step.** The modified loss of App. B.7 is not in the excerpt;
+#   the discrete law is exact per step and its finite-step term scales with $\eta$, not $T$.
+# - {ref}`balance.N3 <balance-n3>`, **$T$ and $t$.** Not defined in the excerpt; read as $T = \eta/S$ and
+#   $t = \eta\times$steps.
+# - {ref}`balance.N4 <balance-n4>`, **what is balanced.** Noise, not norms: the linear model balances at
+#   $\|u\|^2/\|w\|^2 = d_o/d$; one balance condition per column pair, 12 in the network.
+# - {ref}`balance.N5 <balance-n5>`, **Eq. 7's eigenvalues.** Evaluated at the stationary point itself: a
+#   self-consistency condition, void above when $C_1$ is singular.
+# - {ref}`balance.N6 <balance-n6>`, **the B.11 setup.** The query's label, $w^*$ per sequence or fixed, the noise
+#   level and the architecture's details are left open; section 1 lists our choices.
+# - {ref}`balance.N7 <balance-n7>`, **"overlap".** No uncertainty range and no number of steps are given.
 #
 # ## Exercises
 #
@@ -540,7 +601,8 @@ axes[2].legend();
 # ```{solution} balance-ex-scalar
 # :class: dropdown
 # Here $A$ is a scalar, $C_1 = C_2 = C_0$, so $\dot D = -T C_0 (u^2 - w^2) = -T C_0 D$: $|D|$ decays
-# exponentially and the stationary ratio is 1. Norm balance is special to $C_1 = C_2$ (compare E4).
+# exponentially and the stationary ratio is 1. Norm balance is special to $C_1 = C_2$ (compare
+# {ref}`balance.N4 <balance-n4>`).
 # ```
 #
 # ```{exercise}

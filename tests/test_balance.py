@@ -252,3 +252,39 @@ def test_sympy_identities_all_vanish():
     assert all(value == 0 for value in balance.sympy_identities().values())
     with pytest.raises(ValueError, match="n_samples"):
         balance.sympy_identities(n_samples=1)
+
+
+# --- the pair-by-pair test of the law ---------------------------------------------------------------------
+
+
+def test_rank_agreement_ordered_and_reversed():
+    x = np.arange(12.0)
+    rho, p = balance.rank_agreement(x, 3 * x + 1, rng=rng(0), permutations=5_000)
+    assert rho == pytest.approx(1.0) and p < 2e-3
+    rho, p = balance.rank_agreement(x, -x, rng=rng(0), permutations=5_000)
+    assert rho == pytest.approx(-1.0) and p == pytest.approx(1.0)
+
+
+def test_rank_agreement_false_pass_rate_is_at_most_alpha():
+    # unrelated values: the p-value must fall below 0.05 in about 5 % of draws, not more
+    r = rng(11)
+    p_values = np.array([balance.rank_agreement(r.standard_normal(12), r.standard_normal(12), rng=r,
+                                                permutations=1_000)[1] for _ in range(400)])
+    assert np.mean(p_values <= 0.05) < 0.05 + 3 * math.sqrt(0.05 * 0.95 / 400)
+
+
+@pytest.mark.parametrize("x, y, kwargs, match", [
+    (np.ones(4), np.ones(5), {}, "same number"),
+    (np.ones(2), np.ones(2), {}, "same number"),
+    (np.array([1.0, np.nan, 2.0]), np.ones(3), {}, "finite"),
+    (np.arange(3.0), np.ones(3), {}, "constant"),
+    (np.arange(3.0), np.arange(3.0), {"permutations": 0}, "permutations"),
+])
+def test_rank_agreement_bad_input(x, y, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        balance.rank_agreement(x, y, rng=rng(0), **kwargs)
+
+
+def test_rank_agreement_needs_a_generator():
+    with pytest.raises(ValueError, match="rng"):
+        balance.rank_agreement(np.arange(3.0), np.arange(3.0), rng=0)

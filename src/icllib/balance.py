@@ -440,6 +440,35 @@ def law_prediction(run, *, lr, batch_size, skip=1):
     return predicted, measured, run["dD_noise"][first:last].sum(0)
 
 
+def rank_agreement(predicted, measured, *, rng, permutations=100_000):
+    """Spearman's rank correlation of ``predicted`` with ``measured`` and its one-sided permutation p-value.
+
+    Used to test the law pair by pair (chapter section 5): do the column pairs whose ``D_i`` the law says
+    should fall fastest actually fall fastest? Under the null that the measured changes are unrelated to the
+    prediction (every pairing of the two equally likely), ``P(p_value <= alpha) <= alpha``. The p-value is
+    ``(1 + #{permutations with rho >= observed}) / (1 + permutations)``, so it is never below
+    ``1 / (1 + permutations)``. Returns ``(rho, p_value)``.
+    """
+    from scipy.stats import rankdata
+
+    x, y = (np.asarray(a, dtype=float).ravel() for a in (predicted, measured))
+    if x.size != y.size or x.size < 3:
+        raise ValueError(f"predicted and measured must hold the same number (>= 3) of values, got {x.size} and {y.size}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("predicted and measured must be finite")
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    permutations = positive_int("permutations", permutations)
+    rank_x, rank_y = (rankdata(a) - (a.size + 1) / 2 for a in (x, y))
+    norm = math.sqrt((rank_x**2).sum() * (rank_y**2).sum())
+    if norm == 0:
+        raise ValueError("predicted and measured must not be constant")
+    rho = float(rank_x @ rank_y / norm)
+    shuffled = rng.permuted(np.tile(rank_x, (permutations, 1)), axis=1)
+    null = shuffled @ rank_y / norm
+    return rho, float((1 + np.sum(null >= rho - 1e-12)) / (1 + permutations))
+
+
 # ---------------------------------------------------------------------------------------------------
 # 5. A width-one two-layer linear network: C1, C2 in closed form, Eq. 7 exactly
 # ---------------------------------------------------------------------------------------------------
