@@ -31,6 +31,11 @@ def test_activation_shapes_and_parameter_count():
     assert states["T"].shape == (5, 2 * N + 1, 2 * N + 1) and states["Q"].shape == (5, 2 * N + 1, 2 * N + 1)
     assert states["U"].shape == (5, 2 * N + 1, 4 * D) and states["V"].shape == (5, 2 * N + 1, 8 * D)
     assert states["z"].shape == (5, D)
+    assert states["S"].shape == states["P"].shape == (5, 2 * N + 1, 2 * N + 1)
+    W1, W2, _ = _random_weights(D, torch_generator(1), 0.1)
+    assert torch.allclose(states["S"], X @ W1 @ X.transpose(-1, -2))
+    assert torch.allclose(states["P"], states["U"] @ W2 @ states["U"].transpose(-1, -2))
+    assert torch.equal(states["T"], ih.causal_softmax(states["S"]))
     assert ih.parameter_count(D) == 28 * D * D and ih.parameter_count(16) == 7168
     assert len(ih.PSEUDO_PARAMETERS) == 19
 
@@ -248,6 +253,10 @@ def test_standard_transformer_shapes_mask_and_training_step():
     A = model.previous_position_attention()
     assert A.shape == (32, 32) and torch.all(A.triu(1) == 0)
     assert torch.allclose(A.sum(-1), torch.ones(32))
+    streams = model.residual_streams(tokens, positions)
+    assert len(streams) == 3 and all(h.shape == (5, 17, 8) for h in streams)
+    assert torch.equal(streams[0], model.E[tokens] + model.P[positions])
+    assert torch.equal(streams[-1][:, -1] @ model.W_out.T, model(tokens, positions))
     trained, losses = ih.train_standard(8, steps=3, batch=4, generator=torch_generator(23))
     assert losses.shape == (3,) and np.all(np.isfinite(losses))
     assert 0.0 <= ih.standard_accuracy(trained, 16, generator=torch_generator(24)) <= 1.0
