@@ -190,7 +190,8 @@ def causal_softmax(S: torch.Tensor, *, strict: bool = True) -> torch.Tensor:
 
 def disentangled_states(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor, *,
                         strict: bool = True) -> dict[str, torch.Tensor]:
-    """Every activation of Eq. 1 (App. B.2 names): ``T``, ``U = H_1``, ``Q``, ``V = H_2`` and the read-out ``z``.
+    """Every activation of Eq. 1 (App. A.4 names): the scores ``S`` and ``P``, the attention ``T = sigma(S)`` and
+    ``Q = sigma(P)``, ``U = H_1``, ``V = H_2`` and the read-out ``z``.
 
     ``X`` is ``(..., 2N+1, 2D)``; ``W1`` is ``2D x 2D``, ``W2`` is ``4D x 4D``, ``W3`` is ``8D x D``; ``U`` is
     ``(..., 2N+1, 4D)``, ``V`` is ``(..., 2N+1, 8D)``. Only the query row ``2N+1`` is read out (Sec. 3.2), so
@@ -202,11 +203,14 @@ def disentangled_states(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3:
     for name, W, shape in (("W1", W1, (2 * D, 2 * D)), ("W2", W2, (4 * D, 4 * D)), ("W3", W3, (8 * D, D))):
         if not isinstance(W, torch.Tensor) or tuple(W.shape) != shape:
             raise ValueError(f"{name} must be a tensor of shape {shape}, got {getattr(W, 'shape', W)!r}")
-    T = causal_softmax(X @ W1 @ X.transpose(-1, -2), strict=strict)
+    S = X @ W1 @ X.transpose(-1, -2)
+    T = causal_softmax(S, strict=strict)
     U = torch.cat([X, T @ X], dim=-1)                     # H_1 = [X | sigma(X W1 X^T) X]
-    Q = causal_softmax(U @ W2 @ U.transpose(-1, -2), strict=strict)
+    P = U @ W2 @ U.transpose(-1, -2)
+    Q = causal_softmax(P, strict=strict)
     V = torch.cat([U, Q @ U], dim=-1)                     # H_2 = [H_1 | sigma(H_1 W2 H_1^T) H_1]
-    return {"T": T, "U": U, "Q": Q, "V": V, "z": V[..., -1, :] @ W3}  # z = (H_2 W3) at the query row
+    # z = (H_2 W3) at the query row
+    return {"S": S, "T": T, "U": U, "P": P, "Q": Q, "V": V, "z": V[..., -1, :] @ W3}
 
 
 def disentangled_forward(X: torch.Tensor, W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor, *,
@@ -992,12 +996,19 @@ class StandardTransformer(torch.nn.Module):
         scores = (h @ self.W_Q[layer].T) @ (h @ self.W_K[layer].T).transpose(-1, -2) / math.sqrt(self.D)
         return causal_softmax(scores, strict=False)
 
-    def forward(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Logits of the last position, ``(batch, vocab)``."""
+    def residual_streams(self, tokens: torch.Tensor, positions: torch.Tensor) -> list[torch.Tensor]:
+        """The residual stream ``(batch, n, D)`` of every token before layer 1, after layer 1 and after layer 2
+        (the vectors whose span Sec. 2.2 describes)."""
         h = self.E[tokens] + self.P[positions]
+        streams = [h]
         for layer in range(2):
             h = h + self.attention(layer, h) @ h @ self.W_V[layer].T @ self.W_O[layer].T
-        return h[:, -1] @ self.W_out.T
+            streams.append(h)
+        return streams
+
+    def forward(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Logits of the last position, ``(batch, vocab)``."""
+        return self.residual_streams(tokens, positions)[-1][:, -1] @ self.W_out.T
 
     def previous_position_attention(self) -> torch.Tensor:
         """Layer-1 attention between positions alone, ``softmax_j<=i(p_i W_Q^T W_K p_j^T / sqrt(D))``: row ``i`` is
