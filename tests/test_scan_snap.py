@@ -423,6 +423,38 @@ def test_class_counts_theta_and_every_class():
     assert np.all(totals >= 80) and totals.mean() > 80
 
 
+
+def test_class_count_sigma_is_the_residual_ratio_of_corollary1():
+    M, eta = 200, 0.5
+    np.testing.assert_allclose(ss.class_count_sigma(np.array([50, 50]), M, eta), 0.0, atol=1e-15)
+    counts = np.array([[40, 60]])
+    sigma = ss.class_count_sigma(counts, M, eta)
+    # Direct evaluation: e_n - alpha_n = (M-1)/((M-1) + exp(M h(N_n))) zeta_n (Lemma 5, Eq. 71).
+    residual = lambda s: 1.0 / ((M - 1) + np.exp(M * ss.decoder_clock_h(s, M, eta)))
+    np.testing.assert_allclose(sigma, [[residual(40) / residual(50) - 1, residual(60) / residual(50) - 1]],
+                               rtol=1e-10)
+    assert sigma[0, 0] > 0 > sigma[0, 1]  # fewer steps leave a larger residual
+    with pytest.raises(ValueError, match="counts"):
+        ss.class_count_sigma(np.array([0, 0]), M, eta)
+
+
+def test_one_sided_binomial_thresholds():
+    from scipy.stats import binom
+
+    for delta, n in ((0.05, 200), (0.1, 1000), (0.5, 2000)):
+        ceiling, floor = ss.one_sided_ceiling(delta, n), ss.one_sided_floor(delta, n)
+        k, j = round(ceiling * n), round(floor * n)
+        assert binom.cdf(k, n, delta) <= 0.01 < binom.cdf(k + 1, n, delta)  # largest passing count
+        assert binom.sf(j - 1, n, delta) <= 0.01 < binom.sf(j - 2, n, delta)  # smallest refuting count
+        assert ceiling < delta < floor
+    with pytest.raises(ValueError, match="cannot test"):
+        ss.one_sided_ceiling(0.01, 10)
+    for call, name in ((lambda: ss.one_sided_ceiling(1.0, 100), "delta"),
+                       (lambda: ss.one_sided_floor(0.1, 0), "n"),
+                       (lambda: ss.one_sided_floor(0.1, 100, false_pass=0.6), "false_pass")):
+        with pytest.raises(ValueError, match=name):
+            call()
+
 def test_e_prime_algebra_on_random_and_two_class_matrices():
     E = ss.random_overlap_matrices(4, 200, generator=rng(3))
     assert np.allclose(E, E.transpose(0, 2, 1)) and np.all(np.diagonal(E, axis1=1, axis2=2) == 0) and np.all(E >= 0)

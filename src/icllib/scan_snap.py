@@ -28,6 +28,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.special import wrightomega
+from scipy.stats import binom
 
 from icllib.validation import positive_int, positive_number
 
@@ -124,7 +125,7 @@ def _authors_layout(num_last: int, next_per_last: int, name: str) -> SequenceCla
 def syn_small() -> SequenceClasses:
     """Syn-Small (Sec. 8, Fig. 4): K = 2 classes, tokens 0-9 common, 10-19 and 20-29 distinct, each class
     with its own query token (30, 31) and next token (32, 33): M = 34 (the paper's "M = 30" counts only the
-    contextual tokens, erratum E20)."""
+    contextual tokens; note scan_snap.N8)."""
     return _authors_layout(2, 1, "Syn-Small")
 
 
@@ -231,6 +232,43 @@ def hoeffding_radius(n, delta: float):
     return float(radius) if n_array.ndim == 0 else radius
 
 
+
+def _binomial_arguments(delta: float, n: int, false_pass: float) -> tuple[float, int, float]:
+    delta = positive_number("delta", delta)
+    if delta >= 1:
+        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+    false_pass = positive_number("false_pass", false_pass)
+    if false_pass >= 0.5:
+        raise ValueError(f"false_pass must lie in (0, 0.5), got {false_pass!r}")
+    return delta, positive_int("n", n), false_pass
+
+
+def one_sided_ceiling(delta: float, n: int, *, false_pass: float = 0.01) -> float:
+    """The largest violation frequency over ``n`` independent trials that still supports "P(violation) <= delta"
+    at the given false-pass rate: k/n for the largest k with P(Binomial(n, delta) <= k) <= false_pass. A claim whose
+    true violation rate is delta or more then passes with probability at most ``false_pass`` (exact binomial).
+    Used for the probabilistic bounds of Lemmas 10-12 and 18, Remark 4 and Corollary 1."""
+    delta, n, false_pass = _binomial_arguments(delta, n, false_pass)
+    k = int(binom.ppf(false_pass, n, delta))
+    while k >= 0 and binom.cdf(k, n, delta) > false_pass:
+        k -= 1
+    if k < 0:
+        raise ValueError(f"n = {n} trials cannot test delta = {delta} at false-pass rate {false_pass}")
+    return k / n
+
+
+def one_sided_floor(delta: float, n: int, *, false_pass: float = 0.01) -> float:
+    """The smallest violation frequency over ``n`` independent trials that refutes "P(violation) <= delta" at the
+    given false-pass rate: k/n for the smallest k with P(Binomial(n, delta) >= k) <= false_pass (exact binomial).
+    Used to show that a printed bound fails (erratum scan_snap.E30)."""
+    delta, n, false_pass = _binomial_arguments(delta, n, false_pass)
+    k = int(binom.isf(false_pass, n, delta))
+    while binom.sf(k - 1, n, delta) > false_pass:
+        k += 1
+    while k > 0 and binom.sf(k - 2, n, delta) <= false_pass:
+        k -= 1
+    return k / n
+
 # ---------------------------------------------------------------------------------------------------------
 # The Y/Z model (Eq. 15) and Lemma 1
 
@@ -275,7 +313,7 @@ def lemma1_gradient_counts(spec: SequenceClasses, Y, Z, classes, counts):
     """Batch-mean objective J and its gradients (dJ/dY, dJ/dZ) from count vectors (Lemma 1, Eq. 3-4).
 
     With v = X^T b_T = counts * exp(z_m) / (counts^T exp(z_m)) and f = v / ||v||, the exact identity
-    X^T diag(b_T) X = diag(v) (rows of X are one-hot; erratum E25) turns Eq. 4 into
+    X^T diag(b_T) X = diag(v) (rows of X are one-hot; note scan_snap.N1) turns Eq. 4 into
     dJ/dz_m = f * (g - (f^T g) f), g = Y (e_n - alpha); and dJ/dY = f (e_n - alpha)^T (Eq. 3).
     """
     _check_YZ(spec, Y, Z)
@@ -516,7 +554,7 @@ def decoder_clock_h(s, M: int, eta_Y: float):
 
 def speed_control_gamma(t, K: int, M: int, eta_Y: float, *, discrete: bool = False):
     """gamma(t) = (M-1)^2 h / ((M-1) + exp(M h)) at h = h(t/K) (or h(ceil(t/K)) with ``discrete``; Eq. 85,
-    erratum E27)."""
+    note scan_snap.N5)."""
     K = positive_int("K", K)
     t = np.asarray(t, dtype=np.float64)
     s = np.ceil(t / K) if discrete else t / K
@@ -642,13 +680,34 @@ def class_count_theta(counts, M: int, eta_Y: float, *, discrete: bool = False) -
     return decoder_clock_h(counts, M, eta_Y) / decoder_clock_h(N_bar, M, eta_Y) - 1.0
 
 
+def class_count_sigma(counts, M: int, eta_Y: float) -> np.ndarray:
+    """sigma_n of Corollary 1 (Eq. 71) from the class counts N_n of N steps: with g(s) = 1/((M-1) + exp(M h(s))),
+    the continuous clock h of Eq. 45 and N_bar = ceil(N/K), 1 + sigma_n = g(N_n) / g(N_bar), so that
+    e_n - alpha_n = (M-1) g(N_bar) (1 + sigma_n) zeta_n. ``counts`` is (..., K).
+
+    exp(M h) is taken from Eq. 45, exp(M h) = M eta_Y s + 1 - (M-1) M h, which does not overflow.
+    """
+    counts = np.asarray(counts)
+    if counts.ndim < 1 or counts.dtype.kind not in "iu" or np.any(counts < 0) or np.any(counts.sum(axis=-1) < 1):
+        raise ValueError("counts must be non-negative integer class counts (..., K) with a positive total")
+    M = positive_int("M", M, minimum=2)
+    eta_Y = positive_number("eta_Y", eta_Y)
+    N_bar = -(-counts.sum(axis=-1, keepdims=True) // counts.shape[-1])  # ceil(N / K)
+
+    def denominator(s):
+        s = np.asarray(s, dtype=np.float64)
+        return (M - 1) + M * eta_Y * s + 1.0 - (M - 1) * M * decoder_clock_h(s, M, eta_Y)
+
+    return denominator(N_bar) / denominator(counts) - 1.0
+
+
 # ---------------------------------------------------------------------------------------------------------
 # 4. Theorem 1: the structure of the back-propagated gradient
 
 
 def e_prime(E) -> np.ndarray:
     """E' = I - (I + E)^{-1} for one (K, K) matrix or a stack (..., K, K) (App. D.1 as Lemma 14 and the
-    proofs use it; the printed definition at line 500 is garbled)."""
+    proofs use it; the definition printed at line 500 is not this, erratum scan_snap.E4)."""
     E = np.asarray(E, dtype=np.float64)
     if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.all(np.isfinite(E)):
         raise ValueError(f"E must be a finite (..., K, K) array, got shape {E.shape}")
@@ -819,7 +878,7 @@ def population_zdot(P, z, *, gamma: float, eta_Z: float, class_weight: float = 1
 
     dz/dt = eta_Z gamma w sum_n diag(f_n) sum_{n' != n} beta_nn' (f_n f_n^T - I) f_n'.
 
-    ``class_weight`` w is 1 for the literal Eq. 10 and 1/K for the expectation over uniform classes (E14).
+    ``class_weight`` w is 1 for the literal Eq. 10 and 1/K for the expectation over uniform classes (Eq. 10 omits the class probability).
     Returns (zdot, xi) with xi_n = gamma sum_{n' != n} beta_nn' f_n^T f_n' (Theorem 1(a)).
     """
     F = normalised_attention(P, z).T  # (M, K)
@@ -878,7 +937,7 @@ def snap_Gamma(t, K: int, M: int, eta_Y: float, eta_Z: float):
 
 
 def snap_B(t, K: int, M: int, eta_Y: float, eta_Z: float, C0: float = 1.0):
-    """B_n(t) of Theorem 4 with the corrected constant (erratum E1): B = (1/4) ln(1 + 4 Gamma(t) / C0).
+    """B_n(t) of Theorem 4 with the corrected constant (erratum scan_snap.E1): B = (1/4) ln(1 + 4 Gamma(t) / C0).
 
     The paper prints (1/4) ln(C0 + 4 Gamma) (Eq. 129), which drops -(1/4) ln C0; both agree for C0 = 1.
     """
@@ -1042,7 +1101,7 @@ def make_transformer_lm(vocab_size: int, *, d_model: int, d_hidden: int, n_layer
                         seed: int):
     """The language model of the authors' Fig. 7 notebook (the PyTorch transformer tutorial): embeddings scaled
     by sqrt(d), sinusoidal positional encoding, ``n_layers`` post-LN encoder layers with one head and a causal
-    mask, a linear decoder. Positional encoding breaks Assumption 1(a) (erratum E26 of the spec)."""
+    mask, a linear decoder. Positional encoding breaks Assumption 1(a) (note scan_snap.N11)."""
     torch = _torch()
     for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("d_hidden", d_hidden),
                         ("n_layers", n_layers)):
