@@ -41,7 +41,7 @@ import numpy as np
 import sympy as sp
 import torch
 from scipy.integrate import solve_ivp
-from scipy.stats import kruskal, norm, spearmanr, ttest_ind
+from scipy.stats import kruskal, norm, spearmanr
 
 from icllib import scan_snap as ss
 from icllib.claims import check_claim
