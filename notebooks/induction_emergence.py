@@ -231,8 +231,9 @@ show_table(["N", "T_γ", "T_β", "T_α", "T_L", "T_γ/N", "T_β/N²", "T_α/N²"
 # %% [markdown]
 # Theorem 2 says the parameters *always* emerge in the order $T_\gamma < T_\beta < T_\alpha$, but B.6.2 proves it only
 # "for large enough $N$". We integrate the flow for every $N$ from 2 to 16 (64 in `full`) besides the table's
-# powers of two, and look for a violation; for $N = 1$, $\alpha$ never emerges ($T_\alpha = \infty$: a single pair needs no
-# first-layer head), a case the word "always" passes over ({ref}`induction_emergence.N4 <induction-emergence-n4>`).
+# powers of two, and look for a violation; for $N = 1$, $\alpha$ never emerges ($T_\alpha = \infty$: a single pair
+# needs no first-layer head), a case the word "always" passes over
+# ({ref}`induction_emergence.N4 <induction-emergence-n4>`).
 
 # %%
 order_times = {**times, **{N: ih.crossing_times(N) for N in ORDER_N_VALUES if N not in times}}
@@ -574,8 +575,8 @@ right.legend(loc="upper left");
 # Fig. 5 plots emergence times from *discrete* training (App. F: $D = 256$, $\lambda = 100$, orthonormal inputs,
 # $q = N$, three parameters), with thresholds $0.1$ for $\alpha_3$ and $\beta_2$ and $0.5$ for $\gamma_3$: "unlike our
 # theory", as App. F says, so Fig. 5 does not plot the times of Definitions 1-3
-# ({ref}`induction_emergence.N2 <induction-emergence-n2>`). Proposition 2 gives their asymptotes too: $\sqrt{2\pi}\,\mathrm{erf}(\sqrt{0.1})N^2 =
-# 0.8655N^2$ for $\alpha$, $\sqrt{2\pi}\,\mathrm{erf}(0.1/\sqrt2)N^2 = 0.1997N^2$ for $\beta$, and $\ln 2 \cdot N$ for
+# ({ref}`induction_emergence.N2 <induction-emergence-n2>`). Proposition 2 gives their asymptotes too:
+# $\sqrt{2\pi}\,\mathrm{erf}(\sqrt{0.1})N^2 = 0.8655N^2$ for $\alpha$, $\sqrt{2\pi}\,\mathrm{erf}(0.1/\sqrt2)N^2 = 0.1997N^2$ for $\beta$, and $\ln 2 \cdot N$ for
 # $\gamma$. The time until ICL (Definition 3, at these thresholds) is the largest, $T_\alpha(0.1)$.
 
 # %%
