@@ -195,8 +195,29 @@ check_claim("balance.euler-identity", residuals.abs().max().item(), expected=0.0
 # %%
 identities = balance.sympy_identities(dim_u=2, dim_w=by_mode(quick=2, default=3, full=3), n_samples=3)
 print({name: str(value) for name, value in identities.items()})
-check_claim("balance.derivation", all(value == 0 for value in identities.values()), expected=True,
+derivation_steps = ("euler", "one_step", "crossing_u", "crossing_w")
+check_claim("balance.derivation", all(identities[name] == 0 for name in derivation_steps), expected=True,
             why="symbolic identities: exact")
+
+# %% [markdown]
+# Step 5 is the paper's own derivation (Eqs. 109-112). Beyond the isotropic case, we test it on random
+# stationary points: Wishart $C_1, C_2$ and a random $u$, with $w$ rescaled onto $u^\top C_1 u = w^\top C_2 w$.
+# Every ratio $\|u\|^2/\|w\|^2$ must lie in the band of Eq. 112; the band with the eigenvalue indices swapped is
+# a control that must miss some of them.
+
+# %%
+in_band_share, in_swapped_share = [], []
+for size in range(2, 7):
+    ratio, eig_C1, eig_C2 = balance.random_stationary_points(size, 400, generator=rng(4 + size))
+    in_band_share.append(np.mean((eig_C2[:, 0] / eig_C1[:, -1] <= ratio * (1 + 1e-12))
+                                 & (ratio <= eig_C2[:, -1] / eig_C1[:, 0] * (1 + 1e-12))))
+    in_swapped_share.append(np.mean((eig_C2[:, 0] / eig_C1[:, 0] <= ratio) & (ratio <= eig_C2[:, -1] / eig_C1[:, -1])))
+print(f"share inside Eq. 112's band, sizes 2-6: {np.round(in_band_share, 3)}; "
+      f"inside the swapped band: {np.round(in_swapped_share, 3)}")
+assert min(in_swapped_share) < 0.9, "the swapped band must miss some stationary points, or the test has no power"
+check_claim("balance.eq7-derivation", bool(min(in_band_share) == 1.0 and identities["isotropic"] == 0), expected=True,
+            why="an inequality between exact eigenvalues, 1e-12 relative slack for round-off; the swapped band "
+                "misses stationary points in every size")
 
 # %% [markdown]
 # The crossing on the attention network: $g_K^i = (W_K^i)^\top C_1 W_K^i$ through the paper's matrices

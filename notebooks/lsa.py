@@ -312,7 +312,7 @@ ax_bal.legend();
 # %% [markdown]
 # ## Finite steps: the same function, another point of the minimum manifold
 #
-# Theorem 4.1 is about gradient flow; the paper leaves finite step sizes open (line 414). The loss only
+# Theorem 4.1 is about gradient flow; the paper leaves finite step sizes open (line 412). The loss only
 # depends on the product $cU$ ($c=u_{-1}$), so the global minima form the curve $cU=\Gamma^{-1}$; the flow
 # picks the point with $c^2=\|U\|_F^2$ because it conserves the imbalance $\delta=c^2-\|U\|_F^2$. A gradient
 # step changes it by exactly $\eta^2\big((\partial_cL)^2-\|\partial_UL\|_F^2\big)$, so gradient descent ends at the
@@ -405,7 +405,7 @@ check_claim("lsa.sgd-predictor", err_mean, upper=0.02,
 # minimum is global. Gradient flow also conserves $\delta=\|(v,c)\|^2-\|[U;u^\top]\|_F^2$ for any start,
 # since the prediction is bilinear in the last row of $W^{PV}$ and the first columns of $W^{KQ}$.
 #
-# The paper leaves "more general initializations" open (line 414). We draw every relevant entry i.i.d.
+# The paper leaves "more general initializations" open (line 412). We draw every relevant entry i.i.d.
 # $\mathcal N(0,0.05^2)$, a batch of seeds at once, and run the exact gradient flow on the closed-form
 # loss (a stiff ODE: BDF with the autograd Hessian as Jacobian; plain gradient descent needs about $10^5$
 # steps to get as far).

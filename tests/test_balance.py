@@ -288,3 +288,14 @@ def test_rank_agreement_bad_input(x, y, kwargs, match):
 def test_rank_agreement_needs_a_generator():
     with pytest.raises(ValueError, match="rng"):
         balance.rank_agreement(np.arange(3.0), np.arange(3.0), rng=0)
+
+
+def test_random_stationary_points_lie_on_the_stationary_set_and_reject_bad_input():
+    ratio, eig_C1, eig_C2 = balance.random_stationary_points(3, 50, generator=np.random.default_rng(0))
+    assert ratio.shape == (50,) and eig_C1.shape == eig_C2.shape == (50, 3)
+    assert np.all(np.diff(eig_C1, axis=1) >= 0) and np.all(ratio > 0)
+    for kwargs, name in (({"size": 0, "count": 5}, "size"), ({"size": 2, "count": 2.5}, "count")):
+        with pytest.raises(ValueError, match=name):
+            balance.random_stationary_points(**kwargs, generator=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="generator"):
+        balance.random_stationary_points(2, 5, generator=0)

@@ -79,6 +79,25 @@ def eq7_bounds(C1, C2):
     return float(max(lower, 0.0)), float(upper)
 
 
+def random_stationary_points(size, count, *, generator):
+    """Random stationary points of Eq. 108, to test the derivation of Eq. 7 (Eqs. 109-112) beyond the isotropic case.
+
+    Draws ``count`` Wishart matrices ``C1, C2`` of shape ``(size, size)`` and vectors ``u, w``, then rescales
+    ``w`` onto the stationary set ``u^T C1 u = w^T C2 w``. Returns ``(ratio, eigenvalues_C1, eigenvalues_C2)``:
+    ``|u|^2 / |w|^2`` of shape ``(count,)`` and the ascending eigenvalues of each matrix, ``(count, size)``.
+    """
+    size = positive_int("size", size)
+    count = positive_int("count", count)
+    if not isinstance(generator, np.random.Generator):
+        raise ValueError(f"generator must be a numpy.random.Generator, got {type(generator).__name__}")
+    G1, G2 = generator.standard_normal((2, count, size, size))
+    C1, C2 = G1 @ G1.transpose(0, 2, 1), G2 @ G2.transpose(0, 2, 1)
+    u, w = generator.standard_normal((2, count, size))
+    w *= np.sqrt(np.einsum("ni,nij,nj->n", u, C1, u) / np.einsum("ni,nij,nj->n", w, C2, w))[:, None]
+    ratio = (u**2).sum(axis=1) / (w**2).sum(axis=1)
+    return ratio, np.linalg.eigvalsh(C1), np.linalg.eigvalsh(C2)
+
+
 # ---------------------------------------------------------------------------------------------------
 # 2. App. B.11: in-context linear regression with a two-layer softmax attention network
 # ---------------------------------------------------------------------------------------------------
