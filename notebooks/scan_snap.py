@@ -84,9 +84,11 @@ check_claim("scan_snap.reparameterisation", gap, expected=0.0, atol=1e-12,
 # (x_{T+1}-\alpha)^\top$ and, for the row $z_m$ of the query, $\partial J/\partial z_m =
 # X^\top\mathrm{diag}(b_T)X\,\frac{P^\perp_{X^\top b_T}}{\|X^\top b_T\|}\,Y(x_{T+1}-\alpha)$. Because the rows
 # of $X$ are one-hot, $X^\top \mathrm{diag}(b_T) X = \mathrm{diag}(X^\top b_T)$ **exactly, for every $T$**
-# (the paper states it as a $T\to\infty$ limit, {ref}`scan_snap.N1 <scan-snap-n1>`). With no positional encoding, $X^\top b_T$
-# depends on the sequence only through the count vector $k$ of its contextual tokens:
-# $X^\top b_T = k\circ e^{z_m}/(k^\top e^{z_m})$. So a batch can be drawn as multinomial counts, exactly.
+# (Lemma 2 states it as a $T\to\infty$ limit, but its proof, Eq. 22, with Lemma 18's Eq. 135 gives it for every
+# $T$; {ref}`scan_snap.N1 <scan-snap-n1>`). With no positional encoding, $X^\top b_T$ depends on the sequence only
+# through the count vector $k$ of its contextual tokens: $X^\top b_T = k\circ e^{z_m}/(k^\top e^{z_m})$ (Eq. 20
+# with Lemma 18's Eq. 134, "for any T"), which is the permutation invariance the paper notes under Assumption 1(a)
+# (line 106). So a batch can be drawn as multinomial counts, exactly.
 # We compare the count-based gradient (`lemma1_gradient_counts`) with the literal Eq. 3-4 on one-hot
 # sequences (`lemma1_gradient_sequences`) and with PyTorch autograd of Eq. 15, in float64.
 
@@ -128,8 +130,10 @@ check_claim("scan_snap.lemma1-gradient", max(errors.values()), expected=0.0, ato
 
 # %% [markdown]
 # The identity behind the count simulator, $X^\top\mathrm{diag}(b_T)X = \mathrm{diag}(X^\top b_T)$, and the
-# equality of the count-based and the sequence-based computations (objective and both gradients). The
-# sufficiency of the counts is the book's own observation, which the paper does not state:
+# equality of the count-based and the sequence-based computations (objective and both gradients). The paper has
+# the sufficiency of the counts as exact finite-$T$ identities (Eq. 20 and 22, Lemma 18's Eq. 134-135) that feed
+# Lemma 1's gradient; we check it against the literal Eq. 3-4, which never forms counts. Being an identity, the
+# check can fail only through a wrong formula, not by chance:
 
 # %%
 XbX = torch.einsum("bti,bt,btj->bij", X_t, b_t, X_t).detach().numpy()
@@ -815,7 +819,9 @@ check_claim("scan_snap.theorem1-q0-sign", min(eq88_miss["printed"]), expected=1.
 # %% [markdown]
 # Under the plain gradient $\iota_n$ and $\gamma$ behave as stated, but $\beta_{nn'}$ collapses by two
 # orders of magnitude: the $E'$ structure of Theorem 1 belongs to the modified dynamics, not to plain SGD
-# ({ref}`scan_snap.E2 <scan-snap-e2>`). We assert what we measure: the plain $\beta/\iota$ is below 1% of the prediction, still
+# ({ref}`scan_snap.E2 <scan-snap-e2>`). The plain $\beta/\iota$ has no $E'$ factor: it comes mostly from the tilt of
+# $\alpha_n$ towards $n'$ and grows only slowly, roughly like $(M\eta_Y t/K)^{\rho}/M$ with $\rho$ the overlap (a
+# few tens over $M$ here). We assert what we measure: the plain $\beta/\iota$ is below 1% of the prediction, still
 # positive.
 
 # %%
@@ -999,7 +1005,9 @@ check_claim("scan_snap.corollary2", asymmetry, expected=0.0, atol=1e-8,
 # %% [markdown]
 # **A negative control** (the book's own, not a claim of the paper). Break the symmetry: two classes, common token
 # A with $P = 0.3$ in both, common token B with $P = 0.01$ in class 0 and $P = 0.4$ in class 1. At $z = 0$, B's logit
-# *grows*: a common token that is rare in one class behaves like a distinct token of the other.
+# *grows*: a common token that is rare in one class behaves like a distinct token of the other. The setting has two
+# common tokens, so it lies outside Theorem 2(b), which covers a single common token (and there proves suppression
+# whatever its probabilities), and outside Corollary 2's condition (3); the paper leaves this case open.
 
 # %%
 P_control = np.zeros((2, 2 + 2 * 5))
@@ -1172,10 +1180,12 @@ ax_B.legend();
 # Now the real thing: finite sequences ($T = 128$), batches of 128, Y and Z trained jointly by SGD with
 # momentum 0.9 from $Y = Z = 0$, 100 iterations, exactly as in the authors' code. Syn-Small has two classes,
 # ten common tokens (weight 1 each) and ten distinct tokens per class with weights $0.1,0.2,\dots,1$; each
-# class has its own query token, so the decoder predicts over $M = 34$ tokens (the paper says "M = 30",
-# counting the contextual tokens only; {ref}`scan_snap.N8 <scan-snap-n8>`). These settings are far outside the
-# proven regime ({ref}`scan_snap.N4 <scan-snap-n4>`): at $z = 0$ the two classes overlap by $f_1^\top f_2$ printed
-# below, above Assumption 2's $1/K$.
+# class has its own query token and next token outside the 30 contextual ids, so the decoder predicts over $M = 34$
+# tokens (the paper's "M = 30" is consistent as printed, since its query and next tokens may share the vocabulary,
+# but it does not say which ids they take; {ref}`scan_snap.N8 <scan-snap-n8>`). These settings are far outside the
+# proven regime ({ref}`scan_snap.N4 <scan-snap-n4>`): by its size alone, since $6/\sqrt{30} = 1.10 > 1/K = 0.5$, no
+# $F$ satisfies Assumption 2, and at $z = 0$ the two classes also overlap by $f_1^\top f_2$ printed below, above
+# Assumption 2's $1/K$.
 
 # %%
 f_small = ss.normalised_attention(spec_small.P, np.zeros(spec_small.M))
@@ -1451,8 +1461,9 @@ np.atleast_1d(axes)[0].legend();
 
 # %% [markdown]
 # **Figs. 11-12 (App. G)** binarise the same final attention maps by a threshold $\tau$ near $1/M$ and plot the
-# recall of distinct tokens. The paper reads them as "sparser attention gives a slower descent of recall", but
-# gives neither the thresholds nor a definition of the descent rate, so the ledger leaves them out of scope. From
+# recall of distinct tokens. The paper reads them as "sparser attention gives a slower descent of recall"; it
+# defines the recall and puts the thresholds "around 1/M", but does not define the descent rate or give the
+# Syn-Medium sizes of the panels, so the ledger leaves them out of scope. From
 # our runs, as a plain observation: the area under the recall curve against the Fig. 6 entropy, over the
 # learning-rate settings of each size.
 
