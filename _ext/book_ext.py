@@ -45,7 +45,7 @@ class ledger_placeholder(nodes.General, nodes.Element):
     """Stands where the ledger table goes until every chapter has run."""
 
 
-def _table(header: tuple[str, ...], rows: list[list[nodes.Node | str]], widths=None, classes=()) -> nodes.table:
+def _table(header: tuple[str, ...], rows: list[list[nodes.Node | list | str]], widths=None, classes=()) -> nodes.table:
     table = nodes.table(classes=[*classes, "colwidths-given"] if widths else list(classes))
     group = nodes.tgroup(cols=len(header))
     table += group
@@ -56,7 +56,10 @@ def _table(header: tuple[str, ...], rows: list[list[nodes.Node | str]], widths=N
         row = nodes.row()
         for cell in cells:
             entry = nodes.entry()
-            entry += cell if isinstance(cell, nodes.Node) else nodes.paragraph(text=str(cell))
+            if isinstance(cell, list):
+                entry.extend(cell)
+            else:
+                entry += cell if isinstance(cell, nodes.Node) else nodes.paragraph(text=str(cell))
             row += entry
         return row
 
@@ -362,12 +365,36 @@ def _statement_cell(app, docname, claim) -> nodes.container:
     return cell
 
 
+def _describe_check(record: dict) -> str:
+    expected = "" if record["expected"] is None else f"expected {_format_number(record['expected'])}; "
+    return expected + record["tolerance"] + (f" ({record['why']})" if record.get("why") else "")
+
+
+def _paragraphs(texts) -> list[nodes.paragraph]:
+    return [nodes.paragraph(text=text) for text in texts]
+
+
+def _warn_about_chapters_missing_from_the_toc(app, book, docname) -> None:
+    """A registered chapter left out of the book's own ``_toc.yml`` would silently vanish from the site."""
+    toc_path = Path(getattr(app.config, "external_toc_path", "") or "_toc.yml")
+    if not toc_path.is_absolute():
+        toc_path = Path(app.srcdir) / toc_path
+    if toc_path.resolve() != (Path(app.srcdir) / "_toc.yml").resolve():
+        return      # a partial build (`make chapter`) leaves chapters out on purpose
+    pages = set(_toc_files(app))
+    for name, header in book.chapters.items():
+        if header["page"] not in pages:
+            logger.warning(f"chapter {name} is registered (page {header['page']}) but missing from _toc.yml",
+                           location=docname)
+
+
 def fill_ledger(app, doctree, docname):
     placeholders = list(doctree.findall(ledger_placeholder))
     if not placeholders:
         return
     book = claims_module.registry()
-    records = claims_module.read_results(_results_file(app))
+    _warn_about_chapters_missing_from_the_toc(app, book, docname)
+    records = claims_module.read_all_results(_results_file(app))
     output: list[nodes.Node] = [nodes.paragraph(text=verdict_counts(book.claims.values()) + ".")]
     failed = 0
     for paper in _papers_in_book_order(app, book):
@@ -379,27 +406,27 @@ def fill_ledger(app, doctree, docname):
         section += _coverage_paragraph(app, book, paper)
         rows = []
         for claim in paper_claims:
-            record = records.get(claim.id)
+            claim_records = records.get(claim.id, [])
             verdict = claim.verdict
             checkable = verdict != "out of scope" and mode() in claim.modes
-            if record is None and checkable and claim.page in app.env.all_docs:
+            if not claim_records and checkable and claim.page in app.env.all_docs:
                 logger.warning(f"claim {claim.id} is registered but no chapter checked it in this build",
                                location=docname)
-            if record is not None and not record["passed"]:
+            if not all(record["passed"] for record in claim_records):
                 verdict, failed = "FAILED", failed + 1
             location = nodes.paragraph()
             location += nodes.Text(f"{claim.location}. ")
             location += nodes.reference(text=book.chapters[claim.chapter]["title"],
                                         refuri=app.builder.get_relative_uri(docname, claim.page))
-            if record is None:
+            if not claim_records:
                 measured, run_mode = "", ""
                 check = "" if checkable or verdict == "out of scope" else \
                     f"checked in {', '.join(claim.modes)} mode only"
             else:
-                expected = ("" if record["expected"] is None
-                            else f"expected {_format_number(record['expected'])}; ")
-                check = expected + record["tolerance"] + (f" ({record['why']})" if record.get("why") else "")
-                measured, run_mode = _format_number(record["measured"]), record["mode"]
+                # A claim checked in several places shows every check, one paragraph each.
+                measured = _paragraphs(_format_number(record["measured"]) for record in claim_records)
+                check = _paragraphs(_describe_check(record) for record in claim_records)
+                run_mode = claim_records[-1]["mode"]
             rows.append([nodes.paragraph(text=claim.id, classes=["claim-id"]), location,
                          _statement_cell(app, docname, claim), verdict, measured, check, run_mode])
         section += _table(LEDGER_COLUMNS, rows, widths=[4, 4, 7, 2, 2, 5, 1], classes=["ledger-table"])

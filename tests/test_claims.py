@@ -90,22 +90,22 @@ def test_passing_claim_is_recorded(demo_registry):
 def test_failing_claim_raises_with_the_statement_and_is_recorded(demo_registry):
     _, results = demo_registry
     with pytest.raises(AssertionError, match=r"(?s)demo\.exact.*one plus one is two.*measured 2\.5"):
-        claims.check_claim("demo.exact", 2.5, expected=2, rtol=0.1)
+        claims.check_claim("demo.exact", 2.5, expected=2, rtol=0.1, why="test")
     assert json.loads(results.read_text())["passed"] is False
 
 
 def test_relative_and_absolute_tolerances_add(demo_registry):
-    claims.check_claim("demo.exact", 2.3, expected=2, rtol=0.1, atol=0.1)
+    claims.check_claim("demo.exact", 2.3, expected=2, rtol=0.1, atol=0.1, why="test")
     with pytest.raises(AssertionError):
-        claims.check_claim("demo.exact", 2.31, expected=2, rtol=0.1, atol=0.1)
+        claims.check_claim("demo.exact", 2.31, expected=2, rtol=0.1, atol=0.1, why="test")
 
 
 def test_bounds(demo_registry):
-    claims.check_claim("demo.corrected", 3.0, lower=2.9, upper=3.1)
+    claims.check_claim("demo.corrected", 3.0, lower=2.9, upper=3.1, why="test")
     with pytest.raises(AssertionError):
-        claims.check_claim("demo.corrected", 3.2, upper=3.1)
+        claims.check_claim("demo.corrected", 3.2, upper=3.1, why="test")
     with pytest.raises(AssertionError):
-        claims.check_claim("demo.corrected", 2.8, lower=2.9)
+        claims.check_claim("demo.corrected", 2.8, lower=2.9, why="test")
 
 
 def test_bool_claims(demo_registry):
@@ -113,28 +113,28 @@ def test_bool_claims(demo_registry):
     with pytest.raises(AssertionError):
         claims.check_claim("demo.exact", False, expected=True)
     with pytest.raises(ValueError, match="bool"):
-        claims.check_claim("demo.exact", True, expected=True, atol=0)
+        claims.check_claim("demo.exact", True, expected=True, atol=0, why="test")
 
 
 def test_unknown_id_raises(demo_registry):
     with pytest.raises(ValueError, match=r"claim_id 'demo\.nope' is not in the claims registry"):
-        claims.check_claim("demo.nope", 1.0, expected=1.0, atol=0)
+        claims.check_claim("demo.nope", 1.0, expected=1.0, atol=0, why="test")
 
 
 def test_out_of_scope_claim_cannot_be_checked(demo_registry):
     with pytest.raises(ValueError, match="out of scope"):
-        claims.check_claim("demo.skipped", 1.0, expected=1.0, atol=0)
+        claims.check_claim("demo.skipped", 1.0, expected=1.0, atol=0, why="test")
 
 
 @pytest.mark.parametrize("value", [math.nan, np.nan, math.inf, -np.inf])
 def test_non_finite_measured_value_raises(demo_registry, value):
     with pytest.raises(ValueError, match="measured must be finite"):
-        claims.check_claim("demo.exact", value, expected=2, atol=1)
+        claims.check_claim("demo.exact", value, expected=2, atol=1, why="test")
 
 
 def test_non_numeric_measured_value_raises(demo_registry):
     with pytest.raises(ValueError, match="measured must be a real number"):
-        claims.check_claim("demo.exact", "2", expected=2, atol=1)
+        claims.check_claim("demo.exact", "2", expected=2, atol=1, why="test")
 
 
 def test_missing_tolerance_raises(demo_registry):
@@ -155,14 +155,36 @@ def test_bad_tolerance_raises(demo_registry, kwargs):
 
 def test_inverted_bounds_raise(demo_registry):
     with pytest.raises(ValueError, match="lower"):
-        claims.check_claim("demo.exact", 2.0, lower=3.0, upper=1.0)
+        claims.check_claim("demo.exact", 2.0, lower=3.0, upper=1.0, why="test")
 
 
 def test_read_results_keeps_the_latest_record(demo_registry):
     _, results = demo_registry
-    claims.check_claim("demo.exact", 2.0, expected=2, atol=0)
-    claims.check_claim("demo.exact", 2.0 + 1e-14, expected=2, atol=1e-12)
+    claims.check_claim("demo.exact", 2.0, expected=2, atol=0, why="test")
+    claims.check_claim("demo.exact", 2.0 + 1e-14, expected=2, atol=1e-12, why="test")
     assert claims.read_results(results)["demo.exact"]["measured"] == 2.0 + 1e-14
+
+
+@pytest.mark.parametrize("bound", [{"expected": 2, "atol": 0}, {"lower": 1.0}, {"upper": 3.0},
+                                   {"expected": 2, "rtol": 0.1, "why": "  "}])
+def test_a_tolerance_or_bound_without_why_raises(demo_registry, bound):
+    with pytest.raises(ValueError, match="why="):
+        claims.check_claim("demo.exact", 2.0, **bound)
+
+
+def test_an_exact_bool_check_needs_no_why(demo_registry):
+    assert claims.check_claim("demo.exact", True, expected=True) is True
+
+
+def test_read_all_results_keeps_every_record_of_the_latest_run(demo_registry, monkeypatch):
+    _, results = demo_registry
+    claims.check_claim("demo.exact", 2.0, expected=2, atol=0, why="first site")
+    monkeypatch.setattr(claims, "_RUN_TOKEN", "a later run")
+    claims.check_claim("demo.exact", 2.0, expected=2, atol=1e-12, why="first site")
+    claims.check_claim("demo.exact", 2.0 + 1e-14, expected=2, atol=1e-12, why="second site")
+    records = claims.read_all_results(results)["demo.exact"]
+    assert [record["why"] for record in records] == ["first site", "second site"]
+    assert all(record["run"] == "a later run" for record in records)
 
 
 @pytest.mark.parametrize(
@@ -216,15 +238,15 @@ def test_the_book_registry_is_valid_and_every_claim_is_checked_somewhere():
 def test_numpy_and_torch_scalars_are_accepted_and_arrays_are_not(demo_registry):
     import torch
 
-    claims.check_claim("demo.exact", np.float32(2.0), expected=2, atol=0)
-    claims.check_claim("demo.exact", torch.tensor(2.0, dtype=torch.float64), expected=2, atol=0)
+    claims.check_claim("demo.exact", np.float32(2.0), expected=2, atol=0, why="test")
+    claims.check_claim("demo.exact", torch.tensor(2.0, dtype=torch.float64), expected=2, atol=0, why="test")
     with pytest.raises(ValueError, match="measured must be a real number"):
-        claims.check_claim("demo.exact", np.array([2.0, 2.0]), expected=2, atol=0)
+        claims.check_claim("demo.exact", np.array([2.0, 2.0]), expected=2, atol=0, why="test")
 
 
 def test_a_claim_is_checked_only_in_its_registered_modes(demo_registry, monkeypatch):
     with pytest.raises(ValueError, match=r"demo\.big.*only in modes default, full.*'quick'"):
-        claims.check_claim("demo.big", 1.0, lower=0.5)
+        claims.check_claim("demo.big", 1.0, lower=0.5, why="test")
     monkeypatch.setenv("ICLLIB_MODE", "default")
-    assert claims.check_claim("demo.big", 1.0, lower=0.5) == 1.0
+    assert claims.check_claim("demo.big", 1.0, lower=0.5, why="test") == 1.0
     assert claims.registry().claims["demo.exact"].modes == ("quick", "default", "full")

@@ -62,6 +62,7 @@ import math
 import numbers
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -95,6 +96,8 @@ REQUIRED_FIELD = {
 }
 REGISTRY_VARIABLE = "ICLLIB_REGISTRY"
 RESULTS_VARIABLE = "ICLLIB_RESULTS"
+# One token per Python process: the ledger shows every record of the latest run that checked a claim.
+_RUN_TOKEN = uuid.uuid4().hex
 
 
 @dataclass(frozen=True)
@@ -314,8 +317,9 @@ def check_claim(
       of ``rtol`` and ``atol`` must be given (``atol=0`` asks for equality). A bool ``expected`` asks for
       exactly that truth value and takes no tolerance.
     - With ``lower`` and/or ``upper``, the check is ``lower <= measured <= upper``.
-    - ``why`` says where the tolerance comes from (float precision, Monte-Carlo error, the mode, ...);
-      the ledger shows it.
+    - ``why`` says where the tolerance comes from (float precision, Monte-Carlo error, the mode, ...) and,
+      for a statistical check, its false-pass rate; it is required whenever a tolerance or bound is given.
+      The ledger shows it, and every record of a claim checked in several places.
 
     Raises ``ValueError`` for an unknown id, a claim registered for other run modes, a non-finite or non-numeric value, a missing or negative
     tolerance, or no criterion at all; raises ``AssertionError`` quoting the claim when the check fails.
@@ -358,6 +362,9 @@ def check_claim(
         if lower is not None and upper is not None and lower > upper:
             raise ValueError(f"lower ({lower}) is above upper ({upper})")
         passed = passed and (lower is None or measured >= lower) and (upper is None or measured <= upper)
+    has_tolerance = any(value is not None for value in (rtol, atol, lower, upper))
+    if has_tolerance and not (isinstance(why, str) and why.strip()):
+        raise ValueError(f"check_claim({claim_id!r}) gives a tolerance or bound, so why= must say where it comes from")
 
     record = {
         "id": claim_id,
@@ -365,10 +372,11 @@ def check_claim(
         "expected": expected,
         "tolerance": _describe_tolerance(rtol, atol, lower, upper),
         "why": why,
-        "passed": passed,
+        "passed": bool(passed),
         "verdict": claim.verdict,
         "mode": mode(),
         "time": time.time(),
+        "run": _RUN_TOKEN,
     }
     path = results_path()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -383,6 +391,26 @@ def check_claim(
             + (f" ({why})" if why else "")
         )
     return measured
+
+
+def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:
+    """Every record of each claim id from the latest run that checked it, in the order they were made.
+
+    A run is one Python process (one executed notebook); records of earlier runs of the same claim, left
+    in the file by a rebuild, are dropped.
+    """
+    path = path or results_path()
+    runs: dict[str, list[dict]] = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                earlier = runs.get(record["id"], [])
+                if earlier and earlier[-1].get("run") == record.get("run"):
+                    earlier.append(record)
+                else:
+                    runs[record["id"]] = [record]
+    return runs
 
 
 def read_results(path: Path | None = None) -> dict[str, dict]:
