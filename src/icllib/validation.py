@@ -124,3 +124,11 @@ def int_array(name: str, value, minimum: int = 1) -> np.ndarray:
     if array.dtype.kind not in "iu" or np.any(array < minimum):
         raise ValueError(message)
     return array.astype(np.float64)
+
+
+def fraction(name: str, value, *, upper: float = 1.0) -> float:
+    """``value`` as a ``float`` if it lies in the open interval ``(0, upper)`` (a probability, a tolerance)."""
+    value = positive_number(name, value)
+    if value >= upper:
+        raise ValueError(f"{name} must lie in (0, {upper:g}), got {value!r}")
+    return value
