@@ -82,7 +82,7 @@ print(f"mode = {mode()}; symmetrised {SYM}, Monte-Carlo {MC}, Fig. 4 {FIG4}, App
 # App. A.3, as the shapes stated after Eq. 1 confirm ({ref}`induction_subspace.N1 <induction-subspace-n1>`).
 # We use the causal mask of App. B.2, which also forbids a token to attend to itself, and give the first row,
 # which then sees no key, a zero attention row. Rows are tokens and
-# $S_{ij} = X_i W X_j^\top$ is the score of query row $i$ on key row $j$ (App. A.3). In `icllib.induction`,
+# $S_{ij} = X_i W X_j^\top$ is the score of query row $i$ on key row $j$ (App. A.3). In `icllib.induction_common`,
 # `sample_icl_batch` draws the data and `DisentangledTransformer` is the model, with its three weight matrices
 # as parameters (the functions `disentangled_states` and `disentangled_forward` compute the same thing from given
 # weights, which is what the proof checks below need).

@@ -1092,8 +1092,10 @@ snap_errors, printed_errors = [], []
 for C0 in (1.0, 4.0):
     for eta_Y in eta_Y_values:
         B_ode = sst.snap_B_ode(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z, C0=C0)
-        snap_errors.append(np.abs(B_ode - sst.snap_B(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z, C0=C0)).max())
-        printed_form = 0.25 * np.log(C0 + 4 * sst.snap_Gamma(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z))
+        B_closed = sst.snap_B(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z, C0=C0)
+        snap_errors.append(np.abs(B_ode - B_closed).max())
+        Gamma = sst.snap_Gamma(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z)
+        printed_form = 0.25 * np.log(C0 + 4 * Gamma)
         printed_errors.append(np.abs(B_ode - printed_form).max())
 printed_at_4 = printed_errors[len(eta_Y_values):]  # C_0 = 4
 print(f"ODE vs corrected Eq. 129: {max(snap_errors):.1e}; ODE vs printed Eq. 129 at C_0 = 4: "
@@ -1139,12 +1141,16 @@ insight_c = [np.min(sst.snap_B(t_grid_c, K=snap.K, M=snap.M, eta_Y=small, eta_Z=
              for t_grid_c in [np.geomspace(sst.transition_time(K=snap.K, M=snap.M, eta_Y=large), 1e7, 400)]]
 eta_Z_fig9 = (0.1, 0.5, 1.0, 2.0)
 t0_fig9 = [sst.transition_time(K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z) for eta_Z in eta_Z_fig9]
-B_at_t0 = [float(sst.snap_B(t0, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)) for t0, eta_Z in zip(t0_fig9, eta_Z_fig9)]
-B_at_t0_ode = [float(sst.snap_B_ode(np.array([0.0, t0]), K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)[-1])
+B_at_t0 = [float(sst.snap_B(t0, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z))
+           for t0, eta_Z in zip(t0_fig9, eta_Z_fig9)]
+B_at_t0_ode = [float(sst.snap_B_ode(np.array([0.0, t0]), K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z,
+                                    eta_Z=eta_Z)[-1])
                for t0, eta_Z in zip(t0_fig9, eta_Z_fig9)]
 t_grid_b = np.geomspace(max(t0_fig9), 1e7, 400)
-insight_b = np.diff([sst.snap_B(t_grid_b, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z) for eta_Z in eta_Z_fig9], axis=0).min()
-B_late_fig9 = [float(sst.snap_B(1e6, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)) for eta_Z in eta_Z_fig9]
+insight_b = np.diff([sst.snap_B(t_grid_b, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)
+                     for eta_Z in eta_Z_fig9], axis=0).min()
+B_late_fig9 = [float(sst.snap_B(1e6, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z))
+               for eta_Z in eta_Z_fig9]
 print("B(1e7) for eta_Y =", eta_Y_values, ":", np.round(final_B, 3), "| (c) smallest margin after t_0:",
       round(min(insight_c), 4))
 print("nu = 2: B(t_0) from the ODE =", np.round(B_at_t0_ode, 8), "| B(1e6) =", np.round(B_late_fig9, 3),
@@ -1161,10 +1167,12 @@ check_claim("scan_snap.snap-insights", insight_b, lower=0.0,
 fig, (ax_chi, ax_B) = figure(1, 2)
 t_plot = np.geomspace(1, 1e6, 400)
 for colour, eta_Y in zip(PALETTE, eta_Y_values):
-    ax_chi.plot(t_plot, np.exp(2 * sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z)), color=colour, label=f"eta_Y = {eta_Y}")
+    chi_t = np.exp(2 * sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z))
+    ax_chi.plot(t_plot, chi_t, color=colour, label=f"eta_Y = {eta_Y}")
     ax_chi.axvline(sst.transition_time(K=snap.K, M=snap.M, eta_Y=eta_Y), color=colour, linestyle=":")
 for colour, eta_Z, B0 in zip(PALETTE, eta_Z_fig9, B_at_t0):
-    ax_B.plot(t_plot, sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z), color=colour, label=f"eta_Z = {eta_Z}")
+    B_t = sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)
+    ax_B.plot(t_plot, B_t, color=colour, label=f"eta_Z = {eta_Z}")
     ax_B.plot(sst.transition_time(K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z), B0, "o", color=colour)
 ax_chi.set(xscale="log", xlabel="t", ylabel="growth factor chi(t) = exp(2 B_n)", title="Fig. 3: eta_Z = 0.5")
 ax_B.set(xscale="log", xlabel="t", ylabel="B_n(t)", title="Fig. 9: eta_Y / eta_Z = 2")

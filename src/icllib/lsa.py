@@ -202,6 +202,23 @@ def assumption33_init(d, sigma, *, generator: np.random.Generator) -> tuple[np.n
     return W_KQ, W_PV
 
 
+def _invariant_set_flow(gradient, U0, c0, *, T, n_eval, rtol, atol):
+    """Gradient flow of a loss of (U_11, u_{-1}) from (U0, c0), solved by LSODA; ``gradient(U, c)`` returns
+    (dL/dU, dL/dc). Returns the times (0, then log-spaced from 1e-3 to T), U (n_eval, d, d) and c (n_eval,)."""
+    d = U0.shape[0]
+
+    def rhs(_, z):
+        dU, dc = gradient(z[:-1].reshape(d, d), z[-1])
+        return -np.append(dU.ravel(), dc)
+
+    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, T, n_eval - 1)])
+    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", t_eval=t_eval,
+                    rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"gradient flow failed: {sol.message}")
+    return sol.t, sol.y[:-1].T.reshape(-1, d, d), sol.y[-1]
+
+
 def gradient_flow(U0, c0, Lam, N, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> dict:
     """Exact gradient flow (5.4) on the population loss from (U_11, u_{-1}) = (U0, c0), solved by LSODA.
 
@@ -215,20 +232,12 @@ def gradient_flow(U0, c0, Lam, N, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> d
     T = positive_number("T", T)
     n_eval = positive_int("n_eval", n_eval)
 
-    def rhs(_, z):
-        dU, dc = restricted_gradient(z[:-1].reshape(d, d), z[-1], Lam, N)
-        return -np.append(dU.ravel(), dc)
-
-    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, T, n_eval - 1)])
-    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", t_eval=t_eval,
-                    rtol=rtol, atol=atol)
-    if not sol.success:
-        raise RuntimeError(f"gradient flow failed: {sol.message}")
-    U, c = sol.y[:-1].T.reshape(-1, d, d), sol.y[-1]
+    t, U, c = _invariant_set_flow(lambda U, c: restricted_gradient(U, c, Lam, N), U0, c0, T=T, n_eval=n_eval,
+                                  rtol=rtol, atol=atol)
     loss = np.array([restricted_loss(Ui, ci, Lam, N) for Ui, ci in zip(U, c)])
     grads = [restricted_gradient(Ui, ci, Lam, N) for Ui, ci in zip(U, c)]
     grad_sq = np.array([np.sum(g**2) + gc**2 for g, gc in grads])
-    return {"t": sol.t, "U": U, "c": c, "loss": loss, "grad_sq": grad_sq}
+    return {"t": t, "U": U, "c": c, "loss": loss, "grad_sq": grad_sq}
 
 
 def restricted_gd(U0, c0, Lam, N, *, lr, steps) -> dict:
@@ -559,19 +568,11 @@ def random_cov_flow(U0, c0, gamma, xi, zeta, *, T, n_eval=400, rtol=1e-11, atol=
     T = positive_number("T", T)
     n_eval = positive_int("n_eval", n_eval)
 
-    def rhs(_, z):
-        dU, dc = random_cov_gradient(z[:-1].reshape(d, d), z[-1], gamma, xi, zeta)
-        return -np.append(dU.ravel(), dc)
-
-    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, T, n_eval - 1)])
-    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", t_eval=t_eval,
-                    rtol=rtol, atol=atol)
-    if not sol.success:
-        raise RuntimeError(f"gradient flow failed: {sol.message}")
-    U_path, c_path = sol.y[:-1].T.reshape(-1, d, d), sol.y[-1]
+    t, U_path, c_path = _invariant_set_flow(lambda U, c: random_cov_gradient(U, c, gamma, xi, zeta), U0, c0,
+                                            T=T, n_eval=n_eval, rtol=rtol, atol=atol)
     grads = [random_cov_gradient(Ui, ci, gamma, xi, zeta) for Ui, ci in zip(U_path, c_path)]
     return {"U": U_path[-1], "c": float(c_path[-1]),
             "balance": float(np.abs(c_path**2 - (U_path**2).sum((1, 2))).max()),
-            "t": sol.t, "U_path": U_path, "c_path": c_path,
+            "t": t, "U_path": U_path, "c_path": c_path,
             "loss": np.array([random_cov_loss(Ui, ci, gamma, xi, zeta) for Ui, ci in zip(U_path, c_path)]),
             "grad_sq": np.array([np.sum(g**2) + gc**2 for g, gc in grads])}

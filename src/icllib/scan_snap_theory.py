@@ -201,13 +201,18 @@ def steps_until_every_class(S: int, K: int, size: int, *, generator: np.random.G
     return totals
 
 
+def _class_counts(counts) -> np.ndarray:
+    counts = np.asarray(counts)
+    if counts.ndim < 1 or counts.dtype.kind not in "iu" or np.any(counts < 0) or np.any(counts.sum(axis=-1) < 1):
+        raise ValueError("counts must be non-negative integer class counts (..., K) with a positive total")
+    return counts
+
+
 def class_count_theta(counts, M: int, eta_Y: float, *, discrete: bool = False) -> np.ndarray:
     """theta_n of Lemma 12 and Theorem 5 from the class counts N_n of N steps: 1 + theta_n = h(N_n) / h(N_bar),
     N_bar = ceil(N/K), N = sum_n N_n, with the continuous clock h of Eq. 45 (the paper's choice) or the
     discrete h* of Eq. 33 (``discrete=True``, exact under the modified dynamics). ``counts`` is (..., K)."""
-    counts = np.asarray(counts)
-    if counts.ndim < 1 or counts.dtype.kind not in "iu" or np.any(counts < 0) or np.any(counts.sum(axis=-1) < 1):
-        raise ValueError("counts must be non-negative integer class counts (..., K) with a positive total")
+    counts = _class_counts(counts)
     M = positive_int("M", M, minimum=2)
     eta_Y = positive_number("eta_Y", eta_Y)
     K = counts.shape[-1]
@@ -225,9 +230,7 @@ def class_count_sigma(counts, M: int, eta_Y: float) -> np.ndarray:
 
     exp(M h) is taken from Eq. 45, exp(M h) = M eta_Y s + 1 - (M-1) M h, which does not overflow.
     """
-    counts = np.asarray(counts)
-    if counts.ndim < 1 or counts.dtype.kind not in "iu" or np.any(counts < 0) or np.any(counts.sum(axis=-1) < 1):
-        raise ValueError("counts must be non-negative integer class counts (..., K) with a positive total")
+    counts = _class_counts(counts)
     M = positive_int("M", M, minimum=2)
     eta_Y = positive_number("eta_Y", eta_Y)
     N_bar = -(-counts.sum(axis=-1, keepdims=True) // counts.shape[-1])  # ceil(N / K)
