@@ -30,7 +30,7 @@ import torch
 from scipy.integrate import solve_ivp
 
 from icllib.config import progress
-from icllib.lsa_theory import (_moments, covariance, parameter_pair, population_loss, random_cov_gradient,
+from icllib.lsa_theory import (covariance, moment_triple, parameter_pair, population_loss, random_cov_gradient,
                                random_cov_loss, restricted_gradient, restricted_loss, square)
 from icllib.validation import numpy_generator_arg, one_of, positive_int, positive_number, torch_generator_arg
 
@@ -562,7 +562,7 @@ def random_cov_flow(U0, c0, gamma, xi, zeta, *, T, n_eval=400, rtol=1e-11, atol=
     (``balance``, Lemma C.5) and the path itself at ``n_eval`` times, log-spaced from 1e-3 to T (and 0):
     ``t``, ``U_path`` (n_eval, d, d), ``c_path``, ``loss`` and ``grad_sq`` (the squared gradient norm of (C.14)).
     """
-    gamma, xi, zeta = _moments(gamma, xi, zeta)
+    gamma, xi, zeta = moment_triple(gamma, xi, zeta)
     d = gamma.size
     U0 = square("U0", U0, d)
     T = positive_number("T", T)

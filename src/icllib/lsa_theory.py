@@ -339,7 +339,9 @@ def exp1_moments(d, N) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return gamma, xi, zeta
 
 
-def _moments(gamma, xi, zeta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def moment_triple(gamma, xi, zeta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(gamma, xi, zeta)`` of Eq. (C.3) as float64 arrays after checking their shapes (zeta carries gamma on its
+    diagonal)."""
     gamma, xi, zeta = (np.asarray(t, dtype=np.float64) for t in (gamma, xi, zeta))
     d = gamma.size
     if xi.shape != (d,) or zeta.shape != (d, d) or not np.allclose(np.diag(zeta), gamma):
@@ -353,13 +355,13 @@ def random_cov_loss(U, c, gamma, xi, zeta) -> float:
     ``zeta`` carries gamma on its diagonal (as returned by :func:`exp1_moments`). The population loss (4.9)
     on the invariant set is this plus E tr(Lambda_tau) / 2.
     """
-    gamma, xi, zeta = _moments(gamma, xi, zeta)
+    gamma, xi, zeta = moment_triple(gamma, xi, zeta)
     U = square("U", U, gamma.size)
     return float(0.5 * c**2 * np.sum(zeta * U**2) - c * np.sum(xi * np.diag(U)))
 
 
 def random_cov_gradient(U, c, gamma, xi, zeta) -> tuple[np.ndarray, float]:
     """(d l_rdm / dU_11, d l_rdm / du_{-1}) of Eq. (C.5); minus it is the right-hand side of (C.4)."""
-    gamma, xi, zeta = _moments(gamma, xi, zeta)
+    gamma, xi, zeta = moment_triple(gamma, xi, zeta)
     U = square("U", U, gamma.size)
     return c**2 * zeta * U - c * np.diag(xi), float(c * np.sum(zeta * U**2) - np.sum(xi * np.diag(U)))
