@@ -12,27 +12,28 @@
 import numpy as np
 import torch
 
-from icllib import induction as ih
+from icllib import induction_common as ic
+from icllib import induction_subspace as isp
 from icllib.config import torch_generator
 
 D, N, BASE = 8, 4, 4
 _generator = torch_generator(0)
-X, Y = ih.sample_icl_batch(D, N, BASE, generator=_generator)
+X, Y = ic.sample_icl_batch(D, N, BASE, generator=_generator)
 _c = 0.3 * torch.randn(19, dtype=torch.float64, generator=_generator)
-W = ih.structured_weights(_c, D)
+W = ic.structured_weights(_c, D)
 
 
 def symmetrised_fast():
     """One batched forward and backward pass over the 2 D^2 x BASE rotated sequences."""
-    return ih.loss_and_grads(*ih.symmetrise(X, Y), *W)[1]
+    return isp.loss_and_grads(*isp.symmetrise(X, Y), *W)[1]
 
 
 def symmetrised_reference():
     """The same average, one rotation at a time (a Python loop over the 2 D^2 group elements)."""
-    E, F = ih.orbit_rotations(D)
+    E, F = isp.orbit_rotations(D)
     total = [torch.zeros_like(w) for w in W]
     for k in range(E.shape[0]):
-        grads = ih.loss_and_grads(*ih.rotate_data(X, Y, E[k], F[k]), *W)[1]
+        grads = isp.loss_and_grads(*isp.rotate_data(X, Y, E[k], F[k]), *W)[1]
         total = [t + g / E.shape[0] for t, g in zip(total, grads)]
     return tuple(total)
 
@@ -40,8 +41,8 @@ def symmetrised_reference():
 def _population_gradient(chunks: int = 32, base_per_chunk: int = 64):
     total = [torch.zeros_like(w) for w in W]
     for _ in range(chunks):
-        X_chunk, Y_chunk = ih.sample_icl_batch(D, N, base_per_chunk, generator=_generator)
-        grads = ih.loss_and_grads(*ih.symmetrise(X_chunk, Y_chunk), *W)[1]
+        X_chunk, Y_chunk = ic.sample_icl_batch(D, N, base_per_chunk, generator=_generator)
+        grads = isp.loss_and_grads(*isp.symmetrise(X_chunk, Y_chunk), *W)[1]
         total = [t + g / chunks for t, g in zip(total, grads)]
     return total
 
@@ -56,24 +57,24 @@ def _equal_accuracy_batch() -> int:
     population = _population_gradient()
     reference_batch = 2 * D * D * BASE
     symmetrised_error = _mean_squared_error(
-        lambda: ih.loss_and_grads(*ih.symmetrise(*ih.sample_icl_batch(D, N, BASE, generator=_generator)), *W)[1],
+        lambda: isp.loss_and_grads(*isp.symmetrise(*ic.sample_icl_batch(D, N, BASE, generator=_generator)), *W)[1],
         population)
     plain_error = _mean_squared_error(
-        lambda: ih.loss_and_grads(*ih.sample_icl_batch(D, N, reference_batch, generator=_generator), *W)[1],
+        lambda: isp.loss_and_grads(*ic.sample_icl_batch(D, N, reference_batch, generator=_generator), *W)[1],
         population)
     # The mean squared error of a plain batch falls as 1/B.
     return max(1, round(reference_batch * plain_error / symmetrised_error))
 
 
 EQUAL_ACCURACY_BATCH = _equal_accuracy_batch()
-X_PLAIN, Y_PLAIN = ih.sample_icl_batch(D, N, EQUAL_ACCURACY_BATCH, generator=_generator)
+X_PLAIN, Y_PLAIN = ic.sample_icl_batch(D, N, EQUAL_ACCURACY_BATCH, generator=_generator)
 print(f"induction_subspace: a symmetrised batch of {BASE} x {2 * D * D} sequences estimates the population "
       f"gradient as well as a plain batch of {EQUAL_ACCURACY_BATCH}", flush=True)
 
 
 def plain_equal_accuracy():
     """One plain Monte-Carlo gradient on the batch of equal accuracy (it leaves the subspace, the other does not)."""
-    return ih.loss_and_grads(X_PLAIN, Y_PLAIN, *W)[1]
+    return isp.loss_and_grads(X_PLAIN, Y_PLAIN, *W)[1]
 
 
 KERNELS = {

@@ -7,13 +7,14 @@ import numpy as np
 import torch
 
 from icllib import lsa
-from icllib.config import torch_generator
+from icllib import lsa_theory as lsat
+from icllib.config import rng, torch_generator
 
 D, N = 3, 10
-LAM = lsa.make_lambda([0.5, 1.0, 2.0], rotation_seed=13)
-GAMMA_INV = np.linalg.inv(lsa.gamma_matrix(LAM, N))
-SIGMA = 0.5 * np.sqrt(2 / (np.sqrt(D) * np.linalg.norm(lsa.gamma_matrix(LAM, N), 2)))
-K0, P0 = lsa.assumption33_init(D, SIGMA, seed=7)
+LAM = lsa.make_lambda([0.5, 1.0, 2.0], generator=rng(13))
+GAMMA_INV = np.linalg.inv(lsat.gamma_matrix(LAM, N))
+SIGMA = 0.5 * np.sqrt(2 / (np.sqrt(D) * np.linalg.norm(lsat.gamma_matrix(LAM, N), 2)))
+K0, P0 = lsa.assumption33_init(D, SIGMA, generator=rng(7))
 TARGET = 0.01
 
 

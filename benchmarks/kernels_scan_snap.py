@@ -13,6 +13,8 @@
   its sequence-based reference would take far longer than a benchmark run, so none is timed.
 """
 
+from dataclasses import replace
+
 import numpy as np
 
 from icllib import scan_snap as ss
@@ -39,7 +41,8 @@ assert abs(_fast[0] - _slow[0]) < 1e-12 and all(np.abs(a - b).max() < 1e-12 for 
 
 
 def _run(spec, simulator, steps):
-    return lambda: ss.train_yz(spec, eta_Y=1.0, eta_Z=1.0, steps=steps, batch_size=128, T=128, seed=0,
+    return lambda: ss.train_yz(spec, eta_Y=1.0, eta_Z=1.0, run=replace(ss.AUTHORS_RUN, steps=steps),
+                               generator=rng(0),
                                simulator=simulator, init="default")
 
 
@@ -49,6 +52,6 @@ KERNELS = {
     "lemma1_gradient_batch128": (_gradient_counts, _gradient_sequences),
     "syn_small_run_100_steps": (_run(_SPEC, "counts", 100), _run(_SPEC, "sequences", 100)),
     "syn_medium_K20_5_steps": (_run(_MEDIUM, "counts", 5), _run(_MEDIUM, "sequences", 5)),
-    "fig6_sweep_640_runs": (lambda: ss.fig6_sweep((1, 3, 5, 10), (0.5, 1.0, 2.0, 3.0), (1, 2, 5, 10), range(1, 11)),
+    "fig6_sweep_640_runs": (lambda: ss.fig6_sweep(ss.FIG6),
                             None),
 }

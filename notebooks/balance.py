@@ -370,7 +370,7 @@ for lr, batch in settings:
     gamma = 8 * T * sigma_lin**2 * d_in * d_out / (d_in + d_out)     # linearised rate of the law
     steps = round(12 / (lr * gamma))
     times, ratio, band = balance.linear_sgd_runs(u0, w0, M_star, sigma=sigma_lin, lr=lr, batch_size=batch,
-                                                 steps=steps, runs=runs_lin, rng=lin_rng,
+                                                 steps=steps, runs=runs_lin, generator=lin_rng,
                                                  record_every=max(1, steps // 600))
     mean_ratio = ratio.mean(axis=1)
     inside = np.abs(mean_ratio / target_ratio - 1) < 0.1
@@ -386,7 +386,7 @@ for lr, batch in settings:
 u_off, w_off = u0 + 0.3 * lin_rng.standard_normal(d_out), w0 + 0.3 * lin_rng.standard_normal(d_in)
 control_lr = 0.01
 control = balance.linear_sgd_runs(u_off, w_off, M_star, sigma=sigma_lin, lr=control_lr, batch_size=1,
-                                  steps=20_000, runs=1, rng=lin_rng, record_every=100, exact_gradient=True)
+                                  steps=20_000, runs=1, generator=lin_rng, record_every=100, exact_gradient=True)
 print(f"predicted balanced ratio d_o/d = {target_ratio}")
 for (lr, batch), r in linear.items():
     print(f"lr={lr:<6g} S={batch}  T={r['T']:.4f}  late ratio {r['late']:.4f} +- {r['late_se']:.4f}  "
@@ -524,7 +524,7 @@ print("mean |log(g_K/g_Q)| at the checkpoints:", np.round(np.abs(log_gap).mean(a
 # %%
 predicted, measured, noise_part = balance.law_prediction(attention_run, lr=sgd_lr, batch_size=sgd_batch)
 same_sign = int(np.sum(np.sign(predicted) == np.sign(measured)))
-rho, p_value = balance.rank_agreement(predicted, measured, rng=rng(3))
+rho, p_value = balance.rank_agreement(predicted, measured, generator=rng(3))
 print("law's Delta D_i:\n", np.round(predicted, 3), "\nmeasured Delta D_i:\n", np.round(measured, 3),
       "\nof which the noise part:\n", np.round(noise_part, 3))
 print(f"same sign in {same_sign} of 12 pairs; rank correlation {rho:.2f}, permutation p-value {p_value:.1e}")

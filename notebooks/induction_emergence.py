@@ -37,7 +37,8 @@ import numpy as np
 import sympy as sp
 import torch
 
-from icllib import induction as ih
+from icllib import induction_common as ic
+from icllib import induction_emergence as ie
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, progress, rng, torch_generator
 from icllib.plotting import figure, log_log_slope, show_table
@@ -96,11 +97,11 @@ generator = torch_generator(0)
 points = rng(1).uniform(-2.0, 3.0, size=(5, 3))
 loss_gap, grad_gap = 0.0, 0.0
 for N, D in MODEL_SIZES:
-    X, y = ih.orthonormal_task(N, D, generator=generator)
+    X, y = ic.orthonormal_task(N, D, generator=generator)
     for alpha, beta, gamma in points:
-        loss, grad = ih.full_model_loss_and_grad(alpha, beta, gamma, X, y)
-        loss_gap = max(loss_gap, abs(loss - ih.three_param_loss(alpha, beta, gamma, N)))
-        grad_gap = max(grad_gap, np.max(np.abs(np.array(grad) - ih.three_param_grad(alpha, beta, gamma, N))))
+        loss, grad = ic.full_model_loss_and_grad(alpha, beta, gamma, X, y)
+        loss_gap = max(loss_gap, abs(loss - ic.three_param_loss(alpha, beta, gamma, N)))
+        grad_gap = max(grad_gap, np.max(np.abs(np.array(grad) - ic.three_param_grad(alpha, beta, gamma, N))))
 print(f"max |L_full - L_B.3| = {loss_gap:.2e},  max |grad_full - grad_B.4.6| = {grad_gap:.2e}")
 check_claim("induction_emergence.closed-form-loss", loss_gap, expected=0.0, atol=1e-12,
             why="float64 rounding of sums over at most 2N+1 = 65 tokens; the identity is exact")
@@ -115,12 +116,12 @@ check_claim("induction_emergence.closed-form-grad", grad_gap, expected=0.0, atol
 # %%
 counter_gaps = []
 for N, D in [size for size in MODEL_SIZES if size[0] >= 2]:
-    X, y = ih.orthonormal_task(N, D, generator=generator)
-    X_first, y_first = ih.orthonormal_task(N, D, generator=generator, q=1)
+    X, y = ic.orthonormal_task(N, D, generator=generator)
+    X_first, y_first = ic.orthonormal_task(N, D, generator=generator, q=1)
     for alpha, beta, gamma in points:
-        closed = ih.three_param_loss(alpha, beta, gamma, N)
-        ordinary = ih.full_model_loss_and_grad(alpha, beta, gamma, X, y, strict=False)[0]
-        first = ih.full_model_loss_and_grad(alpha, beta, gamma, X_first, y_first)[0]
+        closed = ic.three_param_loss(alpha, beta, gamma, N)
+        ordinary = ic.full_model_loss_and_grad(alpha, beta, gamma, X, y, strict=False)[0]
+        first = ic.full_model_loss_and_grad(alpha, beta, gamma, X_first, y_first)[0]
         counter_gaps.append((abs(ordinary - closed), abs(first - closed)))
 counter_gaps = np.array(counter_gaps)
 print(f"ordinary mask: |L - L_B.3| in [{counter_gaps[:, 0].min():.2e}, {counter_gaps[:, 0].max():.2f}]; "
@@ -139,10 +140,10 @@ check_claim("induction_emergence.assumptions-needed", counter_gaps.min(), lower=
 # %%
 step_gap = 0.0
 for N in (2, 8, 32):
-    X, y = ih.orthonormal_task(N, 256, generator=generator)
+    X, y = ic.orthonormal_task(N, ie.APP_F.D, generator=generator)
     for point in points[:2]:
-        moved = np.array(ih.full_matrix_step(*point, X, y, lr=100.0))
-        predicted = point - 100.0 / 256 * np.array(ih.three_param_grad(*point, N))
+        moved = np.array(ie.full_matrix_step(*point, X, y, lr=ie.APP_F.lr))
+        predicted = point - ie.APP_F.eta * np.array(ic.three_param_grad(*point, N))
         step_gap = max(step_gap, np.max(np.abs(moved - predicted)))
 print(f"max |full-matrix step - (lambda/D) step on (alpha, beta, gamma)| = {step_gap:.2e}")
 check_claim("induction_emergence.full-step-rate", step_gap, expected=0.0, atol=1e-12,
@@ -220,7 +221,7 @@ check_claim("induction_emergence.initial-velocity", initial_ok, expected=True,
 # $\beta e^\alpha / G$, the same algebra without overflow once $s$ is large.
 
 # %%
-times = {N: ih.crossing_times(N) for N in progress(N_VALUES, desc="flow")}
+times = {N: ie.crossing_times(N) for N in progress(N_VALUES, desc="flow")}
 T = {key: np.array([times[N][key] for N in N_VALUES]) for key in ("gamma", "beta", "alpha", "loss")}
 n = np.array(N_VALUES, dtype=float)
 show_table(["N", "T_γ", "T_β", "T_α", "T_L", "T_γ/N", "T_β/N²", "T_α/N²", "T_L/N²"],
@@ -236,9 +237,9 @@ show_table(["N", "T_γ", "T_β", "T_α", "T_L", "T_γ/N", "T_β/N²", "T_α/N²"
 # ({ref}`induction_emergence.N4 <induction-emergence-n4>`).
 
 # %%
-order_times = {**times, **{N: ih.crossing_times(N) for N in ORDER_N_VALUES if N not in times}}
+order_times = {**times, **{N: ie.crossing_times(N) for N in ORDER_N_VALUES if N not in times}}
 violations = [N for N, t_N in order_times.items() if not t_N["gamma"] < t_N["beta"] < t_N["alpha"]]
-n1 = ih.emergence_times(1)
+n1 = ie.emergence_times(1)
 print(f"order violated for N in {violations} (tested: {len(order_times)} values of N from 2 to {max(order_times)}); "
       f"N = 1: {n1}")
 check_claim("induction_emergence.order", len(violations), expected=0, atol=0,
@@ -251,8 +252,8 @@ check_claim("induction_emergence.order", len(violations), expected=0, atol=0,
 # %%
 lowest = math.inf
 for N in N_VALUES:
-    t_grid, alpha_t, beta_t, gamma_t, _ = ih.flow_trajectory(N, times[N]["loss"], num=4001)
-    velocity_t = ih.three_param_flow(np.stack([alpha_t, beta_t, gamma_t]), N)
+    t_grid, alpha_t, beta_t, gamma_t, _ = ie.flow_trajectory(N, times[N]["loss"], num=4001)
+    velocity_t = ie.three_param_flow(np.stack([alpha_t, beta_t, gamma_t]), N)
     first_phase = gamma_t < 0.5
     lowest = min(lowest, alpha_t.min(), beta_t.min(), gamma_t.min(), velocity_t[:, first_phase].min())
 print(f"smallest parameter or first-phase velocity: {lowest:.3e}")
@@ -365,7 +366,7 @@ reduced_ok = (
     and sp.limit(tau_of_beta, b, sp.oo) == sp.sqrt(2 * sp.pi)
 )
 assert reduced_ok, "the reduced flow of Propositions 1-3 does not follow from B.5"
-asymptotics = ih.emergence_asymptotics()
+asymptotics = ie.emergence_asymptotics()
 print(asymptotics)
 
 # %% [markdown]
@@ -415,7 +416,7 @@ right.legend();
 deviation = {}
 curves = {}
 for N in (N_MAX // 2, N_MAX):
-    t_grid, alpha_t, beta_t, gamma_t, _ = ih.flow_trajectory(N, times[N]["alpha"], num=4001)
+    t_grid, alpha_t, beta_t, gamma_t, _ = ie.flow_trajectory(N, times[N]["alpha"], num=4001)
     middle = gamma_t >= 0.5
     deviation[N] = np.max(np.abs(alpha_t[middle] - beta_t[middle] ** 2 / 2))
     curves[N] = (beta_t, alpha_t)
@@ -445,7 +446,7 @@ ax.legend();
 # worst $N$ to the bound (positive: the bound holds).
 
 # %%
-bounds = {N: ih.proof_bounds(N) for N in progress(BOUND_N_VALUES, desc="bounds")}
+bounds = {N: ie.proof_bounds(N) for N in progress(BOUND_N_VALUES, desc="bounds")}
 paper_bound = {  # quantity: (the paper's statement, "lower" or "upper" bound or None for O(1), its value)
     "N*gammadot phase1 min": (">= 1/2 (B.6.1)", "lower", 0.5),
     "N*gammadot phase1 max": ("<= 1 (B.6.1)", "upper", 1.0),
@@ -540,8 +541,8 @@ check_claim("induction_emergence.b81-t3-bound", float(remainder_over_N.subs(c, 1
 # %%
 gap_at_alpha = {}
 for N in (N_MAX // 2, N_MAX):
-    alpha_T, beta_T, gamma_T = ih.flow_trajectory(N, times[N]["alpha"], num=2)[1:4]
-    gap_at_alpha[N] = N**2 * (1 - 1 / (2 * N) - ih.three_param_loss(alpha_T[-1], beta_T[-1], gamma_T[-1], N))
+    alpha_T, beta_T, gamma_T = ie.flow_trajectory(N, times[N]["alpha"], num=2)[1:4]
+    gap_at_alpha[N] = N**2 * (1 - 1 / (2 * N) - ic.three_param_loss(alpha_T[-1], beta_T[-1], gamma_T[-1], N))
 print({N: round(float(v), 4) for N, v in gap_at_alpha.items()})
 check_claim("induction_emergence.loss-at-t-alpha", 2 * gap_at_alpha[N_MAX] - gap_at_alpha[N_MAX // 2],
             expected=math.sqrt(math.e) / 2, rtol=0.01,
@@ -549,8 +550,8 @@ check_claim("induction_emergence.loss-at-t-alpha", 2 * gap_at_alpha[N_MAX] - gap
 
 # %% mystnb={"figure": {"caption": "Loss (left) and parameters (right) along the flow for N = 32, time in units of N squared. The vertical lines mark T_gamma, T_beta, T_alpha and the loss drop T_L: the induction head is complete at T_alpha, but the loss is still near 1 - 1/(2N) there; it falls only near sqrt(2 pi) N squared (dotted).", "name": "fig-induction_emergence-loss"}}
 N_show = 32
-marks = ih.crossing_times(N_show)
-t_grid, alpha_t, beta_t, gamma_t, loss_t = ih.flow_trajectory(N_show, 3.0 * N_show**2, num=3001)
+marks = ie.crossing_times(N_show)
+t_grid, alpha_t, beta_t, gamma_t, loss_t = ie.flow_trajectory(N_show, 3.0 * N_show**2, num=3001)
 tau_grid = t_grid / N_show**2
 fig, (left, right) = figure(1, 2)
 left.plot(tau_grid, loss_t, color="k", label="loss")
@@ -580,11 +581,11 @@ right.legend(loc="upper left");
 # $\gamma$. The time until ICL (Definition 3, at these thresholds) is the largest, $T_\alpha(0.1)$.
 
 # %%
-fig5_thresholds = (0.1, 0.1, 0.5)
-fig5 = {N: ih.emergence_times(N, fig5_thresholds) for N in N_VALUES}
+fig5_thresholds = ie.FIG5_THRESHOLDS
+fig5 = {N: ie.emergence_times(N, thresholds=fig5_thresholds) for N in N_VALUES}
 T5 = {key: np.array([fig5[N][key] for N in N_VALUES]) for key in ("gamma", "beta", "alpha")}
 t_icl = np.maximum.reduce([T5["gamma"], T5["beta"], T5["alpha"]])
-fig5_asymptotics = ih.emergence_asymptotics(fig5_thresholds)
+fig5_asymptotics = ie.emergence_asymptotics(thresholds=fig5_thresholds)
 print(f"t_ICL/N^2: {np.round(t_icl / n**2, 4)};  asymptote {fig5_asymptotics['T_alpha/N^2']:.4f}")
 check_claim("induction_emergence.fig5-thresholds", richardson(t_icl / n**2),
             expected=fig5_asymptotics["T_alpha/N^2"], rtol=1e-3, why=why_richardson)
@@ -602,9 +603,9 @@ check_claim("induction_emergence.fig5-thresholds", richardson(t_icl / n**2),
 # $2/\partial_\gamma^2\mathcal L = 2N$ at the start whenever $N < 50$.
 
 # %%
-eta = 100 / 256
+eta = ie.APP_F.eta
 gd_n = np.array(GD_N_VALUES, dtype=float)
-gd_steps, gd_diverged = ih.gradient_descent_times(GD_N_VALUES, eta, fig5_thresholds)
+gd_steps, gd_diverged = ie.gradient_descent_times(GD_N_VALUES, eta=eta, thresholds=fig5_thresholds)
 flow_fig5 = np.array([[fig5[N][key] for key in ("alpha", "beta", "gamma")] for N in GD_N_VALUES])
 allowed = eta + flow_fig5 * eta / gd_n[:, None]
 worst = np.max((np.abs(gd_steps * eta - flow_fig5) / allowed)[gd_n >= 16])
@@ -614,8 +615,8 @@ check_claim("induction_emergence.step-as-lambda-over-d", worst, upper=1.0,
             why="one step of quantisation plus the first-order Euler error eta/N relative to the time scale N")
 
 # %%
-literal_steps, literal_diverged = ih.gradient_descent_times(N_VALUES, 100.0, fig5_thresholds)
-predicted_diverged = n < 100.0 / 2
+literal_steps, literal_diverged = ie.gradient_descent_times(N_VALUES, eta=ie.APP_F.lr, thresholds=fig5_thresholds)
+predicted_diverged = n < ie.APP_F.lr / 2
 print(f"eta = 100 on (alpha, beta, gamma): diverged for N = {[N for N, d in zip(N_VALUES, literal_diverged) if d]}")
 check_claim("induction_emergence.literal-step-diverges",
             bool(np.array_equal(literal_diverged, predicted_diverged)), expected=True,
@@ -693,7 +694,7 @@ right.legend(fontsize=7);
 # ```{exercise}
 # :label: ex-induction-n1
 # What happens for $N = 1$? Compute the flow of B.5, decide which parameters emerge, and find the loss-drop time
-# numerically with `icllib.induction.loss_drop_time(1)`. Why is no first-layer head needed?
+# numerically with `icllib.induction_emergence.loss_drop_time(1)`. Why is no first-layer head needed?
 # ```
 #
 # ```{solution} ex-induction-n1
@@ -714,7 +715,7 @@ right.legend(fontsize=7);
 # ```{solution} ex-induction-lr
 # :class: dropdown
 # Near $\alpha = \beta = 0$, $\gamma_{k+1} - 1 = (1 - \eta/N)(\gamma_k - 1)$, which converges iff $|1 - \eta/N| < 1$,
-# i.e. $\eta < 2N$. With $\eta = 100$, `gradient_descent_times([45, 46, 47, 48, 49, 50], 100.0)` flags
+# i.e. $\eta < 2N$. With $\eta = 100$, `gradient_descent_times([45, 46, 47, 48, 49, 50], eta=100.0)` flags
 # $N \le 48$ as diverged. At $N = 49$ the factor is $-1.04$: the oscillation of $\gamma$ grows so slowly that the
 # thresholds are reached first (a run stops there). The stability is only provisional: after the loss drop $s$
 # grows and $\partial^2_\gamma\mathcal L = 2(s^2+F)/r^2$ tends to 2, so a step of 100 is unstable for every $N$

@@ -38,7 +38,8 @@ import os
 import numpy as np
 import torch
 
-from icllib import induction as ih
+from icllib import induction_common as ic
+from icllib import induction_subspace as isp
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, torch_generator
 from icllib.plotting import PALETTE, block_heatmap, figure, log_log_slope, show_table
@@ -81,18 +82,18 @@ print(f"mode = {mode()}; symmetrised {SYM}, Monte-Carlo {MC}, Fig. 4 {FIG4}, App
 # App. A.3, as the shapes stated after Eq. 1 confirm ({ref}`induction_subspace.N1 <induction-subspace-n1>`).
 # We use the causal mask of App. B.2, which also forbids a token to attend to itself, and give the first row,
 # which then sees no key, a zero attention row. Rows are tokens and
-# $S_{ij} = X_i W X_j^\top$ is the score of query row $i$ on key row $j$ (App. A.3). In `icllib.induction`,
+# $S_{ij} = X_i W X_j^\top$ is the score of query row $i$ on key row $j$ (App. A.3). In `icllib.induction_common`,
 # `sample_icl_batch` draws the data and `DisentangledTransformer` is the model, with its three weight matrices
 # as parameters (the functions `disentangled_states` and `disentangled_forward` compute the same thing from given
 # weights, which is what the proof checks below need).
 
 # %%
 N, D = 3, 4
-X, y = ih.sample_icl_batch(D, N, 2, generator=torch_generator(0))
+X, y = ic.sample_icl_batch(D, N, 2, generator=torch_generator(0))
 W_random = tuple(0.3 * torch.randn(*shape, dtype=torch.float64, generator=torch_generator(1))
                  for shape in ((2 * D, 2 * D), (4 * D, 4 * D), (8 * D, D)))
-model = ih.DisentangledTransformer(D, weights=W_random)
-states = ih.disentangled_states(X, *W_random)
+model = ic.DisentangledTransformer(D, weights=W_random)
+states = ic.disentangled_states(X, *W_random)
 shapes = {name: tuple(states[name].shape[1:]) for name in ("U", "V", "z")}
 n_parameters = sum(W.numel() for W in model.parameters())
 print(f"N = {N}, D = {D}: X {tuple(X.shape[1:])}, H_1 {shapes['U']}, H_2 {shapes['V']}, z {shapes['z']}; "
@@ -132,15 +133,15 @@ check_claim("induction_subspace.parameter-count", n_parameters, expected=28 * D 
 # %%
 gram_errors, trip_errors, idem_errors = [], [], []
 for D in (2, 4, 8, 16):
-    basis = ih.subspace_basis(D)
+    basis = isp.subspace_basis(D)
     gram_errors.append(float((basis @ basis.T - D * torch.eye(19, dtype=torch.float64)).abs().max()))
     c = torch.randn(19, dtype=torch.float64, generator=torch_generator(D))
-    trip_errors.append(float((ih.pseudo_parameter_vector(*ih.structured_weights(c, D)) - c).abs().max()))
+    trip_errors.append(float((isp.pseudo_parameter_vector(*ic.structured_weights(c, D)) - c).abs().max()))
     W = tuple(torch.randn(*w.shape, dtype=torch.float64, generator=torch_generator(D + 1))
-              for w in ih.structured_weights(c, D))
-    once = ih.project_structured(*W)
-    idem_errors.append(max(float((a - b).abs().max()) for a, b in zip(once, ih.project_structured(*once))))
-rank = int(torch.linalg.matrix_rank(ih.subspace_basis(8)))
+              for w in ic.structured_weights(c, D))
+    once = isp.project_structured(*W)
+    idem_errors.append(max(float((a - b).abs().max()) for a, b in zip(once, isp.project_structured(*once))))
+rank = int(torch.linalg.matrix_rank(isp.subspace_basis(8)))
 print(f"max |Gram - D I| = {max(gram_errors):.1e}, round trip {max(trip_errors):.1e}, "
       f"Pi(Pi W) - Pi W {max(idem_errors):.1e}; rank of the basis = {rank}")
 check_claim("induction_subspace.basis", max(gram_errors) + max(trip_errors) + max(idem_errors), expected=0.0,
@@ -170,15 +171,15 @@ check_claim("induction_subspace.basis", max(gram_errors) + max(trip_errors) + ma
 def equivariance_error(W, strict, seed):
     """Largest relative error of g(W; h.x) = rho(h)^{-1} g(W; x) over the three matrices, one sample."""
     generator = torch_generator(seed)
-    X, y = ih.sample_icl_batch(8, 4, 1, generator=generator)
-    E, F = ih.random_rotation(8, generator=generator)
-    _, g = ih.loss_and_grads(X, y, *W, strict=strict)
-    _, g_rot = ih.loss_and_grads(*ih.rotate_data(X, y, E, F), *W, strict=strict)
-    return max(float((a - b).norm() / b.norm()) for a, b in zip(ih.rho(E, F, *g_rot), g))
+    X, y = ic.sample_icl_batch(8, 4, 1, generator=generator)
+    E, F = isp.random_rotation(8, generator=generator)
+    _, g = isp.loss_and_grads(X, y, *W, strict=strict)
+    _, g_rot = isp.loss_and_grads(*isp.rotate_data(X, y, E, F), *W, strict=strict)
+    return max(float((a - b).norm() / b.norm()) for a, b in zip(isp.rho(E, F, *g_rot), g))
 
 
 coefficients = 0.3 * torch.randn(19, dtype=torch.float64, generator=torch_generator(2))
-W_structured = ih.structured_weights(coefficients, 8)
+W_structured = ic.structured_weights(coefficients, 8)
 W_unstructured = tuple(0.3 / np.sqrt(8) * torch.randn(*w.shape, dtype=torch.float64, generator=torch_generator(3))
                        for w in W_structured)
 errors = {(kind, strict): [equivariance_error(W, strict, seed) for seed in range(10)]
@@ -208,9 +209,9 @@ check_claim("induction_subspace.needs-structure", min(errors["random", True] + e
 # %%
 W2_eq7 = W_structured[1].reshape(4, 8, 4, 8)                    # [block-row, row, block-column, column]
 spread = max(float((W2_eq7[r] - W2_eq7[0]).norm()) for r in range(1, 4)) / float(W_structured[1].norm())
-X_chain, y_chain = ih.sample_icl_batch(8, 4, 3, generator=torch_generator(30))
+X_chain, y_chain = ic.sample_icl_batch(8, 4, 3, generator=torch_generator(30))
 W_chain = tuple(w.clone().requires_grad_(True) for w in W_unstructured)
-chain_states = ih.disentangled_states(X_chain, *W_chain)
+chain_states = ic.disentangled_states(X_chain, *W_chain)
 chain_states["S"].retain_grad()
 ((y_chain - chain_states["z"]) ** 2).sum(-1).mean().backward()
 dS = chain_states["S"].grad
@@ -242,9 +243,9 @@ check_claim("induction_subspace.a73-chain-rule", chain_error, upper=1e-12,
 
 # %%
 D_prop, n_haar = 8, by_mode(quick=4000, default=20000, full=100000)
-E_haar, F_haar = ih.random_rotation(D_prop, generator=torch_generator(11), count=n_haar)
+E_haar, F_haar = isp.random_rotation(D_prop, generator=torch_generator(11), count=n_haar)
 A = torch.randn(D_prop, D_prop, dtype=torch.float64, generator=torch_generator(12))
-M_prop, I_prop = ih.rotation_M(D_prop), torch.eye(D_prop, dtype=torch.float64)
+M_prop, I_prop = ic.rotation_M(D_prop), torch.eye(D_prop, dtype=torch.float64)
 targets = {
     "Prop. 1: E A E^T -> (tr A / D) I": (E_haar @ A @ E_haar.transpose(-1, -2), torch.trace(A) / D_prop * I_prop),
     "Prop. 2: F A F^T -> a I + b M": (F_haar @ A @ F_haar.transpose(-1, -2),
@@ -258,12 +259,12 @@ for name, (samples, target) in targets.items():
     print(f"{name:36s} largest error {float((samples.mean(0) - target).abs().max()):.4f} "
           f"= {z_scores[name]:.2f} standard errors ({n_haar} Haar samples)")
 prop4_error = float((F_haar @ M_prop @ F_haar.transpose(-1, -2) - M_prop).abs().max())
-E_orbit, F_orbit = ih.orbit_rotations(D_prop)
+E_orbit, F_orbit = isp.orbit_rotations(D_prop)
 orbit_error = max(float(((E_orbit.transpose(-1, -2) @ A @ E_orbit).mean(0) - torch.trace(A) / D_prop * I_prop).abs().max()),
                   float((E_orbit.transpose(-1, -2) @ A @ F_orbit).mean(0).abs().max()))
 print(f"Prop. 4: max |F M F^T - M| over all samples {prop4_error:.1e}; "
       f"the {E_orbit.shape[0]} rotations of section 5 give Props. 1 and 3 exactly (error {orbit_error:.1e})")
-exact = ih.sympy_propositions()
+exact = isp.sympy_propositions()
 print("SymPy, Prop. 1 over O(2) minus (tr A/2) I:", exact["prop1"].tolist(),
       "| over SO(2) only:", exact["prop1_rotations_only"].tolist())
 print("SymPy, Prop. 2 (k = 1):", exact["prop2"].tolist(), "| Prop. 4, F M F^T - M for both forms of F:",
@@ -309,22 +310,22 @@ check_claim("induction_subspace.propositions-sympy", symbolic_zero and rotations
 
 # %%
 D_orbit = SYM[0]
-E_set, F_set = ih.orbit_rotations(D_orbit)
+E_set, F_set = isp.orbit_rotations(D_orbit)
 generator = torch_generator(4)
 coefficients = 0.3 * torch.randn(19, dtype=torch.float64, generator=generator)
-W_at = ih.structured_weights(coefficients, D_orbit)
-X, y = ih.sample_icl_batch(D_orbit, 4, 16, generator=generator)
-_, g_plain = ih.loss_and_grads(X, y, *W_at)
-_, g_sym = ih.loss_and_grads(*ih.symmetrise(X, y), *W_at)
-residual_sym = max(ih.subspace_residual(*g_sym))
-gap = max(float((a - b).norm() / b.norm()) for a, b in zip(g_sym, ih.project_structured(*g_plain)))
+W_at = ic.structured_weights(coefficients, D_orbit)
+X, y = ic.sample_icl_batch(D_orbit, 4, 16, generator=generator)
+_, g_plain = isp.loss_and_grads(X, y, *W_at)
+_, g_sym = isp.loss_and_grads(*isp.symmetrise(X, y), *W_at)
+residual_sym = max(isp.subspace_residual(*g_sym))
+gap = max(float((a - b).norm() / b.norm()) for a, b in zip(g_sym, isp.project_structured(*g_plain)))
 W_off = tuple(w + 0.05 * torch.randn(*w.shape, dtype=torch.float64, generator=generator) for w in W_at)
-_, g_off = ih.loss_and_grads(*ih.symmetrise(X, y), *W_off)
+_, g_off = isp.loss_and_grads(*isp.symmetrise(X, y), *W_off)
 print(f"{E_set.shape[0]} rotations for D = {D_orbit}; 16 base sequences")
-print(f"residual of the plain gradient: {np.round(ih.subspace_residual(*g_plain), 3)}")
+print(f"residual of the plain gradient: {np.round(isp.subspace_residual(*g_plain), 3)}")
 print(f"residual of the symmetrised gradient: {residual_sym:.1e}; ||g_sym - Pi(g_plain)|| / ||Pi|| = {gap:.1e}")
 print(f"at perturbed (unstructured) weights the symmetrised gradient has residual "
-      f"{np.round(ih.subspace_residual(*g_off), 3)}")
+      f"{np.round(isp.subspace_residual(*g_off), 3)}")
 check_claim("induction_subspace.expected-gradient-structured", max(residual_sym, gap), upper=1e-13,
             why="the finite average equals the Haar projection exactly; what remains is float64 rounding")
 
@@ -346,9 +347,9 @@ check_claim("induction_subspace.expected-gradient-structured", max(residual_sym,
 
 # %%
 D_sym, N_sym, base, steps_sym = SYM
-symmetrised = ih.train_sgd(N_sym, D_sym, steps=steps_sym, batch=base, lr=1.0, generator=torch_generator(5),
+symmetrised = isp.train_sgd(N_sym, D_sym, steps=steps_sym, batch=base, lr=1.0, generator=torch_generator(5),
                            training="symmetrised")
-plain = ih.train_sgd(N_sym, D_sym, steps=steps_sym, batch=base * 2 * D_sym**2, lr=1.0,
+plain = isp.train_sgd(N_sym, D_sym, steps=steps_sym, batch=base * 2 * D_sym**2, lr=1.0,
                      generator=torch_generator(5))
 max_sym = float(symmetrised["residual"].max())
 print(f"D = {D_sym}, N = {N_sym}, {steps_sym} steps of {base} x {2 * D_sym**2} sequences")
@@ -380,7 +381,7 @@ ax.legend(ncol=2, fontsize=8);
 
 # %%
 largest = np.maximum(np.abs(symmetrised["coords"]).max(0), np.abs(plain["coords"]).max(0))
-moving = [name for name, value in zip(ih.PSEUDO_PARAMETERS, largest) if value > 0]
+moving = [name for name, value in zip(ic.PSEUDO_PARAMETERS, largest) if value > 0]
 print(f"{len(moving)} pseudo-parameters ever differ from 0: {', '.join(moving)}")
 check_claim("induction_subspace.fifteen-move", row2, expected=0.0, atol=0,
             why="a structural zero: the gradient is a product with the query's positional embedding, exactly 0")
@@ -401,8 +402,8 @@ check_claim("induction_subspace.fifteen-move", row2, expected=0.0, atol=0,
 # units $\|y - z\|^2$.
 
 # %%
-literal = ih.train_sgd(4, 16, steps=30, batch=512, lr=16.0, generator=torch_generator(6))
-per_coordinate = ih.train_sgd(4, 16, steps=30, batch=512, lr=1.0, generator=torch_generator(6))
+literal = isp.train_sgd(4, 16, steps=30, batch=512, lr=16.0, generator=torch_generator(6))
+per_coordinate = isp.train_sgd(4, 16, steps=30, batch=512, lr=1.0, generator=torch_generator(6))
 print(f"D = 16, N = 4, B = 512: loss after 0/10/20/30 steps, step 1 on ||y - z||^2: "
       f"{np.array2string(literal['loss'][::10], precision=3)}")
 print(f"                         step 1 on ||y - z||^2 / D: {np.array2string(per_coordinate['loss'][::10], precision=3)}")
@@ -411,11 +412,11 @@ check_claim("induction_subspace.lr-one", literal["loss"][-1] / literal["loss"][0
 
 # %%
 D_mc, N_mc, steps_mc, batches = MC
-runs = {B: ih.train_sgd(N_mc, D_mc, steps=steps_mc, batch=B, lr=1.0, generator=torch_generator(B)) for B in batches}
+runs = {B: isp.train_sgd(N_mc, D_mc, steps=steps_mc, batch=B, lr=1.0, generator=torch_generator(B)) for B in batches}
 residuals = np.array([runs[B]["residual"][-1] for B in batches])
 slopes = [log_log_slope(batches, residuals[:, k]) for k in range(3)]
 for B, r in zip(batches, residuals):
-    coords = runs[B]["coords"][-1][list(ih.INDUCTION_INDICES)]
+    coords = runs[B]["coords"][-1][list(ic.INDUCTION_INDICES)]
     print(f"B = {B:5d}: residual (W1, W2, W3) = {np.round(r, 4)}, loss {runs[B]['loss'][-1]:.2f}, "
           f"(alpha_3, beta_2, gamma_3) = {np.round(coords, 2)}")
 print(f"log-log slopes of the residual against B: {np.round(slopes, 3)}")
@@ -449,19 +450,19 @@ ax.legend();
 
 # %%
 D4, N4, B4, steps4 = FIG4
-full = ih.train_sgd(N4, D4, steps=steps4, batch=B4, lr=1.0, generator=torch_generator(7))
-three = ih.train_sgd(N4, D4, steps=steps4, batch=B4, lr=1.0, generator=torch_generator(7), training="three")
+full = isp.train_sgd(N4, D4, steps=steps4, batch=B4, lr=1.0, generator=torch_generator(7))
+three = isp.train_sgd(N4, D4, steps=steps4, batch=B4, lr=1.0, generator=torch_generator(7), training="three")
 exits = {name: int(np.argmax(run["loss"] <= D4 / 2)) for name, run in (("full", full), ("three", three))}
 final = np.abs(full["coords"][-1])
 top3 = set(np.argsort(final)[-3:].tolist())
-runner_up = max(final[k] for k in range(19) if k not in ih.INDUCTION_INDICES)
+runner_up = max(final[k] for k in range(19) if k not in ic.INDUCTION_INDICES)
 print(f"D = {D4}, N = {N4}, B = {B4}: plateau exit at step {exits['full']} (full) and {exits['three']} (three)")
 print(f"final losses: full {full['loss'][-20:].mean():.2f}, three {three['loss'][-20:].mean():.2f} "
       f"(mean of the last 20 batches)")
 print("largest final |pseudo-parameters| (full): " + ", ".join(
-    f"{ih.PSEUDO_PARAMETERS[k]} {full['coords'][-1][k]:.2f}" for k in np.argsort(final)[::-1][:5])
-      + f"; the smallest of the three is {min(final[list(ih.INDUCTION_INDICES)]) / runner_up:.1f} x the runner-up")
-check_claim("induction_subspace.hypothesis1-dominant", top3 == set(ih.INDUCTION_INDICES), expected=True,
+    f"{ic.PSEUDO_PARAMETERS[k]} {full['coords'][-1][k]:.2f}" for k in np.argsort(final)[::-1][:5])
+      + f"; the smallest of the three is {min(final[list(ic.INDUCTION_INDICES)]) / runner_up:.1f} x the runner-up")
+check_claim("induction_subspace.hypothesis1-dominant", top3 == set(ic.INDUCTION_INDICES), expected=True,
             why="an ordering of the final |c_k|: a random ordering of the 15 that move would pass with "
                 "probability 1/455")
 check_claim("induction_subspace.hypothesis2", exits["three"] / exits["full"], lower=0.75, upper=1.0,
@@ -472,9 +473,9 @@ check_claim("induction_subspace.hypothesis2", exits["three"] / exits["full"], lo
 fig, axes = figure(2, 2, height=6.4)
 def plot_pseudo_parameters(ax, coords, title):
     """The 19 pseudo-parameters over training; the induction head thick and coloured, the other 16 thin grey."""
-    for k, name in enumerate(ih.PSEUDO_PARAMETERS):
-        if k in ih.INDUCTION_INDICES:
-            ax.plot(coords[:, k], lw=2.2, color=PALETTE[ih.INDUCTION_INDICES.index(k)], label=name)
+    for k, name in enumerate(ic.PSEUDO_PARAMETERS):
+        if k in ic.INDUCTION_INDICES:
+            ax.plot(coords[:, k], lw=2.2, color=PALETTE[ic.INDUCTION_INDICES.index(k)], label=name)
         else:
             ax.plot(coords[:, k], lw=0.7, color="0.6", label="other 16" if k == 0 else None)
     ax.set(xlabel="SGD step", ylabel="pseudo-parameter c_k", title=title)
@@ -507,14 +508,14 @@ for ax, W, (name, xlabel, ylabel) in zip(axes, full["weights"], labels):
 # plateau value $D$), removing any of the other 16 should not. A model still on its plateau fails the second half.
 
 # %%
-shares_fig3 = [1.0 - r**2 for r in ih.subspace_residual(*full["weights"])]
-X_fresh, y_fresh = ih.sample_icl_batch(D4, N4, 4096, generator=torch_generator(31))
-flat, coords_final = ih.flatten_weights(*full["weights"]), ih.pseudo_parameter_vector(*full["weights"])
-basis_fig4 = ih.subspace_basis(D4)
-ablated = np.array([ih.loss_and_grads(X_fresh, y_fresh, *ih.unflatten_weights(flat - coords_final[k] * basis_fig4[k],
+shares_fig3 = [1.0 - r**2 for r in isp.subspace_residual(*full["weights"])]
+X_fresh, y_fresh = ic.sample_icl_batch(D4, N4, 4096, generator=torch_generator(31))
+flat, coords_final = isp.flatten_weights(*full["weights"]), isp.pseudo_parameter_vector(*full["weights"])
+basis_fig4 = isp.subspace_basis(D4)
+ablated = np.array([isp.loss_and_grads(X_fresh, y_fresh, *isp.unflatten_weights(flat - coords_final[k] * basis_fig4[k],
                                                                               D4))[0] for k in range(19)])
-trained_loss = ih.loss_and_grads(X_fresh, y_fresh, *full["weights"])[0]
-head = list(ih.INDUCTION_INDICES)
+trained_loss = isp.loss_and_grads(X_fresh, y_fresh, *full["weights"])[0]
+head = list(ic.INDUCTION_INDICES)
 others = [k for k in range(19) if k not in head]
 print(f"share of the squared norm in the subspace (W1, W2, W3): {np.round(shares_fig3, 3)}")
 print(f"loss on fresh data: trained {trained_loss:.2f} (plateau D = {D4}); without alpha3, beta2, gamma3: "
@@ -546,7 +547,7 @@ check_claim("induction_subspace.hypothesis1",
 # over the last 20 steps divided by the lowest 20-step mean after the exit.
 
 # %%
-app_d_runs = {(D_d, N_d): {training: ih.train_sgd(N_d, D_d, steps=steps_d, batch=256, lr=1.0,
+app_d_runs = {(D_d, N_d): {training: isp.train_sgd(N_d, D_d, steps=steps_d, batch=256, lr=1.0,
                                                   generator=torch_generator(15), training=training)
                            for training in ("full", "three")}
               for D_d, N_d, steps_d in APP_D}
@@ -562,7 +563,7 @@ app_d_ok = []
 for (D_d, N_d), runs in app_d_runs.items():
     exits_d = {name: int(np.argmax(run["loss"] <= D_d / 2)) for name, run in runs.items()}
     final_d = np.abs(runs["full"]["coords"][-1])
-    on_top = set(np.argsort(final_d)[-3:].tolist()) == set(ih.INDUCTION_INDICES)
+    on_top = set(np.argsort(final_d)[-3:].tolist()) == set(ic.INDUCTION_INDICES)
     app_d_ok.append(on_top and 0.75 <= exits_d["three"] / exits_d["full"] <= 1.0)
     print(f"D = {D_d}, N = {N_d}, B = 256: exit at step {exits_d['full']} (full) and {exits_d['three']} (three); "
           f"alpha3, beta2, gamma3 largest: {on_top}; rebound of the loss: full x{rebound(runs['full']['loss'], exits_d['full']):.1f}, "
@@ -621,15 +622,15 @@ if (32, 8) in app_d_runs:
 # Figs. 12-14 ($N = 16$, 1000 steps); `quick` draws Figs. 6-8 at half the steps.
 
 # %%
-app_c_runs = {N_c: (steps_c, ih.train_sgd(N_c, 16, steps=steps_c[-1], batch=512, lr=1.0,
+app_c_runs = {N_c: (steps_c, isp.train_sgd(N_c, 16, steps=steps_c[-1], batch=512, lr=1.0,
                                           generator=torch_generator(100 + N_c), snapshots=steps_c))
               for N_c, steps_c in APP_C}
 table, shares, head_on_top = [], [], []
 for N_c, (steps_c, run) in app_c_runs.items():
     for step in steps_c:
         weights = run["snapshots"][step]
-        share = [1.0 - r**2 for r in ih.subspace_residual(*weights)]
-        coords = ih.pseudo_params(*weights)
+        share = [1.0 - r**2 for r in isp.subspace_residual(*weights)]
+        coords = isp.pseudo_params(*weights)
         largest = sorted(coords, key=lambda name: -abs(coords[name]))[:4]
         shares.append(min(share))
         if step == steps_c[-1]:
@@ -692,15 +693,15 @@ for label, variance in (("1/D", 1.0 / D_big), ("1/sqrt(D)", D_big**-0.5)):
 # condition as printed), and compare the model's loss with the closed form at a generic point.
 
 # %%
-X_ortho, y_ortho = ih.orthonormal_task(3, 8, generator=torch_generator(13))
+X_ortho, y_ortho = ic.orthonormal_task(3, 8, generator=torch_generator(13))
 a_1, b_2 = X_ortho[0, :8].clone(), X_ortho[3, :8].clone()
 point = (0.7, 1.3, 0.9)                     # (alpha, beta, gamma)
-closed_form = float(ih.three_param_loss(*point, 3))
+closed_form = float(ic.three_param_loss(*point, 3))
 gaps = {}
 for angle in (0.0, 0.5):
     X_tilted = X_ortho.clone()
     X_tilted[3, :8] = np.cos(angle) * b_2 + np.sin(angle) * a_1   # still unit norm and orthogonal to a_2, b_1, b_3
-    gaps[angle] = abs(ih.full_model_loss_and_grad(*point, X_tilted, y_ortho)[0] - closed_form)
+    gaps[angle] = abs(ic.full_model_loss_and_grad(*point, X_tilted, y_ortho)[0] - closed_form)
     print(f"a_1 . b_2 = {float(X_tilted[3, :8] @ a_1):.3f}: |model loss - closed form| = {gaps[angle]:.2e}")
 check_claim("induction_subspace.assumption7-quantifier", gaps[0.5], lower=1e-3,
             why="an O(1) tilt gives an O(1e-2) gap, far above the 1e-15 agreement without it")
@@ -723,14 +724,14 @@ check_claim("induction_subspace.assumption7-quantifier", gaps[0.5], lower=1e-3,
 
 # %%
 D_paper = 2048
-wide = ih.StandardTransformer(D_paper, generator=torch_generator(32))
+wide = isp.StandardTransformer(D_paper, generator=torch_generator(32))
 with torch.no_grad():
     for weight in wide.parameters():                 # weights of order one: each layer moves the stream
         weight.normal_(0.0, D_paper**-0.5, generator=torch_generator(33))
     heads = [wide.W_O[layer] @ wide.W_V[layer] for layer in range(2)]
     embeddings = torch.cat([wide.E, wide.P]).T      # D x (N_E + N_P): the vectors e_i and p_i as columns
     spans = [embeddings, heads[0] @ embeddings, heads[1] @ embeddings, heads[1] @ heads[0] @ embeddings]
-    tokens, positions, _ = ih.standard_task(64, generator=torch_generator(34))
+    tokens, positions, _ = isp.standard_task(64, generator=torch_generator(34))
     stream = wide.residual_streams(tokens, positions)[-1].reshape(-1, D_paper).double()
 
 
@@ -757,9 +758,9 @@ check_claim("induction_subspace.residual-stream-subspaces", remainders["four sub
 
 # %%
 D_std, B_std, steps_std = STANDARD
-untrained = ih.StandardTransformer(D_std, generator=torch_generator(9))    # the initialisation of the run below
-standard, standard_losses = ih.train_standard(D_std, steps=steps_std, batch=B_std, generator=torch_generator(9))
-accuracy = ih.standard_accuracy(standard, 4096, generator=torch_generator(10))
+untrained = isp.StandardTransformer(D_std, generator=torch_generator(9))    # the initialisation of the run below
+standard, standard_losses = isp.train_standard(D_std, steps=steps_std, batch=B_std, generator=torch_generator(9))
+accuracy = isp.standard_accuracy(standard, 4096, generator=torch_generator(10))
 print(f"D = D_H = {D_std}, B = {B_std}, {steps_std} steps: loss {standard_losses[0]:.3f} (ln 32 = {np.log(32):.3f})"
       f" -> {standard_losses[-20:].mean():.3f} (mean of the last 20 batches); accuracy on 4096 fresh sequences "
       f"{accuracy:.3f}")
@@ -791,7 +792,7 @@ with torch.no_grad():
     scores = (P_emb @ standard.W_Q[0].T) @ (P_emb @ standard.W_K[0].T).T   # row: query position, column: key
     printed = P_emb @ standard.W_K[0] @ standard.W_Q[0] @ P_emb.T          # p_i^T W_K W_Q p_j, as on line 57
 distance = min(float((candidate - scores).norm() / scores.norm()) for candidate in (printed, printed.T))
-printed_weight = previous_weight(ih.causal_softmax(printed / np.sqrt(D_std), strict=False))
+printed_weight = previous_weight(ic.causal_softmax(printed / np.sqrt(D_std), strict=False))
 untrained_weight = previous_weight(untrained.previous_position_attention())
 rows = torch.arange(1, positional.shape[0])
 previous_share = float((positional[1:].argmax(-1) == rows - 1).double().mean())
@@ -838,11 +839,11 @@ if PAPER_WIDTH is not None:
     D_wide, B_wide, steps_wide = PAPER_WIDTH
     # At this width the float32 products are large enough for every core to pay off.
     torch.set_num_threads(os.cpu_count() or 1)
-    wide_model, wide_losses = ih.train_standard(D_wide, steps=steps_wide, batch=B_wide,
+    wide_model, wide_losses = isp.train_standard(D_wide, steps=steps_wide, batch=B_wide,
                                                 generator=torch_generator(9))
     torch.set_num_threads(1)
     print(f"D = D_H = {D_wide}: loss {wide_losses[0]:.3f} -> {wide_losses[-20:].mean():.3f}; accuracy "
-          f"{ih.standard_accuracy(wide_model, 4096, generator=torch_generator(10)):.3f}; weight on the previous "
+          f"{isp.standard_accuracy(wide_model, 4096, generator=torch_generator(10)):.3f}; weight on the previous "
           f"position {previous_weight(wide_model.previous_position_attention()):.2f}")
 
 # %% [markdown]

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from icllib import lsa
+from icllib import lsa_theory as lsat
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, torch_generator
 from icllib.plotting import figure
@@ -60,8 +61,8 @@ print("run mode:", mode())
 
 # %%
 d, N = 4, 15
-Lam = lsa.make_lambda([0.25, 0.5, 1.0, 2.0], rotation_seed=14)
-W_KQ_star, W_PV_star = lsa.global_minimum(Lam, N)
+Lam = lsa.make_lambda([0.25, 0.5, 1.0, 2.0], generator=np.random.default_rng(14))
+W_KQ_star, W_PV_star = lsat.global_minimum(Lam, N)
 rng = np.random.default_rng(0)
 W_KQ = rng.standard_normal((d + 1, d + 1)) * 0.5
 W_PV = rng.standard_normal((d + 1, d + 1)) * 0.5
@@ -121,16 +122,16 @@ inv_KQ[:, :d] = 0
 inv_KQ[:d, :d] = U_test
 inv_PV[d, :] = 0
 inv_PV[d, d] = W_PV_star[d, d] * 0.7
-exact_restricted = lsa.restricted_loss(U_test, inv_PV[d, d], Lam, N)
+exact_restricted = lsat.restricted_loss(U_test, inv_PV[d, d], Lam, N)
 mc_restricted = lsa.mc_loss_and_gradient(inv_KQ, inv_PV, Lam, N, n=n_mc, generator=torch_generator(2))
 z_restricted = (mc_restricted["loss"] - exact_restricted) / mc_restricted["loss_se"]
-exact_full = float(lsa.population_loss(W_KQ, W_PV, Lam, N))
+exact_full = float(lsat.population_loss(W_KQ, W_PV, Lam, N))
 mc_full = lsa.mc_loss_and_gradient(W_KQ, W_PV, Lam, N, n=n_mc, generator=torch_generator(3))
 z_full = (mc_full["loss"] - exact_full) / mc_full["loss_se"]
 print(f"invariant set: exact {exact_restricted:.5f}, MC {mc_restricted['loss']:.5f} ± {mc_restricted['loss_se']:.5f} (z = {z_restricted:+.2f})")
 print(f"generic point: exact {exact_full:.4f}, MC {mc_full['loss']:.4f} ± {mc_full['loss_se']:.4f} (z = {z_full:+.2f})")
 print(f"closed form at v = u = 0 minus Eq. (5.5) + tr/2: "
-      f"{float(lsa.population_loss(inv_KQ, inv_PV, Lam, N)) - exact_restricted:.1e}")
+      f"{float(lsat.population_loss(inv_KQ, inv_PV, Lam, N)) - exact_restricted:.1e}")
 check_claim("lsa.population-loss", z_restricted, lower=-4, upper=4,
             why=f"z-score of a {n_mc}-prompt Monte-Carlo mean (SE {mc_restricted['loss_se']:.1e}); |z| > 4 by chance "
                 "has probability 6e-5, and a formula off by more than 6.3 SE passes with probability below 1 %")
@@ -148,7 +149,7 @@ check_claim("lsa.full-loss", z_full, lower=-4, upper=4,
 
 # %%
 c_test = inv_PV[d, d]
-dU_52, dc_52 = lsa.restricted_gradient(U_test, c_test, Lam, N)  # the right-hand side of (5.4), negated
+dU_52, dc_52 = lsat.restricted_gradient(U_test, c_test, Lam, N)  # the right-hand side of (5.4), negated
 grad_KQ_52, grad_PV_52 = np.zeros((d + 1, d + 1)), np.zeros((d + 1, d + 1))
 grad_KQ_52[:d, :d], grad_PV_52[d, d] = dU_52, dc_52
 z_52 = np.concatenate([(mc_restricted[f"grad_{k}"].numpy()[m] - expected[m]) / mc_restricted[f"se_{k}"].numpy()[m]
@@ -177,11 +178,11 @@ sizes = by_mode(quick=[(4, 15)], default=[(3, 10), (4, 15)], full=[(3, 10), (4, 
 scales = [0.05, 0.5, 3.0, 10.0]
 flows, summary = {}, []
 for dd, NN in sizes:
-    Lam_dd = Lam if dd == 4 else lsa.make_lambda(np.geomspace(0.5, 2.0, dd), rotation_seed=13)
-    K_star, P_star = lsa.global_minimum(Lam_dd, NN)
-    sigma_max = np.sqrt(2 / (np.sqrt(dd) * np.linalg.norm(lsa.gamma_matrix(Lam_dd, NN), 2)))
+    Lam_dd = Lam if dd == 4 else lsa.make_lambda(np.geomspace(0.5, 2.0, dd), generator=np.random.default_rng(13))
+    K_star, P_star = lsat.global_minimum(Lam_dd, NN)
+    sigma_max = lsat.sigma_max(Lam_dd, NN)
     for scale in scales:
-        K0, P0 = lsa.assumption33_init(dd, scale * sigma_max, seed=7)
+        K0, P0 = lsa.assumption33_init(dd, scale * sigma_max, generator=np.random.default_rng(7))
         run = lsa.gradient_flow(K0[:dd, :dd], P0[dd, dd], Lam_dd, NN, T=1500)
         flows[(dd, NN, scale)] = run
         summary.append({
@@ -216,7 +217,7 @@ bound_ratios = []
 for r in inside:
     dd, sig, Lam_r = r["d"], r["sigma"], r["Lam"]
     LT = np.trace(Lam_r @ r["K0"][:dd, :dd] @ Lam_r) / sig  # ||Lam Theta||_F^2 = tr(Lam Theta Theta^T Lam)
-    G_op = np.linalg.norm(lsa.gamma_matrix(Lam_r, r["N"]), 2)
+    G_op = np.linalg.norm(lsat.gamma_matrix(Lam_r, r["N"]), 2)
     bound = np.sqrt(sig**2 * LT * (2 - np.sqrt(dd) * sig**2 * G_op) / (2 * np.sqrt(dd) * np.linalg.norm(Lam_r, 2) ** 2))
     bound_ratios.append(r["min_c"] / bound)
     print(f"(d, N) = ({dd}, {r['N']}), sigma/sigma_max = {r['scale']}: min u_-1 = {r['min_c']:.4f}, "
@@ -243,15 +244,15 @@ def sqrtm_psd(A):
     return (V * np.sqrt(ev)) @ V.T
 
 
-Lam_half, G_half = sqrtm_psd(Lam), sqrtm_psd(lsa.gamma_matrix(Lam, N))
-Gi = np.linalg.inv(lsa.gamma_matrix(Lam, N))
+Lam_half, G_half = sqrtm_psd(Lam), sqrtm_psd(lsat.gamma_matrix(Lam, N))
+Gi = np.linalg.inv(lsat.gamma_matrix(Lam, N))
 min_A2 = -0.5 * np.trace(Lam @ Lam @ Gi)
 gen_A2 = np.random.default_rng(23)
 err_A2 = []
 for _ in range(20):
     U_r, c_r = gen_A2.standard_normal((d, d)), gen_A2.standard_normal()
     gap_A2 = 0.5 * np.linalg.norm(G_half @ (c_r * Lam_half @ U_r @ Lam_half - Lam @ Gi)) ** 2
-    err_A2.append(abs(lsa.restricted_loss(U_r, c_r, Lam, N) - 0.5 * np.trace(Lam) - (min_A2 + gap_A2)))
+    err_A2.append(abs(lsat.restricted_loss(U_r, c_r, Lam, N) - 0.5 * np.trace(Lam) - (min_A2 + gap_A2)))
 flow_end = flows[(4, 15, 0.5)]["loss"][-1] - 0.5 * np.trace(Lam)
 print(f"Corollary A.2: largest error of the identity over 20 random points {max(err_A2):.1e}; "
       f"end of the flow {flow_end:.12f}, -tr(Lam^2 Gamma^-1)/2 = {min_A2:.12f}")
@@ -269,16 +270,16 @@ check_claim("lsa.corollaryA2", max(max(err_A2), abs(flow_end - min_A2)), upper=1
 # rate of the gap and with twice the smallest non-zero Hessian eigenvalue at $W^*$.
 
 # %%
-sigma_max4 = np.sqrt(2 / (np.sqrt(d) * np.linalg.norm(lsa.gamma_matrix(Lam, N), 2)))
-K0, _ = lsa.assumption33_init(d, 0.5 * sigma_max4, seed=7)
-mu = lsa.pl_constant(Lam, N, 0.5 * sigma_max4, K0)
+sigma_max4 = lsat.sigma_max(Lam, N)
+K0, _ = lsa.assumption33_init(d, 0.5 * sigma_max4, generator=np.random.default_rng(7))
+mu = lsat.pl_constant(Lam, N, 0.5 * sigma_max4, K0)
 run = flows[(4, 15, 0.5)]
-gap = run["loss"] - lsa.minimum_loss(Lam, N)
+gap = run["loss"] - lsat.minimum_loss(Lam, N)
 tracked = gap > 1e-12
 pl_ratio = (run["grad_sq"][tracked] / gap[tracked]).min()
 tail = (gap > 1e-13) & (gap < 1e-6)
 rate = -np.polyfit(run["t"][tail], np.log(gap[tail]), 1)[0]
-hess = np.linalg.eigvalsh(lsa.restricted_hessian(W_KQ_star[:d, :d], W_PV_star[d, d], Lam, N))
+hess = np.linalg.eigvalsh(lsat.restricted_hessian(W_KQ_star[:d, :d], W_PV_star[d, d], Lam, N))
 lam_min = hess[hess > 1e-10].min()
 print(f"mu (Eq. 5.7) = {mu:.2e}; min over the flow of ||grad||^2 / gap = {pl_ratio:.3f}")
 print(f"tail rate of the gap = {rate:.4f}; 2 x smallest non-zero Hessian eigenvalue = {2 * lam_min:.4f} "
@@ -291,7 +292,7 @@ assert abs(rate - 2 * lam_min) < 0.01 * rate, "the tail rate should be twice the
 fig, (ax_gap, ax_bal) = figure(1, 2)
 for scale in scales:
     r = flows[(4, 15, scale)]
-    g = r["loss"] - lsa.minimum_loss(Lam, N)
+    g = r["loss"] - lsat.minimum_loss(Lam, N)
     keep = r["t"] > 0
     ax_gap.semilogy(r["t"][keep], np.maximum(g[keep], 1e-16), label=f"σ = {scale:g} σ_max")
     ax_bal.semilogx(r["t"][keep], r["c"][keep] ** 2 - (r["U"][keep] ** 2).sum((1, 2)), label=f"σ = {scale:g} σ_max")
@@ -320,13 +321,13 @@ ax_bal.legend();
 # exact gradient descent (no sampling noise) from the same start as above.
 
 # %%
-K0, P0 = lsa.assumption33_init(d, 0.5 * sigma_max4, seed=7)
+K0, P0 = lsa.assumption33_init(d, 0.5 * sigma_max4, generator=np.random.default_rng(7))
 gd_rows = []
 for lr, n_steps in [(0.01, 16000), (0.05, 4000), (0.2, 8000)]:
     gd = lsa.restricted_gd(K0[:d, :d], P0[d, d], Lam, N, lr=lr, steps=n_steps)
-    _, c_pred = lsa.manifold_point(Lam, N, gd["delta_predicted"])
+    _, c_pred = lsat.manifold_point(Lam, N, gd["delta_predicted"])
     gd_rows.append((lr, gd, c_pred))
-    print(f"lr {lr:4}: gap {gd['loss'] - lsa.minimum_loss(Lam, N):.1e}, |cU - Gamma^-1| {np.abs(gd['c'] * gd['U'] - Gi).max():.1e}, "
+    print(f"lr {lr:4}: gap {gd['loss'] - lsat.minimum_loss(Lam, N):.1e}, |cU - Gamma^-1| {np.abs(gd['c'] * gd['U'] - Gi).max():.1e}, "
           f"c = {gd['c']:.6f} (flow: {W_PV_star[d, d]:.6f}), predicted from delta: {c_pred:.6f}")
 lr_big, gd_big, c_big = gd_rows[-1]
 check_claim("lsa.finite-step", abs(gd_big["c"] - c_big), upper=1e-6,
@@ -338,7 +339,7 @@ assert abs(gd_big["c"] - W_PV_star[d, d]) > 0.5
 # must satisfy $cU=\Gamma^{-1}$.
 
 # %%
-gd_gaps = [gd["loss"] - lsa.minimum_loss(Lam, N) for _, gd, _ in gd_rows]
+gd_gaps = [gd["loss"] - lsat.minimum_loss(Lam, N) for _, gd, _ in gd_rows]
 gd_dist = [np.linalg.norm(gd["c"] * gd["U"] - Gi) / np.linalg.norm(Gi) for _, gd, _ in gd_rows]
 print(f"c at the end: {[round(gd['c'], 4) for _, gd, _ in gd_rows]}; loss gaps {max(gd_gaps):.1e} or less; "
       f"relative distance of cU to Gamma^-1 at most {max(gd_dist):.1e}")
@@ -360,10 +361,10 @@ check_claim("lsa.lemma53", max(gd_dist), upper=1e-6,
 
 # %%
 d3, N3 = 3, 10
-Lam3 = lsa.make_lambda([0.5, 1.0, 2.0], rotation_seed=13)
-Gi3 = np.linalg.inv(lsa.gamma_matrix(Lam3, N3))
-sigma_max3 = np.sqrt(2 / (np.sqrt(d3) * np.linalg.norm(lsa.gamma_matrix(Lam3, N3), 2)))
-K03, P03 = lsa.assumption33_init(d3, 0.5 * sigma_max3, seed=7)
+Lam3 = lsa.make_lambda([0.5, 1.0, 2.0], generator=np.random.default_rng(13))
+Gi3 = np.linalg.inv(lsat.gamma_matrix(Lam3, N3))
+sigma_max3 = lsat.sigma_max(Lam3, N3)
+K03, P03 = lsa.assumption33_init(d3, 0.5 * sigma_max3, generator=np.random.default_rng(7))
 seeds, sgd_steps = by_mode(quick=3, default=4, full=8), by_mode(quick=2000, default=3000, full=30000)
 products, sgd_runs = [], []
 for seed in range(seeds):
@@ -371,11 +372,11 @@ for seed in range(seeds):
     K_s3, P_s3 = out["W_KQ"].numpy(), out["W_PV"].numpy()
     products.append(P_s3[d3, d3] * K_s3[:d3, :d3])
     sgd_runs.append((K_s3, P_s3))
-    _, c_manifold = lsa.manifold_point(Lam3, N3, float(lsa.balance_gap(K_s3, P_s3)))
+    _, c_manifold = lsat.manifold_point(Lam3, N3, float(lsa.balance_gap(K_s3, P_s3)))
     print(f"seed {seed}: |cU - Gamma^-1| / |Gamma^-1| = {np.linalg.norm(products[-1] - Gi3) / np.linalg.norm(Gi3):.2%}, "
           f"off-blocks max {max(np.abs(K_s3[d3, :d3]).max(), np.abs(P_s3[d3, :d3]).max()):.1e}, c = {P_s3[d3, d3]:.4f} "
-          f"(manifold point for its imbalance: {c_manifold:.4f}; flow: {lsa.global_minimum(Lam3, N3)[1][d3, d3]:.4f}), "
-          f"excess loss {float(lsa.population_loss(K_s3, P_s3, Lam3, N3)) - lsa.minimum_loss(Lam3, N3):.1e}")
+          f"(manifold point for its imbalance: {c_manifold:.4f}; flow: {lsat.global_minimum(Lam3, N3)[1][d3, d3]:.4f}), "
+          f"excess loss {float(lsat.population_loss(K_s3, P_s3, Lam3, N3)) - lsat.minimum_loss(Lam3, N3):.1e}")
 products = np.array(products)
 err_mean = np.linalg.norm(products.mean(0) - Gi3) / np.linalg.norm(Gi3)
 err_alternative = np.linalg.norm(np.linalg.inv(Lam3) - Gi3) / np.linalg.norm(Gi3)
@@ -425,8 +426,8 @@ runs = by_mode(quick=4, default=24, full=60)
 T_flow = by_mode(quick=500, default=600, full=2000)
 flow_aniso = lsa.full_gradient_flow(*generic_init(d, runs, 0.05, seed=100), Lam, N, T=T_flow, rtol=1e-6, atol=1e-9)
 flow_iso = lsa.full_gradient_flow(*generic_init(d, runs, 0.05, seed=100), np.eye(d), N, T=T_flow, rtol=1e-6, atol=1e-9)
-gap_aniso = (flow_aniso["loss"] - lsa.minimum_loss(Lam, N)).numpy()
-gap_iso = (flow_iso["loss"] - lsa.minimum_loss(np.eye(d), N)).numpy()
+gap_aniso = (flow_aniso["loss"] - lsat.minimum_loss(Lam, N)).numpy()
+gap_iso = (flow_iso["loss"] - lsat.minimum_loss(np.eye(d), N)).numpy()
 print("anisotropic Lambda, final gaps:", np.round(np.sort(gap_aniso), 3))
 print("isotropic Lambda, final gaps:  ", np.round(np.sort(gap_iso), 3))
 stuck = gap_aniso > 0.3
@@ -440,8 +441,8 @@ print(f"stuck far from the minimum: {stuck.sum()}/{runs} (anisotropic), {(gap_is
 # %%
 hess_star = lsa.newton_refine(W_KQ_star, W_PV_star, Lam, N, steps=1)["hessian_eigenvalues"].numpy()
 pert = 1e-3 * torch.as_tensor(np.random.default_rng(8).standard_normal((2, 2000, d + 1, d + 1)))
-gap_pert = (lsa.population_loss(torch.as_tensor(W_KQ_star) + pert[0], torch.as_tensor(W_PV_star) + pert[1], Lam, N)
-            - lsa.minimum_loss(Lam, N)).numpy()
+gap_pert = (lsat.population_loss(torch.as_tensor(W_KQ_star) + pert[0], torch.as_tensor(W_PV_star) + pert[1], Lam, N)
+            - lsat.minimum_loss(Lam, N)).numpy()
 print(f"Hessian at W*: smallest eigenvalues {np.sort(hess_star)[:2]} (the first is the rescaling direction); "
       f"smallest gap of 2000 perturbations {gap_pert.min():.1e}; of the {2 * runs} generic flows "
       f"{min(gap_aniso.min(), gap_iso.min()):.1e}")
@@ -460,7 +461,7 @@ check_claim("lsa.global-minimum", float(min(gap_aniso.min(), gap_iso.min(), gap_
 first = int(np.flatnonzero(stuck)[0]) if stuck.any() else 0
 spurious = lsa.newton_refine(flow_aniso["W_KQ"][first], flow_aniso["W_PV"][first], Lam, N, steps=8)
 eig = spurious["hessian_eigenvalues"].numpy()
-spur_gap = spurious["loss"] - lsa.minimum_loss(Lam, N)
+spur_gap = spurious["loss"] - lsat.minimum_loss(Lam, N)
 mc_spur = lsa.mc_loss_and_gradient(spurious["W_KQ"], spurious["W_PV"], Lam, N,
                                    n=by_mode(quick=50_000, default=200_000, full=2_000_000), generator=torch_generator(4))
 z_loss = (mc_spur["loss"] - spurious["loss"]) / mc_spur["loss_se"]
@@ -478,9 +479,9 @@ check_claim("lsa.spurious-minimum", bool(stuck.any() and spurious["grad_norm"] <
 # %% mystnb={"figure": {"caption": "Exact gradient flow from generic random initialisations (all relevant entries N(0, 0.05^2)), d = 4, N = 15. With an anisotropic Lambda a share of the runs lingers near a saddle (gap 0.60) and then settles at a spurious local minimum (gap 0.572); with Lambda = I every run reaches the global minimum.", "name": "fig-lsa-basins"}}
 fig, ax = figure()
 for j in range(runs):
-    ax.semilogy(flow_aniso["t"][1:], np.maximum((flow_aniso["history"][1:, j] - lsa.minimum_loss(Lam, N)).numpy(), 1e-12),
+    ax.semilogy(flow_aniso["t"][1:], np.maximum((flow_aniso["history"][1:, j] - lsat.minimum_loss(Lam, N)).numpy(), 1e-12),
                 color="C1", alpha=0.6, lw=1, label="anisotropic Λ" if j == 0 else None)
-    ax.semilogy(flow_iso["t"][1:], np.maximum((flow_iso["history"][1:, j] - lsa.minimum_loss(np.eye(d), N)).numpy(), 1e-12),
+    ax.semilogy(flow_iso["t"][1:], np.maximum((flow_iso["history"][1:, j] - lsat.minimum_loss(np.eye(d), N)).numpy(), 1e-12),
                 color="C0", alpha=0.6, lw=1, label="Λ = I" if j == 0 else None)
 ax.set_xscale("log")
 ax.set(xlabel="time t of the gradient flow", ylabel="loss gap L - L* (floored at 1e-12)")
@@ -525,9 +526,9 @@ tasks = [("linear", 0.0), ("linear", 0.5), ("relu", 0.0), ("quadratic", 0.0)]
 Ms = [5, 20, 100]
 rows_42 = []
 for k, (task, noise) in enumerate(tasks):
-    a, Sigma, best = lsa.task_moments(task, w_task, Lam, noise=noise)
+    a, Sigma, best = lsat.task_moments(task, w_task, Lam, noise=noise)
     for M in Ms:
-        exact = lsa.prediction_error(Lam, N, M, a=a, Sigma=Sigma, best=best)
+        exact = lsat.prediction_error(Lam, N, M, a=a, Sigma=Sigma, best=best)
         mc = lsa.mc_prediction_error(W_KQ_star, W_PV_star, M=M, n=n_task, generator=torch_generator(10 * k + M),
                                      Lam_test=Lam, task=task, w=w_task, noise=noise, ols=False)
         rows_42.append((f"{task}{' σ=0.5' if noise else ''}", M, exact, mc["lsa"], mc["lsa_se"], best))
@@ -543,7 +544,7 @@ check_claim("lsa.thm42", float(np.abs(z_42).max()), upper=4.0,
 fig, ax = figure()
 M_grid = np.unique(np.geomspace(1, 1e5, 60).astype(int))
 for NN in [5, 20, 100, 1000]:
-    ax.loglog(M_grid, [lsa.shift_error(Lam, NN, M, tau2=1.0) for M in M_grid], label=f"N = {NN}")
+    ax.loglog(M_grid, [lsat.shift_error(Lam, NN, M, tau2=1.0) for M in M_grid], label=f"N = {NN}")
 ax.loglog(M_grid, (d + 1) * np.trace(Lam) / M_grid, "k:", label="(d+1) tr Λ / M")
 ax.set(xlabel="test prompt length M", ylabel="E (ŷ - <w, x_q>)²")
 ax.legend();
@@ -569,7 +570,7 @@ ax.legend();
 
 # %%
 N_s, M_s = 20, 40
-K_s, P_s = lsa.global_minimum(Lam, N_s)
+K_s, P_s = lsat.global_minimum(Lam, N_s)
 n_shift = by_mode(quick=10_000, default=100_000, full=1_000_000)
 scenarios = [
     ("baseline", {}, {}),
@@ -585,7 +586,7 @@ scenarios = [
 shift_rows = []
 for k, (name, exact_kw, mc_kw) in enumerate(scenarios):
     exact_kw = {"tau2": 1.0, **exact_kw} if "w" not in exact_kw else exact_kw
-    exact = lsa.shift_error(Lam, N_s, M_s, **exact_kw) + exact_kw.get("noise", 0.0) ** 2
+    exact = lsat.shift_error(Lam, N_s, M_s, **exact_kw) + exact_kw.get("noise", 0.0) ** 2
     mc_kw = {"Lam_test": Lam, **mc_kw}
     mc = lsa.mc_prediction_error(K_s, P_s, M=M_s, n=n_shift, generator=torch_generator(100 + k), **mc_kw)
     shift_rows.append((name, exact, mc))
@@ -608,11 +609,11 @@ assert np.abs(z_shift).max() < 4.5, "every row of the shift table must agree wit
 
 # %%
 big, tr_L = 10**6, np.trace(Lam)
-task_limits = {"label noise σ = 1": lsa.shift_error(Lam, big, big, tau2=1.0, noise=1.0) / tr_L,
-               "w ~ N(0, 25 I)": lsa.shift_error(Lam, big, big, tau2=25.0) / (25 * tr_L),
-               "fixed w = 3·1": lsa.shift_error(Lam, big, big, w=3 * np.ones(d)) / (9 * np.ones(d) @ Lam @ np.ones(d))}
-query_limits = {"x_q ~ N(0, 4 I)": lsa.shift_error(Lam, big, big, tau2=1.0, Lam_query=4 * np.eye(d)) / (4 * d),
-                "x_q ~ N(0, 9 Λ)": lsa.shift_error(Lam, big, big, tau2=1.0, Lam_query=9 * Lam) / (9 * tr_L)}
+task_limits = {"label noise σ = 1": lsat.shift_error(Lam, big, big, tau2=1.0, noise=1.0) / tr_L,
+               "w ~ N(0, 25 I)": lsat.shift_error(Lam, big, big, tau2=25.0) / (25 * tr_L),
+               "fixed w = 3·1": lsat.shift_error(Lam, big, big, w=3 * np.ones(d)) / (9 * np.ones(d) @ Lam @ np.ones(d))}
+query_limits = {"x_q ~ N(0, 4 I)": lsat.shift_error(Lam, big, big, tau2=1.0, Lam_query=4 * np.eye(d)) / (4 * d),
+                "x_q ~ N(0, 9 Λ)": lsat.shift_error(Lam, big, big, tau2=1.0, Lam_query=9 * Lam) / (9 * tr_L)}
 for name, value in {**task_limits, **query_limits}.items():
     print(f"{name:18s}: excess error / E y_q² at M = N = 1e6 is {value:.1e}")
 check_claim("lsa.task-shift", max(task_limits.values()), upper=1e-4,
@@ -637,8 +638,8 @@ check_claim("lsa.query-shift", max(query_limits.values()), upper=1e-4,
 d_o, M_o, N_o = 8, 4, 20
 orth = {}
 for label, Lam_o in [("isotropic", np.eye(d_o)),
-                     ("anisotropic", lsa.make_lambda(np.geomspace(0.25, 4.0, d_o), rotation_seed=3))]:
-    K_o, P_o = lsa.global_minimum(Lam_o, N_o)
+                     ("anisotropic", lsa.make_lambda(np.geomspace(0.25, 4.0, d_o), generator=np.random.default_rng(3)))]:
+    K_o, P_o = lsat.global_minimum(Lam_o, N_o)
     orth[label] = lsa.mc_prediction_error(K_o, P_o, M=M_o, n=by_mode(quick=5_000, default=50_000, full=200_000),
                                           generator=torch_generator(7), Lam_test=Lam_o, query="orthogonal")
     r = orth[label]
@@ -653,11 +654,12 @@ assert orth["isotropic"]["max_abs_lsa"] < 1e-10
 # is unaffected. We evaluate the exact formula at $M=N=10^6$ and show the slope $c^2$ on simulated prompts.
 
 # %%
-limits = {c: lsa.shift_error(Lam, 10**6, 10**6, tau2=1.0, Lam_test=c**2 * Lam, Lam_query=c**2 * Lam)
+limits = {c: lsat.shift_error(Lam, 10**6, 10**6, tau2=1.0, Lam_test=c**2 * Lam, Lam_query=c**2 * Lam)
           / (c**2 * np.trace(Lam)) for c in (0.5, 2.0, 3.0)}
 for c, value in limits.items():
     print(f"c = {c}: error / E y² at M = N = 1e6 is {value:.4f}; (c² - 1)² = {(c**2 - 1)**2:.4f}")
-ols_cov = max(shift_rows[6][2]["ols"], shift_rows[7][2]["ols"])
+shift_mc = {name: mc for name, _, mc in shift_rows}
+ols_cov = max(shift_mc["covariates × 0.5"]["ols"], shift_mc["covariates × 2"]["ols"])
 check_claim("lsa.covariate-scaling", max(abs(v - (c**2 - 1) ** 2) / (c**2 - 1) ** 2 for c, v in limits.items()),
             upper=1e-4, why="the exact error at finite M = N = 1e6 differs from the limit by O(1/M + 1/N), about 1e-5 relative")
 assert ols_cov < 1e-12, "OLS is exact on noiseless scaled prompts"
@@ -670,7 +672,7 @@ for k, c in enumerate((0.5, 1.0, 2.0)):
     truth = (wc * qc).sum(1)
     ax.scatter(truth, lsa.predict(K_s, P_s, Xc, yc, qc), s=4, alpha=0.5, color=f"C{k}", label=f"c = {c:g}")
     line = np.linspace(-8, 8, 2)
-    ax.plot(line, c**2 * line * np.trace(np.linalg.inv(lsa.gamma_matrix(Lam, N_s)) @ Lam) / d, "--", color=f"C{k}")
+    ax.plot(line, c**2 * line * np.trace(np.linalg.inv(lsat.gamma_matrix(Lam, N_s)) @ Lam) / d, "--", color=f"C{k}")
 ax.set(xlim=(-8, 8), ylim=(-20, 20), xlabel="<w, x_q>", ylabel="LSA prediction ŷ")
 ax.legend();
 
@@ -696,11 +698,11 @@ ax.legend();
 
 # %%
 d7, N7, M7 = 3, 20, 20
-gamma7, xi7, zeta7 = lsa.exp1_moments(d7, N7)
+gamma7, xi7, zeta7 = lsat.exp1_moments(d7, N7)
 lam_draws = np.random.default_rng(3).exponential(size=(10**6, d7))
 G_op_draws = (N7 + 1) / N7 * lam_draws.max(1) + lam_draws.sum(1) / N7  # ||Gamma_tau||_op for diagonal Lambda_tau
 K_410 = float(np.mean(G_op_draws * (lam_draws**2).sum(1)))  # E ||Gamma_tau||_op ||Lambda_tau||_F^2
-K7, P7 = lsa.assumption33_init(d7, 0.16, seed=2)
+K7, P7 = lsa.assumption33_init(d7, 0.16, generator=np.random.default_rng(2))
 TT7 = K7[:d7, :d7] / 0.16  # Theta Theta^T
 ELT7 = float(np.trace(TT7))  # ||E Lambda_tau Theta||_F^2 = tr((E Lambda_tau)^2 Theta Theta^T), with E Lambda_tau = I
 sigma_410 = np.sqrt(2 * ELT7 / (np.sqrt(d7) * K_410))
@@ -771,7 +773,7 @@ for _ in range(n_c3 // chunk_c3):  # chunks bound the memory of the (n, N, d) pr
     per_c3 = 0.5 * (lsa.predict(K_c3, P_c3, X_c3, (X_c3 @ w_c3[:, :, None])[..., 0], q_c3) - (w_c3 * q_c3).sum(1)) ** 2
     sums_c3 += [float(per_c3.sum()), float((per_c3**2).sum())]
 mean_c3 = sums_c3[0] / n_c3
-exact_c3 = lsa.random_cov_loss(U_c3, c_c3, gamma7, xi7, zeta7) + d7 / 2
+exact_c3 = lsat.random_cov_loss(U_c3, c_c3, gamma7, xi7, zeta7) + d7 / 2
 z_c3 = (mean_c3 - exact_c3) / np.sqrt((sums_c3[1] / n_c3 - mean_c3**2) / n_c3)
 print(f"population loss (4.9): (C.5) + d/2 = {exact_c3:.4f}, Monte Carlo {mean_c3:.4f} (z = {z_c3:+.2f})")
 check_claim("lsa.lemmaC3-loss", z_c3, lower=-4, upper=4,
@@ -792,7 +794,7 @@ for _ in range(20):
     off = ~np.eye(d7, dtype=bool)
     gap_C7 = (0.5 * np.sum(gamma7 * (np.diag(U_r) * c_r - xi7 / gamma7) ** 2)
               + 0.5 * np.sum(zeta7[off] * c_r**2 * U_r[off] ** 2))
-    err_C4.append(abs(lsa.random_cov_loss(U_r, c_r, gamma7, xi7, zeta7) - (min_C6 + gap_C7)))
+    err_C4.append(abs(lsat.random_cov_loss(U_r, c_r, gamma7, xi7, zeta7) - (min_C6 + gap_C7)))
 err_C8 = np.abs(flow7["c"] * flow7["U"] - np.diag(xi7 / gamma7)).max()
 err_C6 = abs(flow7["loss"][-1] - min_C6)
 print(f"(C.5) = (C.6) + (C.7): largest error {max(err_C4):.1e}; end of the flow: l_rdm - (C.6) = {err_C6:.1e}, "
@@ -902,9 +904,9 @@ cases = [("d=1, Λ=1", np.eye(1), 0.01), ("d=2, Λ=I", np.eye(2), 0.01), ("d=10,
          ("d=20, Λ=I", np.eye(20), 0.01)]
 audit = []
 for name, Lam_c, eps in cases:
-    th = lsa.corollary43_thresholds(Lam_c, eps)
-    at_paper = lsa.shift_error(Lam_c, th["N_paper"], th["M"], tau2=1.0)
-    at_fixed = lsa.shift_error(Lam_c, th["N_corrected"], th["M"], tau2=1.0)
+    th = lsat.corollary43_thresholds(Lam_c, eps)
+    at_paper = lsat.shift_error(Lam_c, th["N_paper"], th["M"], tau2=1.0)
+    at_fixed = lsat.shift_error(Lam_c, th["N_corrected"], th["M"], tau2=1.0)
     audit.append((name, eps, th, at_paper, at_fixed))
     print(f"{name:11s} eps={eps:<5g} M={th['M']:6d} N_paper={th['N_paper']:4d}: error {at_paper:.4f} "
           f"({'VIOLATED' if at_paper > eps else 'ok'}); N_corrected={th['N_corrected']:5d}: error {at_fixed:.4f}")
@@ -915,13 +917,15 @@ worst_fixed = max(at_fixed / eps for _, eps, _, _, at_fixed in audit)
 # One violation confirmed by Monte Carlo through the literal model: $d=10$, $\Lambda=I$, $\varepsilon=0.01$.
 
 # %%
-name_v, Lam_v, eps_v = cases[3]
-th_v = lsa.corollary43_thresholds(Lam_v, eps_v)
-K_v, P_v = lsa.global_minimum(Lam_v, th_v["N_paper"])
+violated = ("d=10, Λ=I", 0.01)  # the case confirmed by Monte Carlo
+name_v, Lam_v, eps_v = next(case for case in cases if (case[0], case[2]) == violated)
+th_v = lsat.corollary43_thresholds(Lam_v, eps_v)
+K_v, P_v = lsat.global_minimum(Lam_v, th_v["N_paper"])
 mc_v = lsa.mc_prediction_error(K_v, P_v, M=th_v["M"], n=by_mode(quick=200, default=1_000, full=20_000),
                                generator=torch_generator(11), Lam_test=Lam_v, ols=False, chunk=500)
 z_v = (mc_v["lsa"] - eps_v) / mc_v["lsa_se"]
-print(f"exact {audit[3][3]:.5f}, Monte Carlo {mc_v['lsa']:.5f} ± {mc_v['lsa_se']:.5f}: {z_v:.1f} standard errors above eps")
+at_paper_v = next(at_paper for name, eps, _, at_paper, _ in audit if (name, eps) == violated)
+print(f"exact {at_paper_v:.5f}, Monte Carlo {mc_v['lsa']:.5f} ± {mc_v['lsa_se']:.5f}: {z_v:.1f} standard errors above eps")
 assert z_v > 4, "Monte Carlo through the literal model must confirm the violation"
 assert worst_fixed <= 1.0, "the corrected threshold must meet eps in every case"
 check_claim("lsa.corollary43", worst_printed, lower=1.0,

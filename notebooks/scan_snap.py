@@ -33,6 +33,7 @@
 
 # %%
 import os
+from dataclasses import replace
 
 # One BLAS thread: the shared 2-core machines run small matrix products faster single-threaded.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -44,6 +45,7 @@ from scipy.integrate import solve_ivp
 from scipy.stats import kruskal, norm, spearmanr
 
 from icllib import scan_snap as ss
+from icllib import scan_snap_theory as sst
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, rng
 from icllib.plotting import PALETTE, figure
@@ -202,7 +204,7 @@ ax.legend();
 # $Y(0)=Z(0)=0$ the rows of $Y$ and $Z$ keep sum 0 through training, momentum included.
 
 # %%
-run = ss.train_yz(spec_small, eta_Y=1.0, eta_Z=1.0, steps=100, batch_size=128, T=128, seed=2)
+run = ss.train_yz(spec_small, eta_Y=1.0, eta_Z=1.0, run=ss.AUTHORS_RUN, generator=rng(2))
 row_sum = max(np.abs(run.Y.sum(axis=1)).max(), np.abs(run.Z.sum(axis=1)).max())
 check_claim("scan_snap.row-sums", row_sum, expected=0.0, atol=1e-12,
             why="exact invariant; 100 momentum steps accumulate round-off of O(1) entries to ~1e-14")
@@ -220,8 +222,8 @@ check_claim("scan_snap.row-sums", row_sum, expected=0.0, atol=1e-12,
 
 # %%
 M_clock, eta_clock, steps_clock = 1000, 0.5, 1000
-w_history = ss.decoder_row_dynamics(steps_clock, M_clock, eta_clock)
-h_star = ss.decoder_clock_h_star(steps_clock, M_clock, eta_clock)
+w_history = sst.decoder_row_dynamics(steps_clock, M_clock, eta_clock)
+h_star = sst.decoder_clock_h_star(steps_clock, M_clock, eta_clock)
 zeta = M_clock / (M_clock - 1) * (np.eye(M_clock)[0] - 1.0 / M_clock)
 lemma5_gap = np.abs(w_history - (M_clock - 1) * h_star[:, None] * zeta[None, :]).max()
 check_claim("scan_snap.lemma5-recursion", lemma5_gap, expected=0.0, atol=1e-10,
@@ -261,7 +263,7 @@ for M_value in (100, 1000, 10000):
     h_ode = solve_ivp(lambda t, h: 0.5 / ((M_value - 1) + np.exp(M_value * h)), (0.0, t_grid[-1]), [0.0],
                       method="LSODA", t_eval=t_grid, rtol=1e-12, atol=1e-14).y[0]
     ode_residuals.append(np.abs(np.exp(M_value * h_ode) + (M_value - 1) * M_value * h_ode - rhs) / rhs)
-    h_values = ss.decoder_clock_h(t_grid, M_value, 0.5)
+    h_values = sst.decoder_clock_h(t_grid, M_value, 0.5)
     residuals.append(np.abs(np.exp(M_value * h_values) + (M_value - 1) * M_value * h_values - rhs) / rhs)
 print(f"max relative residual of Eq. 45: on the ODE solution {max(r.max() for r in ode_residuals):.1e}, "
       f"at the closed form {max(r.max() for r in residuals):.1e}")
@@ -281,7 +283,7 @@ gap_rows = []
 for M_value in (100, 1000, 10000):
     for eta in by_mode(quick=(0.1, 0.5, 0.99), default=(0.01, 0.1, 0.5, 0.99), full=(0.01, 0.1, 0.5, 0.99)):
         horizon = int(100 * np.log(M_value) / eta)
-        gaps = ss.decoder_clock_h_star(horizon, M_value, eta) - ss.decoder_clock_h(np.arange(horizon + 1), M_value, eta)
+        gaps = sst.decoder_clock_h_star(horizon, M_value, eta) - sst.decoder_clock_h(np.arange(horizon + 1), M_value, eta)
         gap_rows.append((M_value, eta, gaps.min(), gaps.max() * M_value / eta, gaps[-1] * M_value / eta))
 gap_table = np.array(gap_rows)
 print("max gap / (eta_Y/M):", gap_table[:, 3].max().round(3), "| final gap / (eta_Y/M):", gap_table[:, 4].max().round(4))
@@ -297,12 +299,12 @@ fig, (ax_h, ax_gap) = figure(1, 2)
 M_plot = 100
 for colour, eta in zip(PALETTE, (0.1, 0.5, 1.0)):
     steps_plot = np.arange(61)
-    ax_h.step(steps_plot, ss.decoder_clock_h_star(60, M_plot, eta), where="post", color=colour, alpha=0.7,
+    ax_h.step(steps_plot, sst.decoder_clock_h_star(60, M_plot, eta), where="post", color=colour, alpha=0.7,
               label=f"h*(s), eta_Y = {eta}")
-    ax_h.plot(np.linspace(0, 60, 300), ss.decoder_clock_h(np.linspace(0, 60, 300), M_plot, eta), color=colour,
+    ax_h.plot(np.linspace(0, 60, 300), sst.decoder_clock_h(np.linspace(0, 60, 300), M_plot, eta), color=colour,
               linestyle="--", label=f"h(t), eta_Y = {eta}")
     long = np.arange(2001)
-    ax_gap.plot(long[1:], (ss.decoder_clock_h_star(2000, M_plot, eta) - ss.decoder_clock_h(long, M_plot, eta))[1:]
+    ax_gap.plot(long[1:], (sst.decoder_clock_h_star(2000, M_plot, eta) - sst.decoder_clock_h(long, M_plot, eta))[1:]
                 / (2 * eta / M_plot), color=colour, label=f"eta_Y = {eta}")
 ax_h.set(xlabel="step s", ylabel="clock h", title="M = 100")
 ax_gap.set(xscale="log", xlabel="step s", ylabel="(h*(s) - h(s)) / (2 eta_Y / M)", title="gap against Lemma 7's bound")
@@ -316,7 +318,7 @@ ax_gap.legend();
 
 # %%
 for M_value in (100, 1000, 10000):
-    omega0, omega1 = ss.lemma8_omegas(M_value)
+    omega0, omega1 = sst.lemma8_omegas(M_value)
     ratio = omega1 / (np.log(np.log(M_value)) / np.log(M_value))
     ratio0 = omega0 * M_value**0.99 * np.log(M_value)
     print(f"M = {M_value:6d}: omega_0 = {omega0:.2e} = {ratio0:.2f} / (M^0.99 ln M), omega_1 = {omega1:.4f}, "
@@ -335,13 +337,13 @@ for M_value in (100, 1000, 10000):
 # %%
 remark3_rows = []
 for M_value in (1000, 10000):
-    omega0, _ = ss.lemma8_omegas(M_value)
+    omega0, _ = sst.lemma8_omegas(M_value)
     for eta in (10 * M_value**-0.99, 0.1, 0.99):
         t_values = np.geomspace(1.0, 1e9, 4000)
-        h_values = ss.decoder_clock_h(t_values, M_value, eta)
+        h_values = sst.decoder_clock_h(t_values, M_value, eta)
         sign_changes = int(np.sum(np.diff(np.sign(np.exp(M_value * h_values)
                                                   - (M_value - 1) * M_value * h_values)) != 0))
-        h1 = float(ss.decoder_clock_h(1.0, M_value, eta))
+        h1 = float(sst.decoder_clock_h(1.0, M_value, eta))
         remark3_rows.append((omega0, h1 * M_value / eta, h1 * M_value ** (2 - omega0), sign_changes))
 remark3_rows = np.array(remark3_rows)
 print("omega_0:", remark3_rows[:, 0].max().round(5), "| h(1) M / eta_Y:", remark3_rows[:, 1].round(3).tolist(),
@@ -366,9 +368,9 @@ K_gamma, eta_gamma = 10, 1.0
 phase1_ratios, phase2_ratios, phase2_printed = [], [], []
 for M_value in (100, 1000, 10000):
     t_values = np.geomspace(1e-2, 1e8, 2000)
-    gamma = ss.speed_control_gamma(t_values, K_gamma, M_value, eta_gamma)
+    gamma = sst.speed_control_gamma(t_values, K_gamma, M_value, eta_gamma)
     early = t_values <= K_gamma * np.log(M_value) / eta_gamma
-    late = t_values >= ss.transition_time(K_gamma, M_value, eta_gamma)
+    late = t_values >= sst.transition_time(K=K_gamma, M=M_value, eta_Y=eta_gamma)
     phase1_ratios.append(gamma[early] / (eta_gamma * t_values[early] / K_gamma))
     lemma9 = K_gamma * np.log(M_value * eta_gamma * t_values[late] / K_gamma) / (eta_gamma * t_values[late])
     printed = K_gamma * np.log(eta_gamma * t_values[late] / K_gamma) / (eta_gamma * t_values[late])
@@ -415,7 +417,7 @@ check_claim("scan_snap.lemma9-phase2", bool(np.all(np.diff(printed_peak) > 0)), 
 # %%
 lemma10_rows, remark4_rows = [], []
 for K_value in (2, 10):
-    counts_runs = ss.uniform_class_counts(1000, K_value, 2000, generator=rng(5))
+    counts_runs = sst.uniform_class_counts(1000, K_value, 2000, generator=rng(5))
     N_bar = np.ceil(1000 / K_value)
     for delta in (0.01, 0.1, 0.5):
         ceiling = ss.one_sided_ceiling(delta, 2000)
@@ -469,16 +471,16 @@ late = {"printed": [], "proof": [], "corollary": [], "printed_q90": []}  # past 
 for M_value, eta in ((1000, 0.5), (20000, 0.01)):
     for K_value in (3, 10, 30):
         N_value = 200 * K_value**2
-        counts_runs = ss.uniform_class_counts(N_value, K_value, runs_11, generator=rng(11))
+        counts_runs = sst.uniform_class_counts(N_value, K_value, runs_11, generator=rng(11))
         N_bar = -(-N_value // K_value)
         Delta = np.ceil(np.sqrt(N_value * np.log(1 / delta_11)))
-        h_bar = ss.decoder_clock_h(N_bar, M_value, eta)
-        h_gap = np.abs(ss.decoder_clock_h(counts_runs, M_value, eta) - h_bar)
-        sigma = np.abs(ss.class_count_sigma(counts_runs, M_value, eta)).max(axis=1)
+        h_bar = sst.decoder_clock_h(N_bar, M_value, eta)
+        h_gap = np.abs(sst.decoder_clock_h(counts_runs, M_value, eta) - h_bar)
+        sigma = np.abs(sst.class_count_sigma(counts_runs, M_value, eta)).max(axis=1)
         rates["Eq. 61"].append(np.mean((h_gap > h_bar * Delta / N_bar).any(axis=1)))
         rates["Eq. 62"].append(np.mean(sigma > eta * Delta / 3))
         rates["Corollary 1"].append(np.mean(sigma > eta * np.sqrt(N_value * np.log(1 / delta_11))))
-        if N_value >= 2 * K_value * (1 + ss.lemma8_omegas(M_value)[1]) * np.log(M_value) / eta and M_value == 1000:
+        if N_value >= 2 * K_value * (1 + sst.lemma8_omegas(M_value)[1]) * np.log(M_value) / eta and M_value == 1000:
             late["printed"].append(np.mean(sigma > Delta / N_value))
             late["printed_q90"].append(np.quantile(sigma / (Delta / N_value), 0.9))
             late["proof"].append(np.mean(sigma > Delta / N_bar))
@@ -519,7 +521,7 @@ corollary_rows = []
 for M_value in (100, 1000, 10000):
     for eta in (0.1, 0.5, 0.99):
         for eps in (0.1, 0.01, 0.001):
-            corollary_rows.append((ss.steps_to_residual(eps, M_value, eta), ss.residual_time(eps, M_value, eta),
+            corollary_rows.append((sst.steps_to_residual(eps, M_value, eta), sst.residual_time(eps, M_value, eta),
                                    np.log(M_value / eps) / (eps * eta)))
 S_measured, t_eps, bound_73 = np.array(corollary_rows).T
 print(f"S_n / (ln(M/eps) / (eps eta_Y)) in [{(S_measured / bound_73).min():.3f}, {(S_measured / bound_73).max():.3f}]; "
@@ -540,10 +542,10 @@ check_claim("scan_snap.corollary1-steps", (S_measured / t_eps).min(), lower=0.9,
 K_cor, M_cor, eta_cor = 10, 1000, 0.5
 total_rows = []
 for eps in (0.1, 0.01, 0.001):
-    S_n = ss.steps_to_residual(eps, M_cor, eta_cor)
-    needed = np.quantile(ss.steps_until_every_class(S_n, K_cor, 200, generator=rng(6)), 0.9)
+    S_n = sst.steps_to_residual(eps, M_cor, eta_cor)
+    needed = np.quantile(sst.steps_until_every_class(S_n, K_cor, 200, generator=rng(6)), 0.9)
     bound = K_cor / (eps * eta_cor) * np.log(M_cor / eps)
-    total_rows.append((needed / bound, needed / (K_cor * ss.residual_time(eps, M_cor, eta_cor))))
+    total_rows.append((needed / bound, needed / (K_cor * sst.residual_time(eps, M_cor, eta_cor))))
     print(f"eps = {eps}: S_n = {S_n}, 90% of runs done after {needed:.0f} steps = {needed / bound:.3f} of "
           f"K ln(M/eps)/(eps eta_Y), {total_rows[-1][1]:.2f} K t_eps")
 check_claim("scan_snap.corollary1-steps", max(row[0] for row in total_rows), upper=1.0,
@@ -554,9 +556,9 @@ check_claim("scan_snap.corollary1-steps", max(row[0] for row in total_rows), upp
 fig, ax = figure(1, 1, width=5.5)
 eps_grid = np.geomspace(0.5, 1e-3, 12)
 for colour, eta in zip(PALETTE, (0.1, 0.5, 0.99)):
-    ax.loglog(1 / eps_grid, [ss.steps_to_residual(eps, 1000, eta) for eps in eps_grid], "o", color=colour,
+    ax.loglog(1 / eps_grid, [sst.steps_to_residual(eps, 1000, eta) for eps in eps_grid], "o", color=colour,
               label=f"S_n, eta_Y = {eta}")
-    ax.loglog(1 / eps_grid, ss.residual_time(eps_grid, 1000, eta), "-", color=colour)
+    ax.loglog(1 / eps_grid, sst.residual_time(eps_grid, 1000, eta), "-", color=colour)
     ax.loglog(1 / eps_grid, np.log(1000 / eps_grid) / (eps_grid * eta), "--", color=colour)
 ax.plot([], [], "-", color="grey", label="t_eps (Eq. 45 inverted)")
 ax.plot([], [], "--", color="grey", label="ln(M/eps) / (eps eta_Y)")
@@ -618,8 +620,8 @@ assert sp.simplify(corrected_margin - rho_s**3 / (1 - rho_s**2)) == 0  # > 0 on 
 
 # %%
 generator = rng(8)
-E_random = [ss.random_overlap_matrices(K_value, 250, generator=generator) for K_value in (2, 3, 5, 10)]
-checks_by_size = [ss.e_prime_checks(E) for E in E_random]
+E_random = [sst.random_overlap_matrices(K_value, 250, generator=generator) for K_value in (2, 3, 5, 10)]
+checks_by_size = [sst.e_prime_checks(E) for E in E_random]
 lemma_checks = {name: np.concatenate([checks[name] for checks in checks_by_size]) for name in checks_by_size[0]}
 for name, values in lemma_checks.items():
     print(f"{name:18s} max over matrices {values.max():+.2e}")
@@ -650,7 +652,7 @@ check_claim("scan_snap.theorem1a-bound", printed_fails, lower=0.25,
 
 # %%
 readings = {
-    "I - (I+E)^-1": lambda E: ss.e_prime(E),
+    "I - (I+E)^-1": lambda E: sst.e_prime(E),
     "(I+E)^-1 (printed)": lambda E: np.linalg.inv(np.eye(E.shape[-1]) + E),
     "(I+E)^-1 - I (printed, minus restored)": lambda E: np.linalg.inv(np.eye(E.shape[-1]) + E) - np.eye(E.shape[-1]),
 }
@@ -688,14 +690,15 @@ for n in range(K_th):
     F_th[1 + n_distinct_th * n:1 + n_distinct_th * (n + 1), n] = profile
 F_th /= np.linalg.norm(F_th, axis=0)
 E_th = F_th.T @ F_th - np.eye(K_th)
-E_prime = ss.e_prime(E_th)
+E_prime = sst.e_prime(E_th)
 predicted_ratio = E_prime[0, 1] / (1 - E_prime[0, 0])
 print("eigenvalues of E:", np.linalg.eigvalsh(E_th).round(4), "| predicted beta/iota =", round(predicted_ratio, 5))
 
-theorem1 = {}
+theorem1, decoder_runs = {}, {}
 for update in ("modified", "plain"):
     for eta in (0.1, 0.5):
-        coef, class_counts = ss.theorem1_coefficients(F_th, eta_Y=eta, steps=4000, update=update, generator=rng(3))
+        decoder_runs[update, eta] = sst.decoder_run(F_th, eta_Y=eta, steps=4000, update=update, generator=rng(3))
+        coef = decoder_runs[update, eta].coef
         # g_n = F coef[n]: iota_n is proportional to coef[n, n] and beta_nn' to -coef[n, n'].
         ratios = np.array([-coef[n, m] / coef[n, n] for n in range(K_th) for m in range(K_th) if m != n])
         theorem1[update, eta] = ratios
@@ -748,8 +751,8 @@ assert lemma3_gaps["plain"] > 1e-3  # without the modification the other rows mo
 # the formula, and check $(F^\dagger)^\top = F(I-E')$.
 
 # %%
-A_modified, class_counts = ss.decoder_in_span(F_th, eta_Y=0.5, steps=4000, update="modified", generator=rng(3))
-A_theorem5, theta_run = ss.theorem5_coefficients(F_th, class_counts, 0.5)
+A_modified, class_counts = decoder_runs["modified", 0.5].A, decoder_runs["modified", 0.5].counts
+A_theorem5, theta_run = sst.theorem5_coefficients(F_th, class_counts, 0.5)
 theorem5_gap = np.abs(A_modified - A_theorem5).max() / np.abs(A_modified).max()
 pinv_gap = np.abs(np.linalg.pinv(F_th).T - F_th @ (np.eye(K_th) - E_prime)).max()
 print(f"class counts {class_counts.tolist()}, theta = {theta_run.round(4).tolist()}; "
@@ -769,10 +772,10 @@ check_claim("scan_snap.theorem5", max(theorem5_gap, pinv_gap), expected=0.0, ato
 theta_rows = []
 for K_value in (3, 10):
     N_value = 20 * K_value**2
-    counts_runs = ss.uniform_class_counts(N_value, K_value, 1000, generator=rng(9))
+    counts_runs = sst.uniform_class_counts(N_value, K_value, 1000, generator=rng(9))
     theta_bound = K_value / np.sqrt(N_value) * np.sqrt(np.log(K_value / 0.1))
     for M_value, eta in ((20000, 0.01), (1000, 0.5)):
-        theta_max = np.abs(ss.class_count_theta(counts_runs, M_value, eta)).max(axis=1)
+        theta_max = np.abs(sst.class_count_theta(counts_runs, M_value, eta)).max(axis=1)
         theta_rows.append((np.mean(theta_max > theta_bound), np.quantile(theta_max, 0.9) / theta_bound))
         print(f"K = {K_value:2d}, N = {N_value}, M = {M_value}, eta_Y = {eta}: bound broken in "
               f"{theta_rows[-1][0]:.3f} of runs; 90% quantile of max |theta_n| = {theta_rows[-1][1]:.2f} of the bound")
@@ -789,8 +792,8 @@ check_claim("scan_snap.lemma12-theta", max(row[0] for row in theta_rows), upper=
 # class counts ($\sigma$ and $\gamma$ cancel in $\beta/\iota$) we evaluate both forms against the simulation.
 
 # %%
-coef = ss.span_coefficients(F_th, A_modified)
-h_counts = ss.decoder_clock_h_star(int(class_counts.max()), M_th, 0.5)[class_counts]
+coef = sst.span_coefficients(F_th, A_modified)
+h_counts = sst.decoder_clock_h_star(int(class_counts.max()), M_th, 0.5)[class_counts]
 zeta_gram = (M_th / (M_th - 1)) ** 2 * (np.eye(K_th) - 1.0 / M_th)  # zeta_k^T zeta_n: q_1 on, q_0 off the diagonal
 residual_scale = (M_th - 1) / ((M_th - 1) + np.exp(M_th * h_counts))  # e_n - alpha_n = this times zeta_n
 closed_form = ((np.eye(K_th) - E_prime) @ ((M_th - 1) * h_counts[:, None] * zeta_gram * residual_scale[None, :])).T
@@ -855,7 +858,7 @@ sequences_l4 = np.array([np.repeat(np.arange(M_l4), 2 * P_l4[n].astype(int)) for
 spec_l4 = ss.make_classes(P_l4 / P_l4.sum(axis=1, keepdims=True), np.full(K_l4, 16), np.arange(17, 17 + K_l4))
 generator = rng(13)
 Z_l4 = 0.5 * generator.normal(size=(M_l4, M_l4))
-F_l4 = ss.normalised_attention(spec_l4.P, Z_l4[16]).T  # (M, K): f_n = c_n / ||c_n||
+F_l4 = sst.normalised_attention(spec_l4.P, Z_l4[16]).T  # (M, K): f_n = c_n / ||c_n||
 A_l4 = generator.normal(size=(K_l4, M_l4))
 Y_l4 = F_l4 @ A_l4
 _, _, dZ_l4 = ss.lemma1_gradient_sequences(spec_l4, Y_l4, Z_l4, np.arange(K_l4), sequences_l4)
@@ -887,11 +890,11 @@ dt_weights = np.linspace(0.05, 0.25, n_dt_scan)
 for n in range(K_scan):
     P_scan[n, 1 + n_dt_scan * n:1 + n_dt_scan * (n + 1)] = 0.85 * dt_weights / dt_weights.sum()
 t_scan = np.concatenate([[0.0], np.geomspace(1e-2, 2e4, 400)])
-z_scan, B_scan, zdot_scan, xi_scan = ss.integrate_scan(P_scan, t_scan, K_clock=K_scan, M_decoder=M_scan,
+z_scan, B_scan, zdot_scan, xi_scan = sst.integrate_scan(P_scan, t_scan, K_clock=K_scan, M_decoder=M_scan,
                                                        eta_Y=1.0, eta_Z=0.5)
 distinct_columns = np.arange(1, P_scan.shape[1])
 eigenvalues = np.array([np.linalg.eigvalsh(F.T @ F - np.eye(K_scan))
-                        for F in (ss.normalised_attention(P_scan, z).T for z in z_scan)])
+                        for F in (sst.normalised_attention(P_scan, z).T for z in z_scan)])
 assumption2 = (np.abs(eigenvalues).max(axis=1) < 1 / K_scan) & (np.abs(eigenvalues).min(axis=1) >= 6 / np.sqrt(M_scan))
 print(f"eigenvalues of E at Z = 0: {eigenvalues[0].round(4).tolist()}; Assumption 2 holds up to "
       f"t = {t_scan[np.argmin(assumption2) - 1] if not assumption2.all() else t_scan[-1]:.0f} (common token shrinking)")
@@ -910,7 +913,7 @@ check_claim("scan_snap.theorem2-common", zdot_scan[1:, 0].max(), upper=0.0,
 # Both are exact rewritings of Eq. 10.
 
 # %%
-f_scan = np.array([ss.normalised_attention(P_scan, z) for z in z_scan])  # (time, K, M)
+f_scan = np.array([sst.normalised_attention(P_scan, z) for z in z_scan])  # (time, K, M)
 owner = np.argmax(P_scan[:, distinct_columns] > 0, axis=0)
 eq98 = 0.5 * f_scan[:, owner, distinct_columns] ** 2 * xi_scan[:, owner]
 eq100 = -0.5 * np.sum((1 - f_scan[:, :, 0] ** 2) * xi_scan, axis=1)
@@ -991,8 +994,8 @@ P_cor2 = np.zeros((K_scan, 3 + K_scan * n_dt_scan))
 P_cor2[:, :3] = (0.1, 0.05, 0.025)
 for n in range(K_scan):
     P_cor2[n, 3 + n_dt_scan * n:3 + n_dt_scan * (n + 1)] = 0.825 * dt_weights / dt_weights.sum()
-z_cor2, _, zdot_cor2, _ = ss.integrate_scan(P_cor2, t_scan, K_clock=K_scan, M_decoder=M_scan, eta_Y=1.0, eta_Z=0.5)
-E_cor2 = (lambda F: F.T @ F - np.eye(K_scan))(ss.normalised_attention(P_cor2, np.zeros(P_cor2.shape[1])).T)
+z_cor2, _, zdot_cor2, _ = sst.integrate_scan(P_cor2, t_scan, K_clock=K_scan, M_decoder=M_scan, eta_Y=1.0, eta_Z=0.5)
+E_cor2 = (lambda F: F.T @ F - np.eye(K_scan))(sst.normalised_attention(P_cor2, np.zeros(P_cor2.shape[1])).T)
 mirrored = z_cor2[:, 3:].reshape(len(t_scan), K_scan, n_dt_scan)
 asymmetry = np.abs(mirrored - mirrored[:, :1]).max()
 print(f"eigenvalues of E at Z = 0: {np.linalg.eigvalsh(E_cor2).round(4).tolist()}; largest dz/dt of a common token "
@@ -1015,7 +1018,7 @@ P_control[:, 0] = 0.3
 P_control[:, 1] = (0.01, 0.40)
 for n in range(2):
     P_control[n, 2 + 5 * n:2 + 5 * (n + 1)] = (1 - P_control[n, :2].sum()) * dt_weights / dt_weights.sum()
-zdot_control, _ = ss.population_zdot(P_control, np.zeros(P_control.shape[1]), gamma=1.0, eta_Z=1.0)
+zdot_control, _ = sst.population_zdot(P_control, np.zeros(P_control.shape[1]), gamma=1.0, eta_Z=1.0)
 print(f"dz/dt at z = 0: common token A {zdot_control[0]:.3f}, common token B {zdot_control[1]:.3f}")
 check_claim("scan_snap.theorem2-hypothesis", zdot_control[1], lower=1e-3,
             why="a sign: an asymmetric common token is not suppressed; 1e-3 keeps clear of round-off")
@@ -1044,10 +1047,10 @@ P_ct[:, 0] = 0.3
 for n in range(K_ct):
     P_ct[n, 1 + n_dt_scan * n:1 + n_dt_scan * (n + 1)] = 0.7 * dt_weights / dt_weights.sum()
 t_ct = np.geomspace(1.0, 1e6, 60)
-z_ct, _, _, _ = ss.integrate_scan(P_ct, np.concatenate([[0.0], t_ct]), K_clock=K_ct, M_decoder=1000, eta_Y=1.0,
+z_ct, _, _, _ = sst.integrate_scan(P_ct, np.concatenate([[0.0], t_ct]), K_clock=K_ct, M_decoder=1000, eta_Y=1.0,
                                   eta_Z=0.5, class_weight=1 / K_ct)
-invariant = (np.exp(-4 * z_ct[1:, 0]) - 1) / ss.decoder_clock_h(t_ct / K_ct, 1000, 1.0) ** 2
-after = t_ct >= ss.transition_time(K_ct, 1000, 1.0)
+invariant = (np.exp(-4 * z_ct[1:, 0]) - 1) / sst.decoder_clock_h(t_ct / K_ct, 1000, 1.0) ** 2
+after = t_ct >= sst.transition_time(K=K_ct, M=1000, eta_Y=1.0)
 implied_C0 = 2 * 0.5 / 1.0 * K_ct * 999**2 / invariant[after][-1]
 rho0_sq = np.sum(P_ct[0] ** 2) / P_ct[0, 0] ** 2  # f_n^T f_n' = exp(2z) / rho_0^2 at the start
 print(f"(exp(-4z) - 1)/h^2: {invariant[0]:.3g} at t = 1, {invariant[after][0]:.3g} at t_0, {invariant[-1]:.3g} at t = 1e6; "
@@ -1090,14 +1093,17 @@ assert sp.simplify(sp.expand_log(integral - (printed - sp.log(C0_s) / 4))) == 0
 # and five decoder rates, with $C_0 = 1$ and with $C_0 = 4$ (where the printed form is visibly off):
 
 # %%
+snap = sst.SNAP_FIGURES  # K = 10, M = 1000; Fig. 3 fixes eta_Z = 0.5, Fig. 9 eta_Y / eta_Z = 2
 t_snap = np.concatenate([[0.0], np.geomspace(1e-2, 1e7, 300)])
 eta_Y_values = (0.5, 1.0, 2.0, 5.0, 10.0)
 snap_errors, printed_errors = [], []
 for C0 in (1.0, 4.0):
     for eta_Y in eta_Y_values:
-        B_ode = ss.snap_B_ode(t_snap, 10, 1000, eta_Y, 0.5, C0=C0)
-        snap_errors.append(np.abs(B_ode - ss.snap_B(t_snap, 10, 1000, eta_Y, 0.5, C0=C0)).max())
-        printed_form = 0.25 * np.log(C0 + 4 * ss.snap_Gamma(t_snap, 10, 1000, eta_Y, 0.5))
+        B_ode = sst.snap_B_ode(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z, C0=C0)
+        B_closed = sst.snap_B(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z, C0=C0)
+        snap_errors.append(np.abs(B_ode - B_closed).max())
+        Gamma = sst.snap_Gamma(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z)
+        printed_form = 0.25 * np.log(C0 + 4 * Gamma)
         printed_errors.append(np.abs(B_ode - printed_form).max())
 printed_at_4 = printed_errors[len(eta_Y_values):]  # C_0 = 4
 print(f"ODE vs corrected Eq. 129: {max(snap_errors):.1e}; ODE vs printed Eq. 129 at C_0 = 4: "
@@ -1116,9 +1122,9 @@ check_claim("scan_snap.snap-closed-form", min(printed_at_4), expected=np.log(4) 
 branch_errors = {"early": [], "late": []}
 for eta_Y in eta_Y_values:
     t_values = np.geomspace(1e-1, 1e7, 2000)
-    exact = ss.snap_B(t_values, 10, 1000, eta_Y, 0.5)
+    exact = sst.snap_B(t_values, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z)
     early = t_values < 10 * np.log(1000) / eta_Y
-    late = t_values >= ss.transition_time(10, 1000, eta_Y)
+    late = t_values >= sst.transition_time(K=snap.K, M=snap.M, eta_Y=eta_Y)
     B_early = 0.25 * np.log(1 + 2 * 999**2 / (10 * 1000**2) * eta_Y * 0.5 * t_values**2)
     B_late = 0.25 * np.log(1 + 2 * 10 * 999**2 / 1000**2 * 0.5 / eta_Y * np.log(1000 * eta_Y * t_values / 10) ** 2)
     branch_errors["early"].append(np.abs(B_early - exact)[early].max())
@@ -1136,18 +1142,23 @@ check_claim("scan_snap.snap-asymptotics", max(branch_errors["early"] + branch_er
 # independent of the closed form.
 
 # %%
-final_B = [float(ss.snap_B(1e7, 10, 1000, eta_Y, 0.5)) for eta_Y in eta_Y_values]
-insight_c = [np.min(ss.snap_B(t_grid_c, 10, 1000, small, 0.5) - ss.snap_B(t_grid_c, 10, 1000, large, 0.5))
+final_B = [float(sst.snap_B(1e7, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z)) for eta_Y in eta_Y_values]
+insight_c = [np.min(sst.snap_B(t_grid_c, K=snap.K, M=snap.M, eta_Y=small, eta_Z=snap.eta_Z)
+                    - sst.snap_B(t_grid_c, K=snap.K, M=snap.M, eta_Y=large, eta_Z=snap.eta_Z))
              for small, large in zip(eta_Y_values[:-1], eta_Y_values[1:])
-             for t_grid_c in [np.geomspace(ss.transition_time(10, 1000, large), 1e7, 400)]]
+             for t_grid_c in [np.geomspace(sst.transition_time(K=snap.K, M=snap.M, eta_Y=large), 1e7, 400)]]
 eta_Z_fig9 = (0.1, 0.5, 1.0, 2.0)
-t0_fig9 = [ss.transition_time(10, 1000, 2 * eta_Z) for eta_Z in eta_Z_fig9]
-B_at_t0 = [float(ss.snap_B(t0, 10, 1000, 2 * eta_Z, eta_Z)) for t0, eta_Z in zip(t0_fig9, eta_Z_fig9)]
-B_at_t0_ode = [float(ss.snap_B_ode(np.array([0.0, t0]), 10, 1000, 2 * eta_Z, eta_Z)[-1])
+t0_fig9 = [sst.transition_time(K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z) for eta_Z in eta_Z_fig9]
+B_at_t0 = [float(sst.snap_B(t0, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z))
+           for t0, eta_Z in zip(t0_fig9, eta_Z_fig9)]
+B_at_t0_ode = [float(sst.snap_B_ode(np.array([0.0, t0]), K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z,
+                                    eta_Z=eta_Z)[-1])
                for t0, eta_Z in zip(t0_fig9, eta_Z_fig9)]
 t_grid_b = np.geomspace(max(t0_fig9), 1e7, 400)
-insight_b = np.diff([ss.snap_B(t_grid_b, 10, 1000, 2 * eta_Z, eta_Z) for eta_Z in eta_Z_fig9], axis=0).min()
-B_late_fig9 = [float(ss.snap_B(1e6, 10, 1000, 2 * eta_Z, eta_Z)) for eta_Z in eta_Z_fig9]
+insight_b = np.diff([sst.snap_B(t_grid_b, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)
+                     for eta_Z in eta_Z_fig9], axis=0).min()
+B_late_fig9 = [float(sst.snap_B(1e6, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z))
+               for eta_Z in eta_Z_fig9]
 print("B(1e7) for eta_Y =", eta_Y_values, ":", np.round(final_B, 3), "| (c) smallest margin after t_0:",
       round(min(insight_c), 4))
 print("nu = 2: B(t_0) from the ODE =", np.round(B_at_t0_ode, 8), "| B(1e6) =", np.round(B_late_fig9, 3),
@@ -1164,11 +1175,13 @@ check_claim("scan_snap.snap-insights", insight_b, lower=0.0,
 fig, (ax_chi, ax_B) = figure(1, 2)
 t_plot = np.geomspace(1, 1e6, 400)
 for colour, eta_Y in zip(PALETTE, eta_Y_values):
-    ax_chi.plot(t_plot, np.exp(2 * ss.snap_B(t_plot, 10, 1000, eta_Y, 0.5)), color=colour, label=f"eta_Y = {eta_Y}")
-    ax_chi.axvline(ss.transition_time(10, 1000, eta_Y), color=colour, linestyle=":")
+    chi_t = np.exp(2 * sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z))
+    ax_chi.plot(t_plot, chi_t, color=colour, label=f"eta_Y = {eta_Y}")
+    ax_chi.axvline(sst.transition_time(K=snap.K, M=snap.M, eta_Y=eta_Y), color=colour, linestyle=":")
 for colour, eta_Z, B0 in zip(PALETTE, eta_Z_fig9, B_at_t0):
-    ax_B.plot(t_plot, ss.snap_B(t_plot, 10, 1000, 2 * eta_Z, eta_Z), color=colour, label=f"eta_Z = {eta_Z}")
-    ax_B.plot(ss.transition_time(10, 1000, 2 * eta_Z), B0, "o", color=colour)
+    B_t = sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)
+    ax_B.plot(t_plot, B_t, color=colour, label=f"eta_Z = {eta_Z}")
+    ax_B.plot(sst.transition_time(K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z), B0, "o", color=colour)
 ax_chi.set(xscale="log", xlabel="t", ylabel="growth factor chi(t) = exp(2 B_n)", title="Fig. 3: eta_Z = 0.5")
 ax_B.set(xscale="log", xlabel="t", ylabel="B_n(t)", title="Fig. 9: eta_Y / eta_Z = 2")
 ax_chi.legend()
@@ -1188,10 +1201,10 @@ ax_B.legend();
 # Assumption 2's $1/K$.
 
 # %%
-f_small = ss.normalised_attention(spec_small.P, np.zeros(spec_small.M))
+f_small = sst.normalised_attention(spec_small.P, np.zeros(spec_small.M))
 print(f"Syn-Small: M = {spec_small.M}, f_1^T f_2 at z = 0: {f_small[0] @ f_small[1]:.3f} (Assumption 2 needs < 1/K = 0.5)")
 seeds_small = range(5)
-runs_small = {eta_Y: [ss.train_yz(spec_small, eta_Y=eta_Y, eta_Z=1.0, steps=100, batch_size=128, T=128, seed=seed,
+runs_small = {eta_Y: [ss.train_yz(spec_small, eta_Y=eta_Y, eta_Z=1.0, run=ss.AUTHORS_RUN, generator=rng(seed),
                                   record_every=2) for seed in seeds_small] for eta_Y in (1.0, 10.0)}
 
 # %% mystnb={"figure": {"caption": "Fig. 4 of the paper (seed 0): attention c_n of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing P(l|n)) during SGD. With eta_Y = eta_Z = 1 (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with eta_Y = 10 (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}}
@@ -1301,7 +1314,7 @@ for eta_Y in (10.0, 1.0):
     matches = []
     for seed in prior_seeds:
         Z0 = 0.3 * rng(1000 + seed).normal(size=(spec_equal.M, spec_equal.M))
-        result = ss.train_yz(spec_equal, eta_Y=eta_Y, eta_Z=1.0, steps=100, batch_size=128, T=128, seed=seed,
+        result = ss.train_yz(spec_equal, eta_Y=eta_Y, eta_Z=1.0, run=ss.AUTHORS_RUN, generator=rng(seed),
                              init=(np.zeros_like(Z0), Z0))
         c_final = ss.attention_distribution(spec_equal, result.Z)
         for n in range(spec_equal.K):
@@ -1329,7 +1342,7 @@ adam_maps = {}
 for eta in (0.1, 0.5, 1.0):
     winners = []
     for seed in range(5):
-        result = ss.train_yz(spec_small, eta_Y=eta, eta_Z=eta, steps=100, batch_size=128, T=128, seed=seed,
+        result = ss.train_yz(spec_small, eta_Y=eta, eta_Z=eta, run=ss.AUTHORS_RUN, generator=rng(seed),
                              optimizer="adam")
         c = ss.attention_distribution(spec_small, result.Z)
         winners.append(int(np.argmax(np.where(spec_small.distinct[0], c[0], -1))))
@@ -1363,11 +1376,10 @@ ax.legend();
 # 3 minutes on one core); in `quick` mode it keeps $K \in \{2, 6\}$, $\eta_Z \in \{0.5, 3\}$ and 3 seeds.
 
 # %%
-num_last_values = by_mode(quick=(1, 3), default=(1, 3, 5, 10), full=(1, 3, 5, 10))
-eta_Z_values = by_mode(quick=(0.5, 3.0), default=(0.5, 1.0, 2.0, 3.0), full=(0.5, 1.0, 2.0, 3.0))
-ratio_values = (1, 2, 5, 10)
-seed_values = by_mode(quick=(1, 2, 3), default=tuple(range(1, 11)), full=tuple(range(1, 11)))
-sweep = ss.fig6_sweep(num_last_values, eta_Z_values, ratio_values, seed_values)
+grid = by_mode(quick=replace(ss.FIG6, num_last=(1, 3), eta_Z=(0.5, 3.0), seeds=(1, 2, 3)),
+               default=ss.FIG6, full=ss.FIG6)
+sweep = ss.fig6_sweep(grid)
+num_last_values, eta_Z_values, ratio_values = grid.num_last, grid.eta_Z, grid.ratios
 print(f"{sweep.entropy.size} runs")
 
 # %% [markdown]
@@ -1381,8 +1393,8 @@ print(f"{sweep.entropy.size} runs")
 # at $K = 2$ and 0.005 at $K = 20$ with 10 seeds) fails the test with probability above 99%.
 
 # %%
-cells_ref = np.ix_([ss.FIG6_NUM_LAST.index(n) for n in sweep.num_last_values],
-                   [ss.FIG6_ETA_Z.index(eta) for eta in eta_Z_values])
+cells_ref = np.ix_([ss.FIG6.num_last.index(n) for n in num_last_values],
+                   [ss.FIG6.eta_Z.index(eta) for eta in eta_Z_values])
 ref_mean, ref_std = ss.FIG6_AUTHORS_MEAN[cells_ref], ss.FIG6_AUTHORS_STD[cells_ref]
 our_mean = sweep.entropy.mean(axis=-1)
 our_std = sweep.entropy.std(axis=-1, ddof=1)
@@ -1392,7 +1404,7 @@ threshold = norm.ppf(1 - 0.05 / (2 * z_scores.size))
 worst = np.unravel_index(np.argmax(z_scores), z_scores.shape)
 print(f"{z_scores.size} cells, {n_seeds} seeds: max z = {z_scores.max():.2f} (Bonferroni threshold {threshold:.2f}); "
       f"max |difference| = {np.abs(our_mean - ref_mean).max():.3f}")
-print("worst cell: num_last =", sweep.num_last_values[worst[0]], "eta_Z =", eta_Z_values[worst[1]],
+print("worst cell: num_last =", num_last_values[worst[0]], "eta_Z =", eta_Z_values[worst[1]],
       "ratio =", ratio_values[worst[2]], f"ours {our_mean[worst]:.3f} vs {ref_mean[worst]:.3f} +- {ref_std[worst]:.3f}")
 check_claim("scan_snap.fig6-cells", z_scores.max(), upper=threshold,
             why="two-sample z-test of each cell's mean at the 5% family-wise level (Bonferroni over all cells); "
@@ -1418,8 +1430,8 @@ check_claim("scan_snap.fig6-spread", spread_ratio, lower=0.5, upper=1.8,
 
 # %%
 decreasing = np.diff(our_mean, axis=1) < 0  # along eta_Z
-if n_seeds < 10 and 1 in sweep.num_last_values:
-    decreasing[sweep.num_last_values.index(1), :, ratio_values.index(10)] = True
+if n_seeds < 10 and 1 in num_last_values:
+    decreasing[num_last_values.index(1), :, ratio_values.index(10)] = True
 check_claim("scan_snap.fig6-eta-z", bool(decreasing.all()), expected=True,
             why="strictly decreasing along eta_Z in every (size, ratio) column: with no effect of eta_Z a column of "
                 "four (two in quick mode) is ordered by chance with probability 1/24 (1/2), all of them far less often")
@@ -1431,8 +1443,8 @@ check_claim("scan_snap.fig6-eta-z", bool(decreasing.all()), expected=True,
 # ({ref}`scan_snap.N10 <scan-snap-n10>`).
 
 # %%
-large = [i for i, n in enumerate(sweep.num_last_values) if n >= 3]
-small = [i for i, n in enumerate(sweep.num_last_values) if n == 1]
+large = [i for i, n in enumerate(num_last_values) if n >= 3]
+small = [i for i, n in enumerate(num_last_values) if n == 1]
 gap_to_ratio2 = our_mean[large][..., ratio_values.index(2)] - our_mean[large].min(axis=-1)
 print("K >= 6: H(ratio 2) - min over ratios, per (size, eta_Z):", gap_to_ratio2.round(4).tolist())
 print("K = 2: argmin over ratios per eta_Z:", [ratio_values[i] for i in our_mean[small[0]].argmin(axis=-1)])
@@ -1448,8 +1460,8 @@ check_claim("scan_snap.fig6-threshold", bool(np.all(our_mean[small[0]].argmin(ax
                 "with the paper's four (6% in quick mode, which runs two)")
 
 # %% mystnb={"figure": {"caption": "Fig. 6 of the paper: entropy of the attention on distinct tokens after 100 SGD iterations against eta_Y/eta_Z, one panel per size, one colour per eta_Z. Lines with error bars: this chapter (mean +- std over seeds); open circles: the authors' released means. Entropy falls with eta_Z everywhere; the dip at ratio 2 appears for K >= 6 only.", "name": "fig-scan_snap-fig6"}}
-fig, axes = figure(1, len(sweep.num_last_values), width=3.2 * len(sweep.num_last_values))
-for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), sweep.num_last_values)):
+fig, axes = figure(1, len(num_last_values), width=3.2 * len(num_last_values))
+for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
     for j, (colour, eta_Z) in enumerate(zip(PALETTE, eta_Z_values)):
         ax.errorbar(ratio_values, our_mean[i, j], yerr=our_std[i, j], color=colour, capsize=2, label=f"eta_Z = {eta_Z:g}")
         ax.plot(ratio_values, ref_mean[i, j], "o", mfc="none", color=colour)
@@ -1468,7 +1480,7 @@ np.atleast_1d(axes)[0].legend();
 # learning-rate settings of each size.
 
 # %%
-for i, num_last in enumerate(sweep.num_last_values):
+for i, num_last in enumerate(num_last_values):
     spec_i = ss.syn_medium(num_last)
     taus = np.geomspace(0.5, 4.0, 8) / spec_i.M
     recall = ss.distinct_token_recall(spec_i, sweep.attention[i], taus).mean(axis=2)  # over seeds
@@ -1524,14 +1536,14 @@ for i, num_last in enumerate(sweep.num_last_values):
 # ```{exercise}
 # :label: ex-scan_snap-t0
 # Show that $B_n(t_0)$ depends on $K$, $M$ and $\nu = \eta_Y/\eta_Z$ only, and compute it for $K = 10$,
-# $M = 1000$, $\nu = 2$ with `ss.snap_B`.
+# $M = 1000$, $\nu = 2$ with `sst.snap_B`.
 # ```
 #
 # ```{solution} ex-scan_snap-t0
 # :class: dropdown
 # $B_n(t) = \frac14\ln(1 + 2\nu^{-1}K(M-1)^2h^2(t/K)/C_0)$ and $h$ depends on $t$ only through $M\eta_Yt/K$
 # (Eq. 45 with $s = t/K$). At $t_0 = 2(1+\omega_1)K\ln M/\eta_Y$ that product is $2(1+\omega_1)M\ln M$,
-# free of the rates. `ss.snap_B(ss.transition_time(10, 1000, 2.0), 10, 1000, 2.0, 1.0)` gives 1.6806, the
+# free of the rates. `sst.snap_B(sst.transition_time(K=10, M=1000, eta_Y=2.0), K=10, M=1000, eta_Y=2.0, eta_Z=1.0)` gives 1.6806, the
 # common height of the dots in the right panel of the snap figure.
 # ```
 #
@@ -1543,7 +1555,7 @@ for i, num_last in enumerate(sweep.num_last_values):
 #
 # ```{solution} ex-scan_snap-asymmetric
 # :class: dropdown
-# Scan `P_control[1, 1]` (renormalising the distinct tokens) and evaluate `ss.population_zdot` at $z = 0$.
+# Scan `P_control[1, 1]` (renormalising the distinct tokens) and evaluate `sst.population_zdot` at $z = 0$.
 # $\dot z_B$ is positive while B is much more likely in class 1 than in class 0 (+0.094 at 0.40, +0.009 at 0.10)
 # and turns negative between 0.05 and 0.03; at equal probabilities (0.01) the symmetric case of Corollary 2
 # holds and every common token is suppressed. "Common" is not a property of the support alone: a token needs

@@ -131,10 +131,10 @@ def test_linear_sgd_conserves_without_noise_and_balances_with_it():
     u0, w0 = np.array([2.0, 0.0]), np.array([0.5, 0.0, 0.0, 0.0])
     M_star = np.outer(u0, w0)
     _, frozen, _ = balance.linear_sgd_runs(u0, w0, M_star, sigma=0.0, lr=0.02, batch_size=1, steps=200, runs=2,
-                                           rng=rng(0))
+                                           generator=rng(0))
     assert np.all(frozen == 16.0)
     _, ratio, band = balance.linear_sgd_runs(u0, w0, M_star, sigma=1.0, lr=0.02, batch_size=1, steps=3000,
-                                             runs=16, rng=rng(0), record_every=100)
+                                             runs=16, generator=rng(0), record_every=100)
     assert ratio[-1].mean() < 2.0          # far below 16, heading to d_o/d = 0.5
     assert band.shape == (ratio.shape[0], 16, 2)
 
@@ -142,10 +142,10 @@ def test_linear_sgd_conserves_without_noise_and_balances_with_it():
 def test_linear_sgd_bad_input():
     with pytest.raises(ValueError, match="batch_size"):
         balance.linear_sgd_runs(np.ones(2), np.ones(3), np.ones((2, 3)), sigma=0.1, lr=0.1, batch_size=0, steps=1,
-                                runs=1, rng=rng(0))
-    with pytest.raises(ValueError, match="rng"):
+                                runs=1, generator=rng(0))
+    with pytest.raises(ValueError, match="generator"):
         balance.linear_sgd_runs(np.ones(2), np.ones(3), np.ones((2, 3)), sigma=0.1, lr=0.1, batch_size=1, steps=1,
-                                runs=1, rng=0)
+                                runs=1, generator=0)
 
 
 # --- the attention network ------------------------------------------------------------------------------
@@ -259,16 +259,16 @@ def test_sympy_identities_all_vanish():
 
 def test_rank_agreement_ordered_and_reversed():
     x = np.arange(12.0)
-    rho, p = balance.rank_agreement(x, 3 * x + 1, rng=rng(0), permutations=5_000)
+    rho, p = balance.rank_agreement(x, 3 * x + 1, generator=rng(0), permutations=5_000)
     assert rho == pytest.approx(1.0) and p < 2e-3
-    rho, p = balance.rank_agreement(x, -x, rng=rng(0), permutations=5_000)
+    rho, p = balance.rank_agreement(x, -x, generator=rng(0), permutations=5_000)
     assert rho == pytest.approx(-1.0) and p == pytest.approx(1.0)
 
 
 def test_rank_agreement_false_pass_rate_is_at_most_alpha():
     # unrelated values: the p-value must fall below 0.05 in about 5 % of draws, not more
     r = rng(11)
-    p_values = np.array([balance.rank_agreement(r.standard_normal(12), r.standard_normal(12), rng=r,
+    p_values = np.array([balance.rank_agreement(r.standard_normal(12), r.standard_normal(12), generator=r,
                                                 permutations=1_000)[1] for _ in range(400)])
     assert np.mean(p_values <= 0.05) < 0.05 + 3 * math.sqrt(0.05 * 0.95 / 400)
 
@@ -282,12 +282,12 @@ def test_rank_agreement_false_pass_rate_is_at_most_alpha():
 ])
 def test_rank_agreement_bad_input(x, y, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        balance.rank_agreement(x, y, rng=rng(0), **kwargs)
+        balance.rank_agreement(x, y, generator=rng(0), **kwargs)
 
 
 def test_rank_agreement_needs_a_generator():
-    with pytest.raises(ValueError, match="rng"):
-        balance.rank_agreement(np.arange(3.0), np.arange(3.0), rng=0)
+    with pytest.raises(ValueError, match="generator"):
+        balance.rank_agreement(np.arange(3.0), np.arange(3.0), generator=0)
 
 
 def test_random_stationary_points_lie_on_the_stationary_set_and_reject_bad_input():

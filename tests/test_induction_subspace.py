@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from icllib import induction as ih
+from icllib import induction_common as ic
+from icllib import induction_subspace as isp
 from icllib.config import torch_generator
 
 torch.set_num_threads(1)
@@ -18,7 +19,7 @@ def _random_weights(D, generator, scale=1.0):
 
 def _random_structured(D, generator, scale=0.3):
     c = scale * torch.randn(19, dtype=torch.float64, generator=generator)
-    return c, ih.structured_weights(c, D)
+    return c, ic.structured_weights(c, D)
 
 
 # --- item 1: the model ------------------------------------------------------------------------------
@@ -26,8 +27,8 @@ def _random_structured(D, generator, scale=0.3):
 
 def test_activation_shapes_and_parameter_count():
     N, D = 3, 4
-    X, y = ih.sample_icl_batch(D, N, 5, generator=torch_generator(0))
-    states = ih.disentangled_states(X, *_random_weights(D, torch_generator(1), 0.1))
+    X, y = ic.sample_icl_batch(D, N, 5, generator=torch_generator(0))
+    states = ic.disentangled_states(X, *_random_weights(D, torch_generator(1), 0.1))
     assert states["T"].shape == (5, 2 * N + 1, 2 * N + 1) and states["Q"].shape == (5, 2 * N + 1, 2 * N + 1)
     assert states["U"].shape == (5, 2 * N + 1, 4 * D) and states["V"].shape == (5, 2 * N + 1, 8 * D)
     assert states["z"].shape == (5, D)
@@ -35,14 +36,14 @@ def test_activation_shapes_and_parameter_count():
     W1, W2, _ = _random_weights(D, torch_generator(1), 0.1)
     assert torch.allclose(states["S"], X @ W1 @ X.transpose(-1, -2))
     assert torch.allclose(states["P"], states["U"] @ W2 @ states["U"].transpose(-1, -2))
-    assert torch.equal(states["T"], ih.causal_softmax(states["S"]))
-    assert ih.parameter_count(D) == 28 * D * D and ih.parameter_count(16) == 7168
-    assert len(ih.PSEUDO_PARAMETERS) == 19
+    assert torch.equal(states["T"], ic.causal_softmax(states["S"]))
+    assert isp.parameter_count(D) == 28 * D * D and isp.parameter_count(16) == 7168
+    assert len(ic.PSEUDO_PARAMETERS) == 19
 
 
 def test_strict_mask_in_the_model_zero_first_row_and_no_self_attention():
-    X, _ = ih.sample_icl_batch(4, 3, 2, generator=torch_generator(2))
-    states = ih.disentangled_states(X, *_random_weights(4, torch_generator(3), 0.5))
+    X, _ = ic.sample_icl_batch(4, 3, 2, generator=torch_generator(2))
+    states = ic.disentangled_states(X, *_random_weights(4, torch_generator(3), 0.5))
     for A in (states["T"], states["Q"]):
         assert torch.all(A[:, 0] == 0)
         assert torch.all(A.triu() == 0)                       # j >= i never attended
@@ -52,25 +53,25 @@ def test_strict_mask_in_the_model_zero_first_row_and_no_self_attention():
 
 def test_module_is_the_functional_model_with_28_D_squared_parameters():
     D = 4
-    X, _ = ih.sample_icl_batch(D, 3, 2, generator=torch_generator(6))
+    X, _ = ic.sample_icl_batch(D, 3, 2, generator=torch_generator(6))
     W = _random_weights(D, torch_generator(7), 0.3)
-    model = ih.DisentangledTransformer(D, weights=W)
+    model = ic.DisentangledTransformer(D, weights=W)
     assert [name for name, _ in model.named_parameters()] == ["W1", "W2", "W3"]
     assert sum(p.numel() for p in model.parameters()) == 28 * D * D
     assert all(p.dtype == torch.float64 for p in model.parameters())
-    assert torch.equal(model(X), ih.disentangled_forward(X, *W))
-    zero = ih.DisentangledTransformer(D)
+    assert torch.equal(model(X), ic.disentangled_forward(X, *W))
+    zero = ic.DisentangledTransformer(D)
     assert all(torch.all(p == 0) for p in zero.parameters()) and torch.all(zero(X) == 0)
-    single = ih.DisentangledTransformer(D, weights=W, dtype=torch.float32)
+    single = ic.DisentangledTransformer(D, weights=W, dtype=torch.float32)
     assert torch.allclose(single(X.float()).double(), model(X).detach(), atol=1e-4)
     model(X).sum().backward()
     assert all(p.grad is not None and p.grad.shape == p.shape for p in model.parameters())
 
 
 def test_forward_is_the_read_out_of_the_states():
-    X, _ = ih.sample_icl_batch(4, 2, 3, generator=torch_generator(4))
+    X, _ = ic.sample_icl_batch(4, 2, 3, generator=torch_generator(4))
     W = _random_weights(4, torch_generator(5), 0.3)
-    assert torch.equal(ih.disentangled_forward(X, *W), ih.disentangled_states(X, *W)["z"])
+    assert torch.equal(ic.disentangled_forward(X, *W), ic.disentangled_states(X, *W)["z"])
 
 
 # --- item 2: the basis ------------------------------------------------------------------------------
@@ -78,7 +79,7 @@ def test_forward_is_the_read_out_of_the_states():
 
 @pytest.mark.parametrize("D", [2, 4, 6])
 def test_basis_is_orthogonal_with_squared_norm_D(D):
-    B = ih.subspace_basis(D)
+    B = isp.subspace_basis(D)
     assert B.shape == (19, 28 * D * D)
     assert torch.equal(B @ B.T, D * torch.eye(19, dtype=torch.float64))
 
@@ -86,32 +87,32 @@ def test_basis_is_orthogonal_with_squared_norm_D(D):
 def test_round_trip_projection_idempotent_and_residual():
     D = 6
     c, W = _random_structured(D, torch_generator(6))
-    assert torch.allclose(ih.pseudo_parameter_vector(*W), c, atol=1e-15)
-    named = dict(zip(ih.PSEUDO_PARAMETERS, c.tolist()))
-    assert ih.pseudo_params(*ih.structured_weights(named, D)) == pytest.approx(named, abs=1e-15)
-    only_head = ih.pseudo_params(*ih.structured_weights({"alpha3": 0.5, "beta2": -1.0, "gamma3": 2.0}, D))
+    assert torch.allclose(isp.pseudo_parameter_vector(*W), c, atol=1e-15)
+    named = dict(zip(ic.PSEUDO_PARAMETERS, c.tolist()))
+    assert isp.pseudo_params(*ic.structured_weights(named, D)) == pytest.approx(named, abs=1e-15)
+    only_head = isp.pseudo_params(*ic.structured_weights({"alpha3": 0.5, "beta2": -1.0, "gamma3": 2.0}, D))
     assert only_head == pytest.approx({name: {"alpha3": 0.5, "beta2": -1.0, "gamma3": 2.0}.get(name, 0.0)
-                                       for name in ih.PSEUDO_PARAMETERS}, abs=1e-15)
-    assert ih.subspace_residual(*W) == pytest.approx((0, 0, 0), abs=1e-15)
-    assert ih.pseudo_parameter_vector(*W)[list(ih.INDUCTION_INDICES)].tolist() == pytest.approx(
-        ih.induction_coordinates(*W), abs=1e-15)
+                                       for name in ic.PSEUDO_PARAMETERS}, abs=1e-15)
+    assert isp.subspace_residual(*W) == pytest.approx((0, 0, 0), abs=1e-15)
+    assert isp.pseudo_parameter_vector(*W)[list(ic.INDUCTION_INDICES)].tolist() == pytest.approx(
+        ic.induction_coordinates(*W), abs=1e-15)
     R = _random_weights(D, torch_generator(7))
-    P = ih.project_structured(*R)
-    PP = ih.project_structured(*P)
+    P = isp.project_structured(*R)
+    PP = isp.project_structured(*P)
     assert all(torch.allclose(a, b, atol=1e-14) for a, b in zip(P, PP))
     # the residual is orthogonal to the subspace
-    assert torch.allclose(ih.pseudo_parameter_vector(*(a - b for a, b in zip(R, P))), torch.zeros(19, dtype=torch.float64),
+    assert torch.allclose(isp.pseudo_parameter_vector(*(a - b for a, b in zip(R, P))), torch.zeros(19, dtype=torch.float64),
                           atol=1e-14)
-    assert all(0.9 < r < 1.0 for r in ih.subspace_residual(*R))
-    assert torch.equal(ih.unflatten_weights(ih.flatten_weights(*R), D)[1], R[1])
+    assert all(0.9 < r < 1.0 for r in isp.subspace_residual(*R))
+    assert torch.equal(isp.unflatten_weights(isp.flatten_weights(*R), D)[1], R[1])
 
 
 # --- items 3-4: the group, equivariance, exact orbit averaging ------------------------------------
 
 
 def test_random_rotation_is_orthogonal_and_F_commutes_with_M():
-    E, F = ih.random_rotation(8, generator=torch_generator(8))
-    eye, M = torch.eye(8, dtype=torch.float64), ih.rotation_M(8)
+    E, F = isp.random_rotation(8, generator=torch_generator(8))
+    eye, M = torch.eye(8, dtype=torch.float64), ic.rotation_M(8)
     assert torch.allclose(E @ E.T, eye, atol=1e-13) and torch.allclose(F @ F.T, eye, atol=1e-13)
     assert torch.allclose(F @ M, M @ F, atol=1e-13)
 
@@ -119,31 +120,31 @@ def test_random_rotation_is_orthogonal_and_F_commutes_with_M():
 @pytest.mark.parametrize("strict", [True, False])
 def test_gradient_equivariance_at_structured_weights_only(strict):
     D, generator = 8, torch_generator(9)
-    X, y = ih.sample_icl_batch(D, 4, 1, generator=generator)
-    E, F = ih.random_rotation(D, generator=generator)
-    X_rot, y_rot = ih.rotate_data(X, y, E, F)
+    X, y = ic.sample_icl_batch(D, 4, 1, generator=generator)
+    E, F = isp.random_rotation(D, generator=generator)
+    X_rot, y_rot = isp.rotate_data(X, y, E, F)
     for W, expect_equal in ((_random_structured(D, generator)[1], True), (_random_weights(D, generator, 0.1), False)):
-        _, g = ih.loss_and_grads(X, y, *W, strict=strict)
-        _, g_rot = ih.loss_and_grads(X_rot, y_rot, *W, strict=strict)
+        _, g = isp.loss_and_grads(X, y, *W, strict=strict)
+        _, g_rot = isp.loss_and_grads(X_rot, y_rot, *W, strict=strict)
         # g(W; h.x) = rho(h)^{-1} g(W; x) at a fixed point W of rho; rho is orthogonal, so apply it to g_rot
-        back = ih.rho(E, F, *g_rot)
+        back = isp.rho(E, F, *g_rot)
         errors = [float((a - b).norm() / b.norm()) for a, b in zip(back, g)]
         assert (max(errors) < 1e-13) == expect_equal
 
 
 def test_loss_identity_defining_rho_holds_for_any_weights():
     D, generator = 4, torch_generator(10)
-    X, y = ih.sample_icl_batch(D, 3, 4, generator=generator)
+    X, y = ic.sample_icl_batch(D, 3, 4, generator=generator)
     W = _random_weights(D, generator, 0.2)
-    E, F = ih.random_rotation(D, generator=generator)
-    loss_rot, _ = ih.loss_and_grads(*ih.rotate_data(X, y, E, F), *W)
-    loss_rho, _ = ih.loss_and_grads(X, y, *ih.rho(E, F, *W))
+    E, F = isp.random_rotation(D, generator=generator)
+    loss_rot, _ = isp.loss_and_grads(*isp.rotate_data(X, y, E, F), *W)
+    loss_rho, _ = isp.loss_and_grads(X, y, *isp.rho(E, F, *W))
     assert loss_rot == pytest.approx(loss_rho, rel=1e-12)
 
 
 @pytest.mark.parametrize("d", [1, 2, 4, 8])
 def test_hadamard_cyclic_group_averages_to_the_trace(d):
-    G = ih.hadamard_cyclic_group(d)
+    G = isp.hadamard_cyclic_group(d)
     A = torch.randn(d, d, dtype=torch.float64, generator=torch_generator(11))
     assert G.shape == (d * d, d, d)
     assert torch.allclose(G @ G.transpose(1, 2), torch.eye(d, dtype=torch.float64).expand(d * d, d, d))
@@ -153,15 +154,15 @@ def test_hadamard_cyclic_group_averages_to_the_trace(d):
 
 def test_orbit_average_of_the_gradient_is_its_projection():
     D, generator = 4, torch_generator(12)
-    E, F = ih.orbit_rotations(D)
+    E, F = isp.orbit_rotations(D)
     assert E.shape == F.shape == (2 * D * D, D, D)
-    X, y = ih.sample_icl_batch(D, 3, 2, generator=generator)
+    X, y = ic.sample_icl_batch(D, 3, 2, generator=generator)
     _, W = _random_structured(D, generator)
-    _, g_plain = ih.loss_and_grads(X, y, *W)
-    _, g_sym = ih.loss_and_grads(*ih.symmetrise(X, y), *W)
-    projected = ih.project_structured(*g_plain)
+    _, g_plain = isp.loss_and_grads(X, y, *W)
+    _, g_sym = isp.loss_and_grads(*isp.symmetrise(X, y), *W)
+    projected = isp.project_structured(*g_plain)
     assert all(torch.allclose(a, b, atol=1e-13) for a, b in zip(g_sym, projected))
-    assert max(ih.subspace_residual(*g_sym)) < 1e-13 and min(ih.subspace_residual(*g_plain)) > 1e-3
+    assert max(isp.subspace_residual(*g_sym)) < 1e-13 and min(isp.subspace_residual(*g_plain)) > 1e-3
 
 
 # --- item 6 and training ----------------------------------------------------------------------------
@@ -169,15 +170,15 @@ def test_orbit_average_of_the_gradient_is_its_projection():
 
 def test_training_modes_structural_zero_and_subspaces():
     generator = torch_generator(13)
-    full = ih.train_sgd(3, 4, steps=5, batch=32, lr=1.0, generator=generator)
+    full = isp.train_sgd(3, 4, steps=5, batch=32, lr=1.0, generator=generator)
     assert full["coords"].shape == (6, 19) and full["residual"].shape == (6, 3) and full["loss"].shape == (6,)
     assert full["grad_row2"].max() == 0.0 and full["w2_row2"].max() == 0.0
     assert full["residual"][-1].min() > 1e-3
-    assert ih.subspace_residual(*full["weights"]) == pytest.approx(tuple(full["residual"][-1]), abs=1e-15)
-    three = ih.train_sgd(3, 4, steps=5, batch=32, lr=1.0, generator=torch_generator(13), training="three")
-    others = [k for k in range(19) if k not in ih.INDUCTION_INDICES]
+    assert isp.subspace_residual(*full["weights"]) == pytest.approx(tuple(full["residual"][-1]), abs=1e-15)
+    three = isp.train_sgd(3, 4, steps=5, batch=32, lr=1.0, generator=torch_generator(13), training="three")
+    others = [k for k in range(19) if k not in ic.INDUCTION_INDICES]
     assert abs(three["coords"][:, others]).max() < 1e-15 and three["residual"].max() < 1e-13
-    sym = ih.train_sgd(3, 4, steps=5, batch=2, lr=1.0, generator=torch_generator(13), training="symmetrised")
+    sym = isp.train_sgd(3, 4, steps=5, batch=2, lr=1.0, generator=torch_generator(13), training="symmetrised")
     assert sym["residual"].max() < 1e-13
 
 
@@ -185,56 +186,56 @@ def test_training_modes_structural_zero_and_subspaces():
 
 
 def test_bad_input_raises():
-    W = ih.structured_weights({}, 4)
-    E, F = ih.random_rotation(4, generator=torch_generator(0))
-    X, y = ih.sample_icl_batch(4, 2, 3, generator=torch_generator(0))
+    W = ic.structured_weights({}, 4)
+    E, F = isp.random_rotation(4, generator=torch_generator(0))
+    X, y = ic.sample_icl_batch(4, 2, 3, generator=torch_generator(0))
     with pytest.raises(ValueError, match="D"):
-        ih.parameter_count(1)
+        isp.parameter_count(1)
     with pytest.raises(ValueError, match="D"):
-        ih.subspace_basis(3)
+        isp.subspace_basis(3)
     with pytest.raises(ValueError, match="W2"):
-        ih.pseudo_parameter_vector(W[0], W[0], W[2])
+        isp.pseudo_parameter_vector(W[0], W[0], W[2])
     with pytest.raises(ValueError, match="W1"):
-        ih.subspace_residual(torch.zeros(3, 3), W[1], W[2])
+        isp.subspace_residual(torch.zeros(3, 3), W[1], W[2])
     with pytest.raises(ValueError, match="W3"):
-        ih.pseudo_params(W[0], W[1], W[1])
+        isp.pseudo_params(W[0], W[1], W[1])
     with pytest.raises(ValueError, match="D"):
-        ih.DisentangledTransformer(3)
+        ic.DisentangledTransformer(3)
     with pytest.raises(ValueError, match="weights"):
-        ih.DisentangledTransformer(8, weights=W)
+        ic.DisentangledTransformer(8, weights=W)
     with pytest.raises(ValueError, match="snapshots"):
-        ih.train_sgd(2, 4, steps=3, batch=4, lr=1.0, generator=torch_generator(0), snapshots=(5,))
+        isp.train_sgd(2, 4, steps=3, batch=4, lr=1.0, generator=torch_generator(0), snapshots=(5,))
     with pytest.raises(ValueError, match="vector"):
-        ih.unflatten_weights(torch.zeros(5), 4)
+        isp.unflatten_weights(torch.zeros(5), 4)
     with pytest.raises(ValueError, match="generator"):
-        ih.random_rotation(4, generator=0)
+        isp.random_rotation(4, generator=0)
     with pytest.raises(ValueError, match="F"):
-        ih.rotate_data(X, y, E, F[:2])
+        isp.rotate_data(X, y, E, F[:2])
     with pytest.raises(ValueError, match="y"):
-        ih.rotate_data(X, y[:1], E, F)
+        isp.rotate_data(X, y[:1], E, F)
     with pytest.raises(ValueError, match="E"):
-        ih.rho(E.expand(2, 4, 4), F.expand(2, 4, 4), *W)
+        isp.rho(E.expand(2, 4, 4), F.expand(2, 4, 4), *W)
     with pytest.raises(ValueError, match="d"):
-        ih.hadamard_cyclic_group(6)
+        isp.hadamard_cyclic_group(6)
     with pytest.raises(ValueError, match="D"):
-        ih.orbit_rotations(6)
+        isp.orbit_rotations(6)
     with pytest.raises(ValueError, match="X"):
-        ih.symmetrise(X[0], y[0])
+        isp.symmetrise(X[0], y[0])
     with pytest.raises(ValueError, match="y"):
-        ih.loss_and_grads(X, y[:2], *W)
+        isp.loss_and_grads(X, y[:2], *W)
     with pytest.raises(ValueError, match="training"):
-        ih.train_sgd(2, 4, steps=1, batch=1, lr=1.0, generator=torch_generator(0), training="adam")
+        isp.train_sgd(2, 4, steps=1, batch=1, lr=1.0, generator=torch_generator(0), training="adam")
     with pytest.raises(ValueError, match="lr"):
-        ih.train_sgd(2, 4, steps=1, batch=1, lr=-1.0, generator=torch_generator(0))
+        isp.train_sgd(2, 4, steps=1, batch=1, lr=-1.0, generator=torch_generator(0))
     with pytest.raises(ValueError, match="symmetrised"):
-        ih.train_sgd(2, 6, steps=1, batch=1, lr=1.0, generator=torch_generator(0), training="symmetrised")
+        isp.train_sgd(2, 6, steps=1, batch=1, lr=1.0, generator=torch_generator(0), training="symmetrised")
 
 
 # --- item 7: the standard transformer of Sec. 2 ---------------------------------------------------
 
 
 def test_standard_task_pairs_query_and_offsets():
-    tokens, positions, target = ih.standard_task(64, generator=torch_generator(20))
+    tokens, positions, target = isp.standard_task(64, generator=torch_generator(20))
     assert tokens.shape == positions.shape == (64, 17) and target.shape == (64,)
     for row in range(64):
         context = tokens[row, :16].tolist()
@@ -247,8 +248,8 @@ def test_standard_task_pairs_query_and_offsets():
 
 
 def test_standard_transformer_shapes_mask_and_training_step():
-    model = ih.StandardTransformer(8, generator=torch_generator(21))
-    tokens, positions, _ = ih.standard_task(5, generator=torch_generator(22))
+    model = isp.StandardTransformer(8, generator=torch_generator(21))
+    tokens, positions, _ = isp.standard_task(5, generator=torch_generator(22))
     assert model(tokens, positions).shape == (5, 32)
     A = model.previous_position_attention()
     assert A.shape == (32, 32) and torch.all(A.triu(1) == 0)
@@ -257,36 +258,36 @@ def test_standard_transformer_shapes_mask_and_training_step():
     assert len(streams) == 3 and all(h.shape == (5, 17, 8) for h in streams)
     assert torch.equal(streams[0], model.E[tokens] + model.P[positions])
     assert torch.equal(streams[-1][:, -1] @ model.W_out.T, model(tokens, positions))
-    trained, losses = ih.train_standard(8, steps=3, batch=4, generator=torch_generator(23))
+    trained, losses = isp.train_standard(8, steps=3, batch=4, generator=torch_generator(23))
     assert losses.shape == (3,) and np.all(np.isfinite(losses))
-    assert 0.0 <= ih.standard_accuracy(trained, 16, generator=torch_generator(24)) <= 1.0
+    assert 0.0 <= isp.standard_accuracy(trained, 16, generator=torch_generator(24)) <= 1.0
 
 
 def test_standard_bad_input_raises():
     with pytest.raises(ValueError, match="vocab"):
-        ih.standard_task(2, generator=torch_generator(0), vocab=10)
+        isp.standard_task(2, generator=torch_generator(0), vocab=10)
     with pytest.raises(ValueError, match="block"):
-        ih.standard_task(2, generator=torch_generator(0), block=16)
+        isp.standard_task(2, generator=torch_generator(0), block=16)
     with pytest.raises(ValueError, match="generator"):
-        ih.StandardTransformer(8, generator=None)
+        isp.StandardTransformer(8, generator=None)
     with pytest.raises(ValueError, match="weight_decay"):
-        ih.train_standard(8, steps=1, batch=1, generator=torch_generator(0), weight_decay=-1.0)
+        isp.train_standard(8, steps=1, batch=1, generator=torch_generator(0), weight_decay=-1.0)
     with pytest.raises(ValueError, match="model"):
-        ih.standard_accuracy(None, 4, generator=torch_generator(0))
+        isp.standard_accuracy(None, 4, generator=torch_generator(0))
 
 
 def test_propositions_in_sympy_and_batched_rotations():
-    exact = ih.sympy_propositions()
+    exact = isp.sympy_propositions()
     for matrix in (exact["prop1"], exact["prop2"], *exact["prop4"]):
         assert all(entry == 0 for entry in matrix)
     assert any(entry != 0 for entry in exact["prop1_rotations_only"])   # SO(2) alone keeps the antisymmetric part
-    E, F = ih.random_rotation(6, generator=torch_generator(3), count=4)
+    E, F = isp.random_rotation(6, generator=torch_generator(3), count=4)
     assert E.shape == F.shape == (4, 6, 6)
     eye = torch.eye(6, dtype=torch.float64)
     assert torch.allclose(E @ E.transpose(-1, -2), eye, atol=1e-13)
-    assert torch.allclose(F @ ih.rotation_M(6) @ F.transpose(-1, -2), ih.rotation_M(6), atol=1e-14)
-    single = ih.random_rotation(6, generator=torch_generator(3))
-    first = ih.random_rotation(6, generator=torch_generator(3), count=1)
+    assert torch.allclose(F @ ic.rotation_M(6) @ F.transpose(-1, -2), ic.rotation_M(6), atol=1e-14)
+    single = isp.random_rotation(6, generator=torch_generator(3))
+    first = isp.random_rotation(6, generator=torch_generator(3), count=1)
     assert all(torch.equal(a, b[0]) for a, b in zip(single, first))
     with pytest.raises(ValueError, match="count"):
-        ih.random_rotation(6, generator=torch_generator(3), count=0)
+        isp.random_rotation(6, generator=torch_generator(3), count=0)

@@ -7,11 +7,12 @@ import pytest
 import torch
 
 from icllib import lsa
-from icllib.config import torch_generator
+from icllib import lsa_theory as lsat
+from icllib.config import rng, torch_generator
 
 torch.set_num_threads(1)
 
-LAM = lsa.make_lambda([0.5, 1.0, 2.0], rotation_seed=13)
+LAM = lsa.make_lambda([0.5, 1.0, 2.0], generator=rng(13))
 D, N = 3, 10
 
 
@@ -23,17 +24,17 @@ def random_params(seed, scale=0.5, d=D):
 def test_make_lambda_and_gamma():
     assert np.allclose(np.linalg.eigvalsh(LAM), [0.5, 1.0, 2.0])
     assert not np.allclose(LAM, np.diag(np.diag(LAM)))  # rotated: not diagonal
-    G = lsa.gamma_matrix(np.eye(2), 4)
+    G = lsat.gamma_matrix(np.eye(2), 4)
     assert np.allclose(G, (1 + 1 / 4 + 2 / 4) * np.eye(2))
 
 
 def test_global_minimum_matches_eq41():
-    K, P = lsa.global_minimum(LAM, N)
-    Gi = np.linalg.inv(lsa.gamma_matrix(LAM, N))
+    K, P = lsat.global_minimum(LAM, N)
+    Gi = np.linalg.inv(lsat.gamma_matrix(LAM, N))
     scale = np.trace(Gi @ Gi) ** 0.25
     assert np.allclose(K[:D, :D] * scale, Gi) and np.allclose(P[D, D], scale)
     assert np.count_nonzero(K[D]) == 0 and np.count_nonzero(K[:, D]) == 0 and np.count_nonzero(P[:D]) == 0
-    assert math.isclose(float(lsa.population_loss(K, P, LAM, N)), lsa.minimum_loss(LAM, N), rel_tol=1e-12)
+    assert math.isclose(float(lsat.population_loss(K, P, LAM, N)), lsat.minimum_loss(LAM, N), rel_tol=1e-12)
 
 
 def test_forward_forms_agree():
@@ -54,30 +55,30 @@ def test_restricted_gradient_is_autograd_of_population_loss():
     P[D, D] = c
     K.requires_grad_(True)
     P.requires_grad_(True)
-    loss = lsa.population_loss(K, P, LAM, N)
+    loss = lsat.population_loss(K, P, LAM, N)
     loss.backward()
     loss = loss.detach()
-    dU, dc = lsa.restricted_gradient(U, c, LAM, N)
-    assert math.isclose(loss.item(), lsa.restricted_loss(U, c, LAM, N), rel_tol=1e-12)
+    dU, dc = lsat.restricted_gradient(U, c, LAM, N)
+    assert math.isclose(loss.item(), lsat.restricted_loss(U, c, LAM, N), rel_tol=1e-12)
     assert np.allclose(K.grad[:D, :D].numpy(), dU, atol=1e-12) and math.isclose(float(P.grad[D, D]), dc, rel_tol=1e-12)
 
 
 def test_population_loss_batched_equals_single():
     pairs = [random_params(s) for s in range(3)]
-    batched = lsa.population_loss(np.stack([k for k, _ in pairs]), np.stack([p for _, p in pairs]), LAM, N)
-    single = torch.stack([lsa.population_loss(k, p, LAM, N) for k, p in pairs])
+    batched = lsat.population_loss(np.stack([k for k, _ in pairs]), np.stack([p for _, p in pairs]), LAM, N)
+    single = torch.stack([lsat.population_loss(k, p, LAM, N) for k, p in pairs])
     assert torch.allclose(batched, single, rtol=1e-13)
 
 
 def test_population_loss_against_monte_carlo():
     """Closed form for generic parameters vs the literal model; a wrong sixth-moment term shows as |z| >> 4."""
     K, P = random_params(2, scale=0.4)
-    exact = float(lsa.population_loss(K, P, LAM, N))
+    exact = float(lsat.population_loss(K, P, LAM, N))
     mc = lsa.mc_loss_and_gradient(K, P, LAM, N, n=200_000, generator=torch_generator(5))
     assert abs(mc["loss"] - exact) < 4 * mc["loss_se"]
     Kt = torch.tensor(K, requires_grad=True)
     Pt = torch.tensor(P, requires_grad=True)
-    lsa.population_loss(Kt, Pt, LAM, N).backward()
+    lsat.population_loss(Kt, Pt, LAM, N).backward()
     mask_KQ, mask_PV = lsa.relevant_mask(D)
     z = torch.cat([((mc["grad_KQ"] - Kt.grad) / mc["se_KQ"])[mask_KQ], ((mc["grad_PV"] - Pt.grad) / mc["se_PV"])[mask_PV]])
     assert float(z.abs().max()) < 4.5
@@ -86,24 +87,24 @@ def test_population_loss_against_monte_carlo():
 
 
 def test_gradient_flow_reaches_w_star_and_conserves_balance():
-    K0, P0 = lsa.assumption33_init(D, 0.3, seed=3)
+    K0, P0 = lsa.assumption33_init(D, 0.3, generator=rng(3))
     run = lsa.gradient_flow(K0[:D, :D], P0[D, D], LAM, N, T=600)
-    K, P = lsa.global_minimum(LAM, N)
+    K, P = lsat.global_minimum(LAM, N)
     assert np.allclose(run["U"][-1], K[:D, :D], atol=1e-8) and math.isclose(run["c"][-1], P[D, D], rel_tol=1e-8)
     assert np.abs(run["c"] ** 2 - (run["U"] ** 2).sum((1, 2))).max() < 1e-8
     assert np.diff(run["loss"]).max() < 1e-12
 
 
 def test_pl_constant_is_a_valid_lower_bound():
-    K0, _ = lsa.assumption33_init(D, 0.3, seed=3)
-    mu = lsa.pl_constant(LAM, N, 0.3, K0)
+    K0, _ = lsa.assumption33_init(D, 0.3, generator=rng(3))
+    mu = lsat.pl_constant(LAM, N, 0.3, K0)
     run = lsa.gradient_flow(K0[:D, :D], 0.3, LAM, N, T=100)
-    gap = run["loss"] - lsa.minimum_loss(LAM, N)
+    gap = run["loss"] - lsat.minimum_loss(LAM, N)
     assert mu > 0 and np.all(run["grad_sq"][gap > 1e-12] >= mu * gap[gap > 1e-12])
 
 
 def test_gradient_descent_and_full_flow_agree_on_the_invariant_set():
-    K0, P0 = lsa.assumption33_init(D, 0.3, seed=4)
+    K0, P0 = lsa.assumption33_init(D, 0.3, generator=rng(4))
     gd = lsa.gradient_descent(torch.as_tensor(K0)[None], torch.as_tensor(P0)[None], LAM, N, lr=0.05, steps=400)
     flow = lsa.full_gradient_flow(torch.as_tensor(K0)[None], torch.as_tensor(P0)[None], LAM, N, T=20.0)
     ode = lsa.gradient_flow(K0[:D, :D], P0[D, D], LAM, N, T=20.0)
@@ -113,21 +114,21 @@ def test_gradient_descent_and_full_flow_agree_on_the_invariant_set():
 
 
 def test_newton_refine_finds_the_minimum():
-    K, P = lsa.global_minimum(LAM, N)
+    K, P = lsat.global_minimum(LAM, N)
     out = lsa.newton_refine(K + 1e-3, P + 1e-3, LAM, N, steps=6)
-    assert out["grad_norm"] < 1e-9 and abs(out["loss"] - lsa.minimum_loss(LAM, N)) < 1e-12
+    assert out["grad_norm"] < 1e-9 and abs(out["loss"] - lsat.minimum_loss(LAM, N)) < 1e-12
 
 
 def test_restricted_hessian_has_one_zero_eigenvalue_at_w_star():
-    K, P = lsa.global_minimum(LAM, N)
-    eig = np.linalg.eigvalsh(lsa.restricted_hessian(K[:D, :D], P[D, D], LAM, N))
+    K, P = lsat.global_minimum(LAM, N)
+    eig = np.linalg.eigvalsh(lsat.restricted_hessian(K[:D, :D], P[D, D], LAM, N))
     assert abs(eig[0]) < 1e-12 and eig[1] > 1e-3
 
 
 @pytest.mark.parametrize("task,noise", [("linear", 0.0), ("linear", 0.5), ("relu", 0.0), ("quadratic", 0.0)])
 def test_task_moments_against_monte_carlo(task, noise):
     w = np.array([1.0, -0.5, 0.8])
-    a, Sigma, best = lsa.task_moments(task, w, LAM, noise=noise)
+    a, Sigma, best = lsat.task_moments(task, w, LAM, noise=noise)
     gen = torch_generator(7)
     x = torch.randn(400_000, D, generator=gen, dtype=torch.float64) @ torch.as_tensor(np.linalg.cholesky(LAM)).T
     z = x @ torch.as_tensor(w)
@@ -142,46 +143,46 @@ def test_task_moments_against_monte_carlo(task, noise):
 
 def test_prediction_error_equals_shift_error_without_shift():
     w = np.array([1.0, -0.5, 0.8])
-    a, Sigma, best = lsa.task_moments("linear", w, LAM)
-    assert math.isclose(lsa.prediction_error(LAM, N, 17, a=a, Sigma=Sigma, best=best),
-                        lsa.shift_error(LAM, N, 17, w=w), rel_tol=1e-12)
+    a, Sigma, best = lsat.task_moments("linear", w, LAM)
+    assert math.isclose(lsat.prediction_error(LAM, N, 17, a=a, Sigma=Sigma, best=best),
+                        lsat.shift_error(LAM, N, 17, w=w), rel_tol=1e-12)
 
 
 def test_prediction_error_against_monte_carlo():
-    K, P = lsa.global_minimum(LAM, N)
+    K, P = lsat.global_minimum(LAM, N)
     w = np.array([1.0, -0.5, 0.8])
-    a, Sigma, best = lsa.task_moments("relu", w, LAM)
-    exact = lsa.prediction_error(LAM, N, 12, a=a, Sigma=Sigma, best=best)
+    a, Sigma, best = lsat.task_moments("relu", w, LAM)
+    exact = lsat.prediction_error(LAM, N, 12, a=a, Sigma=Sigma, best=best)
     mc = lsa.mc_prediction_error(K, P, M=12, n=100_000, generator=torch_generator(8), Lam_test=LAM, task="relu",
                                  w=w, ols=False)
     assert abs(mc["lsa"] - exact) < 4 * mc["lsa_se"] and math.isnan(mc["ols"])
 
 
 def test_shift_error_against_monte_carlo_and_ols():
-    K, P = lsa.global_minimum(LAM, N)
-    exact = lsa.shift_error(LAM, N, 20, tau2=1.0, Lam_test=4 * LAM, Lam_query=np.eye(D))
+    K, P = lsat.global_minimum(LAM, N)
+    exact = lsat.shift_error(LAM, N, 20, tau2=1.0, Lam_test=4 * LAM, Lam_query=np.eye(D))
     mc = lsa.mc_prediction_error(K, P, M=20, n=100_000, generator=torch_generator(9), Lam_test=4 * LAM,
                                  Lam_query=np.eye(D))
     assert abs(mc["lsa"] - exact) < 4 * mc["lsa_se"] and mc["ols"] < 1e-20
 
 
 def test_orthogonal_query_is_zero_only_for_isotropic_lambda():
-    for Lam, zero in ((np.eye(5), True), (lsa.make_lambda([0.2, 0.5, 1, 2, 5], rotation_seed=1), False)):
-        K, P = lsa.global_minimum(Lam, 10)
+    for Lam, zero in ((np.eye(5), True), (lsa.make_lambda([0.2, 0.5, 1, 2, 5], generator=rng(1)), False)):
+        K, P = lsat.global_minimum(Lam, 10)
         out = lsa.mc_prediction_error(K, P, M=2, n=500, generator=torch_generator(1), Lam_test=Lam, query="orthogonal")
         assert (out["max_abs_lsa"] < 1e-10) == zero
 
 
 def test_corollary43_thresholds():
-    th = lsa.corollary43_thresholds(np.eye(10), 0.01)
+    th = lsat.corollary43_thresholds(np.eye(10), 0.01)
     assert th == {"M": 22000, "N_paper": 229, "N_corrected": 492}
-    assert lsa.shift_error(np.eye(10), th["N_paper"], th["M"], tau2=1.0) > 0.01
-    assert lsa.shift_error(np.eye(10), th["N_corrected"], th["M"], tau2=1.0) <= 0.01
+    assert lsat.shift_error(np.eye(10), th["N_paper"], th["M"], tau2=1.0) > 0.01
+    assert lsat.shift_error(np.eye(10), th["N_corrected"], th["M"], tau2=1.0) <= 0.01
 
 
 def test_exp1_moments_against_monte_carlo():
     d, NN = 3, 20
-    gamma, xi, zeta = lsa.exp1_moments(d, NN)
+    gamma, xi, zeta = lsat.exp1_moments(d, NN)
     lam = np.random.default_rng(0).exponential(size=(2_000_000, d))
     s = lam.sum(1)
     g1 = (NN + 1) / NN * lam[:, 0] ** 3 + lam[:, 0] ** 2 * s / NN
@@ -192,8 +193,8 @@ def test_exp1_moments_against_monte_carlo():
 
 
 def test_random_cov_flow_limit_is_eq411():
-    gamma, xi, zeta = lsa.exp1_moments(3, 20)
-    K0, P0 = lsa.assumption33_init(3, 0.1, seed=2)
+    gamma, xi, zeta = lsat.exp1_moments(3, 20)
+    K0, P0 = lsa.assumption33_init(3, 0.1, generator=rng(2))
     out = lsa.random_cov_flow(K0[:3, :3], P0[3, 3], gamma, xi, zeta, T=3000)
     D_diag = xi / gamma
     assert math.isclose(out["c"], np.linalg.norm(D_diag) ** 0.5, rel_tol=1e-8)
@@ -201,23 +202,23 @@ def test_random_cov_flow_limit_is_eq411():
 
 
 def test_random_cov_gradient_is_the_gradient_of_random_cov_loss():
-    gamma, xi, zeta = lsa.exp1_moments(3, 20)
+    gamma, xi, zeta = lsat.exp1_moments(3, 20)
     gen = np.random.default_rng(4)
     U, c = gen.standard_normal((3, 3)), 0.7
-    dU, dc = lsa.random_cov_gradient(U, c, gamma, xi, zeta)
+    dU, dc = lsat.random_cov_gradient(U, c, gamma, xi, zeta)
     h = 1e-6
     for i, j in [(0, 0), (1, 2), (2, 1)]:
         E = np.zeros((3, 3))
         E[i, j] = h
-        fd = (lsa.random_cov_loss(U + E, c, gamma, xi, zeta) - lsa.random_cov_loss(U - E, c, gamma, xi, zeta)) / (2 * h)
+        fd = (lsat.random_cov_loss(U + E, c, gamma, xi, zeta) - lsat.random_cov_loss(U - E, c, gamma, xi, zeta)) / (2 * h)
         assert math.isclose(dU[i, j], fd, rel_tol=1e-6, abs_tol=1e-8)  # central differences, h = 1e-6
-    fd_c = (lsa.random_cov_loss(U, c + h, gamma, xi, zeta) - lsa.random_cov_loss(U, c - h, gamma, xi, zeta)) / (2 * h)
+    fd_c = (lsat.random_cov_loss(U, c + h, gamma, xi, zeta) - lsat.random_cov_loss(U, c - h, gamma, xi, zeta)) / (2 * h)
     assert math.isclose(dc, fd_c, rel_tol=1e-7)
 
 
 def test_random_cov_flow_path_decreases_the_loss():
-    gamma, xi, zeta = lsa.exp1_moments(3, 20)
-    K0, P0 = lsa.assumption33_init(3, 0.1, seed=2)
+    gamma, xi, zeta = lsat.exp1_moments(3, 20)
+    K0, P0 = lsa.assumption33_init(3, 0.1, generator=rng(2))
     out = lsa.random_cov_flow(K0[:3, :3], P0[3, 3], gamma, xi, zeta, T=100, n_eval=50)
     assert out["U_path"].shape == (50, 3, 3) and out["c_path"].shape == out["t"].shape == out["loss"].shape == (50,)
     assert np.diff(out["loss"]).max() < 1e-12 and out["balance"] < 1e-9
@@ -225,26 +226,26 @@ def test_random_cov_flow_path_decreases_the_loss():
 
 
 def test_balance_gap():
-    K, P = lsa.global_minimum(LAM, N)
+    K, P = lsat.global_minimum(LAM, N)
     assert abs(float(lsa.balance_gap(K, P))) < 1e-12
 
 
 def test_restricted_gd_tracks_the_imbalance_and_lands_on_the_manifold():
-    K0, P0 = lsa.assumption33_init(D, 0.3, seed=5)
+    K0, P0 = lsa.assumption33_init(D, 0.3, generator=rng(5))
     out = lsa.restricted_gd(K0[:D, :D], P0[D, D], LAM, N, lr=0.2, steps=6000)
     assert abs(out["delta"] - out["delta_predicted"]) < 1e-10 and abs(out["delta"]) > 1e-3
-    U, c = lsa.manifold_point(LAM, N, out["delta"])
-    assert np.allclose(c * U, np.linalg.inv(lsa.gamma_matrix(LAM, N)), atol=1e-12)
+    U, c = lsat.manifold_point(LAM, N, out["delta"])
+    assert np.allclose(c * U, np.linalg.inv(lsat.gamma_matrix(LAM, N)), atol=1e-12)
     assert math.isclose(c**2 - np.sum(U**2), out["delta"], abs_tol=1e-12)
     assert math.isclose(out["c"], c, rel_tol=1e-6) and np.allclose(out["U"], U, atol=1e-6)
 
 
 def test_sgd_full_lowers_the_loss_and_leaves_irrelevant_entries():
-    K0, P0 = lsa.assumption33_init(D, 0.3, seed=5)
+    K0, P0 = lsa.assumption33_init(D, 0.3, generator=rng(5))
     K0[:D, D] = 0.7  # an irrelevant entry (last column of W_KQ) that must not move
     out = lsa.sgd_full(K0, P0, LAM, N, lr=0.01, batch=256, steps=300, generator=torch_generator(3))
-    before = float(lsa.population_loss(K0, P0, LAM, N))
-    after = float(lsa.population_loss(out["W_KQ"], out["W_PV"], LAM, N))
+    before = float(lsat.population_loss(K0, P0, LAM, N))
+    after = float(lsat.population_loss(out["W_KQ"], out["W_PV"], LAM, N))
     assert after < 0.5 * before
     mask_KQ, _ = lsa.relevant_mask(D)
     assert np.array_equal(out["W_KQ"].numpy()[~mask_KQ.numpy()], K0[~mask_KQ.numpy()].astype(np.float32).astype(np.float64))
@@ -266,21 +267,21 @@ def test_sample_random_cov_prompts():
 @pytest.mark.parametrize("Lam", [np.array([[1.0, 0.5], [0.0, 1.0]]), -np.eye(2), np.ones((2, 3)), np.eye(2) * np.nan])
 def test_bad_covariance(Lam):
     with pytest.raises(ValueError, match="Lam"):
-        lsa.gamma_matrix(Lam, 5)
+        lsat.gamma_matrix(Lam, 5)
     with pytest.raises(ValueError, match="Lam"):
-        lsa.population_loss(np.eye(3), np.eye(3), Lam, 5)
+        lsat.population_loss(np.eye(3), np.eye(3), Lam, 5)
 
 
 @pytest.mark.parametrize("bad_N", [0, -3, 2.5, True])
 def test_bad_N(bad_N):
     with pytest.raises(ValueError, match="N"):
-        lsa.gamma_matrix(np.eye(2), bad_N)
+        lsat.gamma_matrix(np.eye(2), bad_N)
     with pytest.raises(ValueError, match="N"):
-        lsa.global_minimum(np.eye(2), bad_N)
+        lsat.global_minimum(np.eye(2), bad_N)
 
 
 def test_bad_shapes():
-    K, P = lsa.global_minimum(np.eye(2), 5)
+    K, P = lsat.global_minimum(np.eye(2), 5)
     X, w, xq = lsa.sample_prompts(4, 3, np.eye(2), torch_generator(0))
     y = (X @ w[:, :, None])[..., 0]
     with pytest.raises(ValueError, match="y"):
@@ -292,9 +293,9 @@ def test_bad_shapes():
     with pytest.raises(ValueError, match="W_KQ"):
         lsa.predict(np.eye(4), np.eye(4), X, y, xq)
     with pytest.raises(ValueError, match="W_KQ and W_PV"):
-        lsa.population_loss(np.eye(3), np.eye(4), np.eye(2), 5)
+        lsat.population_loss(np.eye(3), np.eye(4), np.eye(2), 5)
     with pytest.raises(ValueError, match="W_KQ"):
-        lsa.population_loss(np.eye(4), np.eye(4), np.eye(2), 5)
+        lsat.population_loss(np.eye(4), np.eye(4), np.eye(2), 5)
     with pytest.raises(ValueError, match="E"):
         lsa.lsa_forward(K, P, torch.zeros(2, 5, 4), rho=3)
     with pytest.raises(ValueError, match="rho"):
@@ -304,29 +305,29 @@ def test_bad_shapes():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="eigenvalues"):
         lsa.make_lambda([1.0, -1.0])
-    with pytest.raises(ValueError, match="rotation_seed"):
-        lsa.make_lambda([1.0, 2.0], rotation_seed=-1)
+    with pytest.raises(ValueError, match="generator"):
+        lsa.make_lambda([1.0, 2.0], generator=-1)
     with pytest.raises(ValueError, match="sigma"):
-        lsa.assumption33_init(2, 0.0, seed=1)
-    with pytest.raises(ValueError, match="seed"):
-        lsa.assumption33_init(2, 0.1, seed=-1)
+        lsa.assumption33_init(2, 0.0, generator=rng(1))
+    with pytest.raises(ValueError, match="generator"):
+        lsa.assumption33_init(2, 0.1, generator=-1)
     with pytest.raises(ValueError, match="generator"):
         lsa.sample_prompts(2, 3, np.eye(2), generator=0)
     with pytest.raises(ValueError, match="w"):
         lsa.sample_prompts(2, 3, np.eye(2), torch_generator(0), w=np.ones(3))
     with pytest.raises(ValueError, match="task"):
-        lsa.task_moments("cubic", np.ones(2), np.eye(2))
+        lsat.task_moments("cubic", np.ones(2), np.eye(2))
     with pytest.raises(ValueError, match="noise"):
-        lsa.task_moments("relu", np.ones(2), np.eye(2), noise=0.1)
+        lsat.task_moments("relu", np.ones(2), np.eye(2), noise=0.1)
     with pytest.raises(ValueError, match="exactly one"):
-        lsa.shift_error(np.eye(2), 5, 5)
+        lsat.shift_error(np.eye(2), 5, 5)
     with pytest.raises(ValueError, match="M"):
-        lsa.shift_error(np.eye(2), 5, 0, tau2=1.0)
+        lsat.shift_error(np.eye(2), 5, 0, tau2=1.0)
     with pytest.raises(ValueError, match="a must"):
-        lsa.prediction_error(np.eye(2), 5, 5, a=np.ones(3), Sigma=np.eye(2))
+        lsat.prediction_error(np.eye(2), 5, 5, a=np.ones(3), Sigma=np.eye(2))
     with pytest.raises(ValueError, match="eps"):
-        lsa.corollary43_thresholds(np.eye(2), -0.1)
-    K, P = lsa.global_minimum(np.eye(3), 5)
+        lsat.corollary43_thresholds(np.eye(2), -0.1)
+    K, P = lsat.global_minimum(np.eye(3), 5)
     with pytest.raises(ValueError, match="M < d"):
         lsa.mc_prediction_error(K, P, M=3, n=10, generator=torch_generator(0), Lam_test=np.eye(3), query="orthogonal")
     with pytest.raises(ValueError, match="query"):
@@ -340,7 +341,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="zeta"):
         lsa.random_cov_flow(np.eye(2), 1.0, np.ones(2), np.ones(2), 2 * np.ones((2, 2)), T=1.0)
     with pytest.raises(ValueError, match="d"):
-        lsa.exp1_moments(0, 5)
+        lsat.exp1_moments(0, 5)
     with pytest.raises(ValueError, match="steps"):
         lsa.restricted_gd(np.eye(3), 1.0, np.eye(3), 5, lr=0.1, steps=0)
     with pytest.raises(ValueError, match="batch"):

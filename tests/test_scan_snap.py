@@ -5,7 +5,13 @@ import pytest
 import torch
 
 from icllib import scan_snap as ss
+from icllib import scan_snap_theory as sst
 from icllib.config import rng
+
+
+SHORT_RUN = ss.RunSize(steps=20, batch_size=32, T=64)
+#: Fig. 3's sizes (K, M) and rate eta_Z, at one decoder rate.
+FIG3 = dict(K=sst.SNAP_FIGURES.K, M=sst.SNAP_FIGURES.M, eta_Y=2.0, eta_Z=sst.SNAP_FIGURES.eta_Z)
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +119,8 @@ def test_entropy_is_zero_when_one_distinct_token_dominates(small):
 
 
 def test_train_zero_init_keeps_row_sums_and_is_deterministic(small):
-    first = ss.train_yz(small, eta_Y=1.0, eta_Z=1.0, steps=20, batch_size=32, T=64, seed=5, record_every=5)
-    second = ss.train_yz(small, eta_Y=1.0, eta_Z=1.0, steps=20, batch_size=32, T=64, seed=5, record_every=5)
+    first = ss.train_yz(small, eta_Y=1.0, eta_Z=1.0, run=SHORT_RUN, generator=rng(5), record_every=5)
+    second = ss.train_yz(small, eta_Y=1.0, eta_Z=1.0, run=SHORT_RUN, generator=rng(5), record_every=5)
     np.testing.assert_array_equal(first.Z, second.Z)
     assert first.steps.tolist() == [0, 5, 10, 15, 20] and first.Z_query.shape == (5, 2, small.M)
     np.testing.assert_allclose(first.Y.sum(axis=1), 0, atol=1e-12)
@@ -143,7 +149,8 @@ def test_count_and_sequence_simulators_agree_in_distribution(small):
     entropies = {}
     for simulator in ("counts", "sequences"):
         entropies[simulator] = [ss.distinct_token_entropy(small, ss.train_yz(
-            small, eta_Y=1.0, eta_Z=1.0, steps=30, batch_size=64, T=32, seed=seed, simulator=simulator).Z)
+            small, eta_Y=1.0, eta_Z=1.0, run=ss.RunSize(steps=30, batch_size=64, T=32), generator=rng(seed),
+            simulator=simulator).Z)
             for seed in range(4)]
     gap = abs(np.mean(entropies["counts"]) - np.mean(entropies["sequences"]))
     spread = np.std(entropies["counts"] + entropies["sequences"])
@@ -156,23 +163,23 @@ def test_count_and_sequence_simulators_agree_in_distribution(small):
 def test_clock_closed_form_solves_eq45():
     s = np.geomspace(1e-3, 1e10, 200)
     for M in (10, 1000, 100000):
-        h = ss.decoder_clock_h(s, M, 0.3)
+        h = sst.decoder_clock_h(s, M, 0.3)
         rhs = M * 0.3 * s + 1
         np.testing.assert_allclose(np.exp(M * h) + (M - 1) * M * h, rhs, rtol=1e-11)
-    assert ss.decoder_clock_h(0.0, 50, 1.0) == pytest.approx(0.0, abs=1e-15)
+    assert sst.decoder_clock_h(0.0, 50, 1.0) == pytest.approx(0.0, abs=1e-15)
 
 
 def test_clock_recursion_tracks_decoder_dynamics():
-    w = ss.decoder_row_dynamics(200, 50, 0.7)
-    h = ss.decoder_clock_h_star(200, 50, 0.7)
+    w = sst.decoder_row_dynamics(200, 50, 0.7)
+    h = sst.decoder_clock_h_star(200, 50, 0.7)
     zeta = 50 / 49 * (np.eye(50)[0] - 1 / 50)
     np.testing.assert_allclose(w, 49 * h[:, None] * zeta[None, :], atol=1e-12)
 
 
 def test_lemma8_and_transition_time():
-    omega0, omega1 = ss.lemma8_omegas(1000)
+    omega0, omega1 = sst.lemma8_omegas(1000)
     assert omega0 == pytest.approx(2.9e-4, rel=0.01) and omega1 == pytest.approx(0.3198, abs=1e-4)
-    assert ss.transition_time(10, 1000, 1.0) == pytest.approx(2 * 1.3198 * 10 * np.log(1000), rel=1e-4)
+    assert sst.transition_time(K=10, M=1000, eta_Y=1.0) == pytest.approx(2 * 1.3198 * 10 * np.log(1000), rel=1e-4)
 
 
 def test_theorem1_modified_update_matches_E_prime():
@@ -180,7 +187,8 @@ def test_theorem1_modified_update_matches_E_prime():
     F[0] = 0.4
     F[1:11, 0] = F[11:21, 1] = 1.0
     F /= np.linalg.norm(F, axis=0)
-    coef, counts = ss.theorem1_coefficients(F, eta_Y=0.5, steps=300, update="modified", generator=rng(0))
+    run = sst.decoder_run(F, eta_Y=0.5, steps=300, update="modified", generator=rng(0))
+    coef, counts = run.coef, run.counts
     E_prime = np.eye(2) - np.linalg.inv(F.T @ F)
     assert counts.sum() == 300
     # Eq. 88 with the sign of its q_0 term corrected: beta/iota = E'_01/(1 - E'_00) + |q_0|, |q_0| = M/(M-1)^2.
@@ -190,8 +198,8 @@ def test_theorem1_modified_update_matches_E_prime():
 
 def test_population_zdot_signs_and_eq98():
     P = np.array([[0.3, 0.3, 0.4, 0.0, 0.0], [0.3, 0.0, 0.0, 0.2, 0.5]])
-    zdot, xi = ss.population_zdot(P, np.zeros(5), gamma=2.0, eta_Z=0.5)
-    f = ss.normalised_attention(P, np.zeros(5))
+    zdot, xi = sst.population_zdot(P, np.zeros(5), gamma=2.0, eta_Z=0.5)
+    f = sst.normalised_attention(P, np.zeros(5))
     assert zdot[0] < 0 and np.all(zdot[1:] > 0) and np.all(xi > 0)
     np.testing.assert_allclose(zdot[1:3], 0.5 * f[0, 1:3] ** 2 * xi[0], rtol=1e-12)
     np.testing.assert_allclose(zdot[0], -0.5 * np.sum((1 - f[:, 0] ** 2) * xi), rtol=1e-12)
@@ -200,9 +208,9 @@ def test_population_zdot_signs_and_eq98():
 def test_snap_B_matches_ode_and_corrects_constant():
     t = np.concatenate([[0.0], np.geomspace(1e-2, 1e5, 50)])
     for C0 in (1.0, 3.0):
-        np.testing.assert_allclose(ss.snap_B_ode(t, 10, 1000, 2.0, 0.5, C0=C0), ss.snap_B(t, 10, 1000, 2.0, 0.5, C0=C0),
+        np.testing.assert_allclose(sst.snap_B_ode(t, C0=C0, **FIG3), sst.snap_B(t, C0=C0, **FIG3),
                                    atol=1e-8)
-    assert ss.snap_B(0.0, 10, 1000, 2.0, 0.5, C0=3.0) == 0.0
+    assert sst.snap_B(0.0, C0=3.0, **FIG3) == 0.0
 
 
 def test_recall_counts_distinct_tokens(small):
@@ -212,7 +220,7 @@ def test_recall_counts_distinct_tokens(small):
 
 
 def test_authors_table_shape():
-    assert ss.FIG6_AUTHORS_MEAN.shape == ss.FIG6_AUTHORS_STD.shape == (4, 4, 4)
+    assert ss.FIG6_AUTHORS_MEAN.shape == ss.FIG6_AUTHORS_STD.shape == tuple(len(axis) for axis in (ss.FIG6.num_last, ss.FIG6.eta_Z, ss.FIG6.ratios))
     assert ss.FIG6_AUTHORS_MEAN[3, 3, 3] == 1.875 and ss.FIG6_AUTHORS_STD[0, 3, 3] == 0.331
 
 
@@ -244,121 +252,40 @@ def test_bad_sampling_arguments_raise(small):
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    ({"eta_Y": -1.0}, "eta_Y"), ({"eta_Z": -0.1}, "eta_Z"), ({"T": 1}, "T"), ({"steps": 0}, "steps"),
+    ({"eta_Y": -1.0}, "eta_Y"), ({"eta_Z": -0.1}, "eta_Z"),
     ({"optimizer": "rmsprop"}, "optimizer"), ({"momentum": 1.0}, "momentum"), ({"init": "ones"}, "init"),
-    ({"simulator": "x"}, "simulator"), ({"batch_size": 0}, "batch_size"), ({"seed": -1}, "seed"),
+    ({"simulator": "x"}, "simulator"), ({"run": (2, 4, 8)}, "run"), ({"generator": 0}, "generator"),
 ])
 def test_bad_training_arguments_raise(small, kwargs, name):
-    arguments = dict(eta_Y=1.0, eta_Z=1.0, steps=2, batch_size=4, T=8, seed=0) | kwargs
+    arguments = dict(eta_Y=1.0, eta_Z=1.0, run=ss.RunSize(steps=2, batch_size=4, T=8), generator=rng(0)) | kwargs
     with pytest.raises(ValueError, match=name):
         ss.train_yz(small, **arguments)
 
 
 def test_bad_clock_and_snap_arguments_raise(small):
     with pytest.raises(ValueError, match="M"):
-        ss.decoder_clock_h(1.0, 1, 0.5)
+        sst.decoder_clock_h(1.0, 1, 0.5)
     with pytest.raises(ValueError, match="eta_Y"):
-        ss.decoder_clock_h(1.0, 10, -0.5)
+        sst.decoder_clock_h(1.0, 10, -0.5)
     with pytest.raises(ValueError, match="s"):
-        ss.decoder_clock_h(-1.0, 10, 0.5)
+        sst.decoder_clock_h(-1.0, 10, 0.5)
     with pytest.raises(ValueError, match="eta_Z"):
-        ss.snap_B(1.0, 10, 100, 1.0, -1.0)
+        sst.snap_B(1.0, K=10, M=100, eta_Y=1.0, eta_Z=-1.0)
     with pytest.raises(ValueError, match="C0"):
-        ss.snap_B(1.0, 10, 100, 1.0, 1.0, C0=0.0)
+        sst.snap_B(1.0, K=10, M=100, eta_Y=1.0, eta_Z=1.0, C0=0.0)
     with pytest.raises(ValueError, match="K"):
-        ss.snap_B(1.0, 0, 100, 1.0, 1.0)
+        sst.snap_B(1.0, K=0, M=100, eta_Y=1.0, eta_Z=1.0)
     with pytest.raises(ValueError, match="Z"):
         ss.attention_distribution(small, np.zeros((3, 3)))
     with pytest.raises(ValueError, match="update"):
-        ss.theorem1_coefficients(np.eye(3)[:, :2], eta_Y=0.1, steps=2, update="other", generator=rng(0))
+        sst.decoder_run(np.eye(3)[:, :2], eta_Y=0.1, steps=2, update="other", generator=rng(0))
     with pytest.raises(ValueError, match="ratios"):
-        ss.fig6_sweep((1,), (1.0,), (), (1,))
-
-
-# --- real text (icllib.text) and the text models ----------------------------------------------------------
-
-from icllib import text  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    pytest.importorskip("gensim")
-    return text.load_corpus(300)
-
-
-def test_wikipedia_sample_and_corpus(corpus):
-    articles = text.wikipedia_sample()
-    assert len(articles) == 107 and articles[0][0] == "Anarchism"
-    assert corpus.vocab_size == 300 and corpus.itos[0] == text.UNK
-    assert len(corpus.valid_titles) == 11 and len(corpus.train_titles) == 96
-    assert 0 < corpus.unk_rate("valid") < 1 and corpus.train.max() < 300
-    # the most frequent training token is kept with the smallest non-<unk> id
-    assert np.bincount(corpus.train)[1] == np.bincount(corpus.train)[1:].max()
-
-
-def test_batchify_and_windows():
-    source = text.batchify(np.arange(103), 4)
-    assert source.shape == (25, 4) and source[:, 1].tolist() == list(range(25, 50))
-    windows = list(text.bptt_windows(source, 10))
-    assert [w[0].shape[0] for w in windows] == [10, 10, 4]
-    np.testing.assert_array_equal(windows[0][1], source[1:11])
-
-
-def test_yz_text_logits_match_a_direct_computation():
-    generator = rng(7)
-    V, L = 6, 7
-    Y = torch.tensor(generator.normal(size=(V, V)))
-    Z = torch.tensor(generator.normal(size=(V, V)))
-    tokens = torch.tensor(generator.integers(0, V, size=(2, L)))
-    logits, b = ss.yz_text_logits(Y, Z, tokens)
-    assert logits.shape == (2, L - 1, V) and b.shape == (2, L - 1, L)
-    for batch in range(2):
-        for t in range(1, L):
-            past = tokens[batch, :t]
-            weights = torch.softmax(Z[tokens[batch, t], past], 0)
-            v = torch.zeros(V, dtype=torch.float64).index_add(0, past, weights)
-            torch.testing.assert_close(logits[batch, t - 1], Y.T @ (v / v.norm()))
-            torch.testing.assert_close(b[batch, t - 1, :t], weights)
-            assert float(b[batch, t - 1, t:].abs().sum()) == 0.0
-
-
-def test_attention_row_entropy_of_uniform_rows():
-    weights = torch.tril(torch.ones(8, 8, dtype=torch.float64))
-    weights = weights / weights.sum(dim=1, keepdim=True)
-    expected = np.mean(np.log(np.arange(6, 9)))
-    assert ss.attention_row_entropy(weights, min_row=5) == pytest.approx(expected, rel=1e-12)
-
-
-def test_transformer_lm_attention_is_causal():
-    model = ss.make_transformer_lm(50, d_model=8, d_hidden=8, n_layers=2, dropout=0.0, seed=0)
-    tokens = torch.as_tensor(rng(8).integers(0, 50, size=(3, 9)))
-    with torch.no_grad():
-        weights = model.first_layer_attention(tokens)
-        logits = model(tokens)
-    assert logits.shape == (3, 9, 50) and weights.shape == (3, 9, 9)
-    torch.testing.assert_close(weights.sum(dim=-1), torch.ones(3, 9))
-    assert float(torch.triu(weights, diagonal=1).abs().sum()) == 0.0
-
-
-def test_text_bad_input_raises():
-    with pytest.raises(ValueError, match="vocab_size"):
-        text.load_corpus(1)
-    with pytest.raises(ValueError, match="valid_fraction"):
-        text.load_corpus(100, valid_fraction=1.5)
-    with pytest.raises(ValueError, match="batch_size"):
-        text.batchify(np.arange(10), 0)
-    with pytest.raises(ValueError, match="ids"):
-        text.batchify(np.arange(3), 5)
-    with pytest.raises(ValueError, match="bptt"):
-        list(text.bptt_windows(np.zeros((5, 2)), 0))
-    with pytest.raises(ValueError, match="dropout"):
-        ss.make_transformer_lm(10, d_model=4, d_hidden=4, n_layers=1, dropout=1.0, seed=0)
-    with pytest.raises(ValueError, match="eta_Z"):
-        ss.train_yz_text(np.zeros((40, 2), dtype=np.int64), np.zeros((40, 2), dtype=np.int64), 5, eta_Y=1.0,
-                         eta_Z=0.0, steps=1)
-    with pytest.raises(ValueError, match="lr"):
-        ss.train_transformer_lm(ss.make_transformer_lm(10, d_model=4, d_hidden=4, n_layers=1, dropout=0.0, seed=0),
-                                np.zeros((40, 2), dtype=np.int64), np.zeros((40, 2), dtype=np.int64), steps=1, lr=-1.0)
+        ss.Fig6Grid(ratios=())
+    with pytest.raises(ValueError, match="grid"):
+        ss.fig6_sweep((1,))
+    for name, value in (("steps", 0), ("batch_size", 0), ("T", 1)):
+        with pytest.raises(ValueError, match=name):
+            ss.RunSize(**{"steps": 2, "batch_size": 4, "T": 8, name: value})
 
 
 def test_token_counts_matches_bincount_and_checks_its_input():
@@ -394,48 +321,48 @@ def test_decoder_residual_norm_matches_softmax():
     zeta = M / (M - 1) * (np.eye(M)[0] - 1 / M)
     w = (M - 1) * h * zeta
     alpha = np.exp(w) / np.exp(w).sum()
-    assert ss.decoder_residual_norm(h, M) == pytest.approx(np.linalg.norm(np.eye(M)[0] - alpha), rel=1e-13)
-    assert ss.decoder_residual_norm(0.0, M) == pytest.approx(np.sqrt((M - 1) / M))
-    assert 0.0 <= ss.decoder_residual_norm(50.0, M) < 1e-300  # exp(M h) would overflow; the stable form does not
+    assert sst.decoder_residual_norm(h, M) == pytest.approx(np.linalg.norm(np.eye(M)[0] - alpha), rel=1e-13)
+    assert sst.decoder_residual_norm(0.0, M) == pytest.approx(np.sqrt((M - 1) / M))
+    assert 0.0 <= sst.decoder_residual_norm(50.0, M) < 1e-300  # exp(M h) would overflow; the stable form does not
 
 
 def test_steps_to_residual_and_residual_time():
     M, eta = 200, 0.4
     for eps in (0.3, 0.05, 0.005):
-        S = ss.steps_to_residual(eps, M, eta)
-        h_star = ss.decoder_clock_h_star(S, M, eta)
-        assert ss.decoder_residual_norm(h_star[-1], M) <= eps < ss.decoder_residual_norm(h_star[-2], M)
-        t = ss.residual_time(eps, M, eta)
-        assert ss.decoder_residual_norm(ss.decoder_clock_h(t, M, eta), M) == pytest.approx(eps, rel=1e-9)
+        S = sst.steps_to_residual(eps, M, eta)
+        h_star = sst.decoder_clock_h_star(S, M, eta)
+        assert sst.decoder_residual_norm(h_star[-1], M) <= eps < sst.decoder_residual_norm(h_star[-2], M)
+        t = sst.residual_time(eps, M, eta)
+        assert sst.decoder_residual_norm(sst.decoder_clock_h(t, M, eta), M) == pytest.approx(eps, rel=1e-9)
         assert S <= np.ceil(t)  # h* >= h (Lemma 7)
-    assert ss.residual_time(0.99999, M, eta) == 0.0  # already below eps at h = 0
+    assert sst.residual_time(0.99999, M, eta) == 0.0  # already below eps at h = 0
 
 
 def test_class_counts_theta_and_every_class():
-    counts = ss.uniform_class_counts(300, 3, 20, generator=rng(0))
+    counts = sst.uniform_class_counts(300, 3, 20, generator=rng(0))
     assert counts.shape == (20, 3) and np.all(counts.sum(axis=1) == 300)
-    np.testing.assert_allclose(ss.class_count_theta(np.array([100, 100, 100]), 1000, 0.5), 0.0, atol=1e-15)
-    theta = ss.class_count_theta(np.array([[90, 110, 100]]), 1000, 0.5, discrete=True)
-    h = ss.decoder_clock_h_star(110, 1000, 0.5)
+    np.testing.assert_allclose(sst.class_count_theta(np.array([100, 100, 100]), 1000, 0.5), 0.0, atol=1e-15)
+    theta = sst.class_count_theta(np.array([[90, 110, 100]]), 1000, 0.5, discrete=True)
+    h = sst.decoder_clock_h_star(110, 1000, 0.5)
     np.testing.assert_allclose(theta, [[h[90] / h[100] - 1, h[110] / h[100] - 1, 0.0]], rtol=1e-14)
-    assert np.all(ss.steps_until_every_class(7, 1, 3, generator=rng(1)) == 7)
-    totals = ss.steps_until_every_class(20, 4, 50, generator=rng(2))
+    assert np.all(sst.steps_until_every_class(7, 1, 3, generator=rng(1)) == 7)
+    totals = sst.steps_until_every_class(20, 4, 50, generator=rng(2))
     assert np.all(totals >= 80) and totals.mean() > 80
 
 
 
 def test_class_count_sigma_is_the_residual_ratio_of_corollary1():
     M, eta = 200, 0.5
-    np.testing.assert_allclose(ss.class_count_sigma(np.array([50, 50]), M, eta), 0.0, atol=1e-15)
+    np.testing.assert_allclose(sst.class_count_sigma(np.array([50, 50]), M, eta), 0.0, atol=1e-15)
     counts = np.array([[40, 60]])
-    sigma = ss.class_count_sigma(counts, M, eta)
+    sigma = sst.class_count_sigma(counts, M, eta)
     # Direct evaluation: e_n - alpha_n = (M-1)/((M-1) + exp(M h(N_n))) zeta_n (Lemma 5, Eq. 71).
-    residual = lambda s: 1.0 / ((M - 1) + np.exp(M * ss.decoder_clock_h(s, M, eta)))
+    residual = lambda s: 1.0 / ((M - 1) + np.exp(M * sst.decoder_clock_h(s, M, eta)))
     np.testing.assert_allclose(sigma, [[residual(40) / residual(50) - 1, residual(60) / residual(50) - 1]],
                                rtol=1e-10)
     assert sigma[0, 0] > 0 > sigma[0, 1]  # fewer steps leave a larger residual
     with pytest.raises(ValueError, match="counts"):
-        ss.class_count_sigma(np.array([0, 0]), M, eta)
+        sst.class_count_sigma(np.array([0, 0]), M, eta)
 
 
 def test_one_sided_binomial_thresholds():
@@ -456,19 +383,19 @@ def test_one_sided_binomial_thresholds():
             call()
 
 def test_e_prime_algebra_on_random_and_two_class_matrices():
-    E = ss.random_overlap_matrices(4, 200, generator=rng(3))
+    E = sst.random_overlap_matrices(4, 200, generator=rng(3))
     assert np.allclose(E, E.transpose(0, 2, 1)) and np.all(np.diagonal(E, axis1=1, axis2=2) == 0) and np.all(E >= 0)
     lam1 = np.abs(np.linalg.eigvalsh(E)).max(axis=1)
     assert np.all((lam1 >= 0.05 - 1e-12) & (lam1 <= 0.9 + 1e-12))
-    np.testing.assert_allclose(ss.e_prime(E), np.eye(4) - np.linalg.inv(np.eye(4) + E), atol=1e-15)
-    checks = ss.e_prime_checks(E)
+    np.testing.assert_allclose(sst.e_prime(E), np.eye(4) - np.linalg.inv(np.eye(4) + E), atol=1e-15)
+    checks = sst.e_prime_checks(E)
     for name in ("lemma13", "lemma15", "lemma17", "line974_corrected"):
         assert checks[name].max() <= 1e-12, name
     assert checks["lemma16"].max() < 0
     for name in ("lemma14_error", "lemma16_isolated", "eq79_error", "eq92_error"):
         assert checks[name].max() <= 1e-12, name
     rho = 0.3  # K = 2: -E'_11 = rho^2/(1 - rho^2), above the corrected bound and below the printed one
-    two = ss.e_prime_checks(np.array([[0.0, rho], [rho, 0.0]]))
+    two = sst.e_prime_checks(np.array([[0.0, rho], [rho, 0.0]]))
     assert float(two["line974_corrected"]) == pytest.approx(rho**2 / (1 + rho) - rho**2 / (1 - rho**2))
     assert float(two["line974_printed"]) == pytest.approx(rho**2 / (1 - rho) - rho**2 / (1 - rho**2))
 
@@ -478,13 +405,13 @@ def test_theorem5_matches_the_modified_dynamics():
     F[0] = 0.5
     F[1:11, 0] = F[11:21, 1] = F[21:31, 2] = 1.0
     F /= np.linalg.norm(F, axis=0)
-    A, counts = ss.decoder_in_span(F, eta_Y=0.5, steps=200, update="modified", generator=rng(4))
-    A5, theta = ss.theorem5_coefficients(F, counts, 0.5)
+    A, counts = sst.decoder_in_span(F, eta_Y=0.5, steps=200, update="modified", generator=rng(4))
+    A5, theta = sst.theorem5_coefficients(F, counts, 0.5)
     np.testing.assert_allclose(A, A5, atol=1e-12)
-    np.testing.assert_allclose(theta, ss.class_count_theta(counts, 300, 0.5, discrete=True))
-    coef, counts_again = ss.theorem1_coefficients(F, eta_Y=0.5, steps=200, update="modified", generator=rng(4))
-    np.testing.assert_allclose(coef, ss.span_coefficients(F, A), atol=1e-15)
-    assert np.array_equal(counts, counts_again)
+    np.testing.assert_allclose(theta, sst.class_count_theta(counts, 300, 0.5, discrete=True))
+    run = sst.decoder_run(F, eta_Y=0.5, steps=200, update="modified", generator=rng(4))
+    np.testing.assert_allclose(run.coef, sst.span_coefficients(F, A), atol=1e-15)
+    assert np.array_equal(counts, run.counts) and np.array_equal(A, run.A)
 
 
 def test_new_functions_reject_bad_input(small):
@@ -497,27 +424,27 @@ def test_new_functions_reject_bad_input(small):
         (lambda: ss.hoeffding_radius(10, 1.0), "delta"),
         (lambda: ss.hoeffding_radius(0, 0.1), "n"),
         (lambda: ss.hoeffding_radius(2.5, 0.1), "n"),
-        (lambda: ss.decoder_residual_norm(-1.0, 10), "h"),
-        (lambda: ss.decoder_residual_norm(0.1, 1), "M"),
-        (lambda: ss.steps_to_residual(1.5, 100, 0.5), "eps"),
-        (lambda: ss.steps_to_residual(0.1, 100, 0.0), "eta_Y"),
-        (lambda: ss.residual_time(np.array([0.1, 0.0]), 100, 0.5), "eps"),
-        (lambda: ss.uniform_class_counts(0, 3, 5, generator=rng(0)), "N"),
-        (lambda: ss.steps_until_every_class(0, 3, 5, generator=rng(0)), "S"),
-        (lambda: ss.steps_until_every_class(5, 3, 5, generator=1), "generator"),
-        (lambda: ss.class_count_theta(np.array([1.5, 2.0]), 100, 0.5), "counts"),
-        (lambda: ss.class_count_theta(np.array([0, 0]), 100, 0.5), "counts"),
-        (lambda: ss.e_prime(np.zeros((2, 3))), "E"),
-        (lambda: ss.random_overlap_matrices(3, 5, generator=rng(0), lambda_range=(0.5, 1.2)), "lambda_range"),
-        (lambda: ss.random_overlap_matrices(3, 5, generator=rng(0), density=1.5), "density"),
-        (lambda: ss.random_overlap_matrices(1, 5, generator=rng(0)), "K"),
-        (lambda: ss.e_prime_checks(np.array([[0.0, 0.2], [0.3, 0.0]])), "E"),
-        (lambda: ss.e_prime_checks(np.array([[0.1, 0.2], [0.2, 0.0]])), "E"),
-        (lambda: ss.e_prime_checks(np.array([[0.0, 1.2], [1.2, 0.0]])), "E"),
-        (lambda: ss.decoder_in_span(np.eye(3)[:, :2], eta_Y=0.1, steps=2, update="x", generator=rng(0)), "update"),
-        (lambda: ss.decoder_in_span(-np.eye(3)[:, :2], eta_Y=0.1, steps=2, update="plain", generator=rng(0)), "F"),
-        (lambda: ss.span_coefficients(np.eye(3)[:, :2], np.zeros((3, 3))), "A"),
-        (lambda: ss.theorem5_coefficients(np.eye(3)[:, :2], np.array([1, 2, 3]), 0.5), "counts"),
+        (lambda: sst.decoder_residual_norm(-1.0, 10), "h"),
+        (lambda: sst.decoder_residual_norm(0.1, 1), "M"),
+        (lambda: sst.steps_to_residual(1.5, 100, 0.5), "eps"),
+        (lambda: sst.steps_to_residual(0.1, 100, 0.0), "eta_Y"),
+        (lambda: sst.residual_time(np.array([0.1, 0.0]), 100, 0.5), "eps"),
+        (lambda: sst.uniform_class_counts(0, 3, 5, generator=rng(0)), "N"),
+        (lambda: sst.steps_until_every_class(0, 3, 5, generator=rng(0)), "S"),
+        (lambda: sst.steps_until_every_class(5, 3, 5, generator=1), "generator"),
+        (lambda: sst.class_count_theta(np.array([1.5, 2.0]), 100, 0.5), "counts"),
+        (lambda: sst.class_count_theta(np.array([0, 0]), 100, 0.5), "counts"),
+        (lambda: sst.e_prime(np.zeros((2, 3))), "E"),
+        (lambda: sst.random_overlap_matrices(3, 5, generator=rng(0), lambda_range=(0.5, 1.2)), "lambda_range"),
+        (lambda: sst.random_overlap_matrices(3, 5, generator=rng(0), density=1.5), "density"),
+        (lambda: sst.random_overlap_matrices(1, 5, generator=rng(0)), "K"),
+        (lambda: sst.e_prime_checks(np.array([[0.0, 0.2], [0.3, 0.0]])), "E"),
+        (lambda: sst.e_prime_checks(np.array([[0.1, 0.2], [0.2, 0.0]])), "E"),
+        (lambda: sst.e_prime_checks(np.array([[0.0, 1.2], [1.2, 0.0]])), "E"),
+        (lambda: sst.decoder_in_span(np.eye(3)[:, :2], eta_Y=0.1, steps=2, update="x", generator=rng(0)), "update"),
+        (lambda: sst.decoder_in_span(-np.eye(3)[:, :2], eta_Y=0.1, steps=2, update="plain", generator=rng(0)), "F"),
+        (lambda: sst.span_coefficients(np.eye(3)[:, :2], np.zeros((3, 3))), "A"),
+        (lambda: sst.theorem5_coefficients(np.eye(3)[:, :2], np.array([1, 2, 3]), 0.5), "counts"),
     ]
     for call, name in cases:
         with pytest.raises(ValueError, match=name):

@@ -29,7 +29,7 @@ import torch
 from torch.func import grad, grad_and_value, vmap
 
 from icllib.config import progress
-from icllib.validation import positive_int, positive_number
+from icllib.validation import numpy_generator_arg, positive_int, positive_number, torch_generator_arg
 
 LAYERS = (0, 1)
 PARAM_NAMES = ("Wq0", "Wk0", "Wv0", "Wq1", "Wk1", "Wv1")
@@ -88,8 +88,7 @@ def random_stationary_points(size, count, *, generator):
     """
     size = positive_int("size", size)
     count = positive_int("count", count)
-    if not isinstance(generator, np.random.Generator):
-        raise ValueError(f"generator must be a numpy.random.Generator, got {type(generator).__name__}")
+    generator = numpy_generator_arg("generator", generator)
     G1, G2 = generator.standard_normal((2, count, size, size))
     C1, C2 = G1 @ G1.transpose(0, 2, 1), G2 @ G2.transpose(0, 2, 1)
     u, w = generator.standard_normal((2, count, size))
@@ -116,8 +115,7 @@ def icl_regression_batch(batch_size, *, generator, n_context=49, d=5, noise_std=
     n_context = positive_int("n_context", n_context)
     d = positive_int("d", d)
     noise_std = positive_number("noise_std", noise_std, allow_zero=True)
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    generator = torch_generator_arg("generator", generator)
     features = torch.randn(batch_size, n_context + 1, d, generator=generator, dtype=dtype)
     w_star = torch.randn(batch_size, d, generator=generator, dtype=dtype)
     eps = noise_std * torch.randn(batch_size, n_context, generator=generator, dtype=dtype)
@@ -131,8 +129,7 @@ def init_attention(*, generator, width=6, imbalance=1.0, dtype=torch.float32):
     ``W_Q -> W_Q / imbalance`` (the symmetry itself: the same function with imbalanced norms)."""
     width = positive_int("width", width)
     imbalance = positive_number("imbalance", imbalance)
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    generator = torch_generator_arg("generator", generator)
     scale = {"Wq": 1.0 / imbalance, "Wk": imbalance, "Wv": 1.0}
     return {
         name: scale[name[:2]] * torch.randn(width, width, generator=generator, dtype=dtype) / math.sqrt(width)
@@ -378,8 +375,7 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
     checkpoint_every = positive_int("checkpoint_every", checkpoint_every)
     g_samples = positive_int("g_samples", g_samples, minimum=2)
     g_chunk = positive_int("g_chunk", min(g_chunk, g_samples), minimum=2)
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    generator = torch_generator_arg("generator", generator)
     dtype = params["Wq0"].dtype
     half = batch_size // 2
     p = {k: v.detach() for k, v in params.items()}
@@ -459,7 +455,7 @@ def law_prediction(run, *, lr, batch_size, skip=1):
     return predicted, measured, run["dD_noise"][first:last].sum(0)
 
 
-def rank_agreement(predicted, measured, *, rng, permutations=100_000):
+def rank_agreement(predicted, measured, *, generator, permutations=100_000):
     """Spearman's rank correlation of ``predicted`` with ``measured`` and its one-sided permutation p-value.
 
     Used to test the law pair by pair (chapter section 5): do the column pairs whose ``D_i`` the law says
@@ -475,15 +471,14 @@ def rank_agreement(predicted, measured, *, rng, permutations=100_000):
         raise ValueError(f"predicted and measured must hold the same number (>= 3) of values, got {x.size} and {y.size}")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
         raise ValueError("predicted and measured must be finite")
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    generator = numpy_generator_arg("generator", generator)
     permutations = positive_int("permutations", permutations)
     rank_x, rank_y = (rankdata(a) - (a.size + 1) / 2 for a in (x, y))
     norm = math.sqrt((rank_x**2).sum() * (rank_y**2).sum())
     if norm == 0:
         raise ValueError("predicted and measured must not be constant")
     rho = float(rank_x @ rank_y / norm)
-    shuffled = rng.permuted(np.tile(rank_x, (permutations, 1)), axis=1)
+    shuffled = generator.permuted(np.tile(rank_x, (permutations, 1)), axis=1)
     null = shuffled @ rank_y / norm
     return rho, float((1 + np.sum(null >= rho - 1e-12)) / (1 + permutations))
 
@@ -570,7 +565,7 @@ def linear_balance_ode_time(*, ratio0, target, d, d_o, sigma, T, product=1.0, to
     return float(solution.t_events[0][0])
 
 
-def linear_sgd_runs(u0, w0, M_star, *, sigma, lr, batch_size, steps, runs, rng, record_every=10,
+def linear_sgd_runs(u0, w0, M_star, *, sigma, lr, batch_size, steps, runs, generator, record_every=10,
                     exact_gradient=False):
     """``runs`` independent SGD runs of the width-one linear network, vectorised over runs and batch.
 
@@ -587,8 +582,7 @@ def linear_sgd_runs(u0, w0, M_star, *, sigma, lr, batch_size, steps, runs, rng, 
     steps = positive_int("steps", steps)
     runs = positive_int("runs", runs)
     record_every = positive_int("record_every", record_every)
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    generator = numpy_generator_arg("generator", generator)
     d_o, d = u0.size, w0.size
     u = np.tile(u0, (runs, 1))
     w = np.tile(w0, (runs, 1))
@@ -610,8 +604,8 @@ def linear_sgd_runs(u0, w0, M_star, *, sigma, lr, batch_size, steps, runs, rng, 
             grad_u = 2 * np.einsum("rad,rd->ra", Delta, w)
             grad_w = 2 * np.einsum("rad,ra->rd", Delta, u)
         else:
-            x = rng.standard_normal((runs, batch_size, d))
-            eps = sigma * rng.standard_normal((runs, batch_size, d_o))
+            x = generator.standard_normal((runs, batch_size, d))
+            eps = sigma * generator.standard_normal((runs, batch_size, d_o))
             residual = np.einsum("rad,rbd->rba", Delta, x) - eps               # (runs, batch, d_o)
             proj = np.einsum("rbd,rd->rb", x, w)                               # w^T x
             grad_u = 2 * np.einsum("rb,rba->ra", proj, residual) / batch_size

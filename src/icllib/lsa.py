@@ -1,27 +1,21 @@
-"""A single linear self-attention (LSA) layer trained on linear regression prompts.
+"""The chapter ``lsa``: a single linear self-attention (LSA) layer trained on linear regression prompts.
 
 Zhang, Frei and Bartlett, *Trained Transformers Learn Linear Models In-Context* (JMLR 2024). Equation
-numbers refer to that paper; "spec" refers to the replication spec of the chapter.
+numbers refer to that paper; "spec" refers to the replication spec of the chapter. The closed forms (the
+constants of Theorem 4.1, exact population losses, test-time errors) are in :mod:`icllib.lsa_theory`.
 
 The module reads top to bottom in the order of the chapter:
 
-1. covariances and the paper's constants: :func:`make_lambda`, :func:`gamma_matrix`,
-   :func:`global_minimum` (Eq. 4.1), :func:`minimum_loss`;
+1. covariances: :func:`make_lambda`;
 2. data and the model: :func:`sample_prompts`, :func:`embed` (Eq. 3.4), :func:`lsa_forward` (Eq. 3.3),
    :func:`predict` (bottom-right entry, rho = prompt length), :func:`quadratic_form_prediction` (Lemma 5.1),
    :func:`ols_predict`;
-3. exact population losses: :func:`population_loss` for every parameter (Gaussian moments up to order 6,
-   spec 1.6) and :func:`restricted_loss`, :func:`restricted_gradient`, :func:`restricted_hessian` on the
-   invariant set (Eqs. 5.4, 5.5);
-4. training: :func:`assumption33_init` (Eq. 3.10), :func:`gradient_flow` (Eq. 5.4, exact),
-   :func:`restricted_gd` and :func:`manifold_point` (finite steps), :func:`pl_constant` (Eq. 5.7),
-   :func:`gradient_descent` and :func:`full_gradient_flow` (exact loss, many runs at once),
-   :func:`sgd_full` (Monte Carlo, literal model), :func:`balance_gap`, :func:`newton_refine`,
-   :func:`mc_loss_and_gradient`;
-5. test-time error: :func:`task_moments`, :func:`prediction_error` (Eq. 4.6), :func:`shift_error`
-   (distribution shifts), :func:`mc_prediction_error`, :func:`corollary43_thresholds`;
-6. random covariances (Theorem 4.5): :func:`sample_random_cov_prompts`, :func:`exp1_moments`,
-   :func:`random_cov_loss` and :func:`random_cov_gradient` (Eq. C.5), :func:`random_cov_flow` (Eq. C.4).
+3. training: :func:`assumption33_init` (Eq. 3.10), :func:`gradient_flow` (Eq. 5.4, exact),
+   :func:`restricted_gd` (finite steps), :func:`gradient_descent` and :func:`full_gradient_flow` (exact loss,
+   many runs at once), :func:`sgd_full` (Monte Carlo, literal model), :func:`balance_gap`,
+   :func:`newton_refine`, :func:`mc_loss_and_gradient`;
+4. test-time error by Monte Carlo: :func:`mc_prediction_error`;
+5. random covariances (Theorem 4.5): :func:`sample_random_cov_prompts`, :func:`random_cov_flow` (Eq. C.4).
 
 Array conventions: ``Lam`` is a ``(d, d)`` symmetric positive-definite covariance; parameters ``W_KQ`` and
 ``W_PV`` are ``(..., d+1, d+1)``; prompts are ``X (B, M, d)``, ``y (B, M)``, ``x_query (B, d)``.
@@ -35,38 +29,13 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
-from icllib.validation import positive_int, positive_number
+from icllib.config import progress
+from icllib.lsa_theory import (covariance, moment_triple, parameter_pair, population_loss, random_cov_gradient,
+                               random_cov_loss, restricted_gradient, restricted_loss, square)
+from icllib.validation import numpy_generator_arg, one_of, positive_int, positive_number, torch_generator_arg
 
 # --------------------------------------------------------------------------------------------------
-# Input validation
-
-
-def _covariance(Lam, name: str = "Lam") -> np.ndarray:
-    """Return ``Lam`` as a float64 array after checking it is square, symmetric and positive definite."""
-    if isinstance(Lam, torch.Tensor):
-        Lam = Lam.detach().cpu().numpy()
-    Lam = np.asarray(Lam, dtype=np.float64)
-    if Lam.ndim != 2 or Lam.shape[0] != Lam.shape[1] or Lam.shape[0] < 1:
-        raise ValueError(f"{name} must be a square (d, d) matrix, got shape {Lam.shape}")
-    if not np.all(np.isfinite(Lam)):
-        raise ValueError(f"{name} must be finite")
-    if not np.allclose(Lam, Lam.T, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(Lam).max())):
-        raise ValueError(f"{name} must be symmetric")
-    if np.linalg.eigvalsh(Lam).min() <= 0:
-        raise ValueError(f"{name} must be positive definite")
-    return Lam
-
-
-def _params(W_KQ, W_PV) -> tuple[torch.Tensor, torch.Tensor]:
-    """Both parameter matrices as float64 tensors of a common shape ``(..., d+1, d+1)`` (autograd kept)."""
-    W_KQ = torch.as_tensor(W_KQ, dtype=torch.float64)
-    W_PV = torch.as_tensor(W_PV, dtype=torch.float64)
-    for name, W in (("W_KQ", W_KQ), ("W_PV", W_PV)):
-        if W.ndim < 2 or W.shape[-1] != W.shape[-2] or W.shape[-1] < 2:
-            raise ValueError(f"{name} must have shape (..., d+1, d+1) with d >= 1, got {tuple(W.shape)}")
-    if W_KQ.shape[-1] != W_PV.shape[-1]:
-        raise ValueError(f"W_KQ and W_PV must have the same size, got {tuple(W_KQ.shape)} and {tuple(W_PV.shape)}")
-    return W_KQ, W_PV
+# Input checks
 
 
 def _prompt(X, y, x_query) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -83,52 +52,35 @@ def _prompt(X, y, x_query) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return X, y, x_query
 
 
+def _runs(W_KQ, W_PV) -> tuple[torch.Tensor, torch.Tensor]:
+    """Parameters of R independent runs, both of shape ``(R, d+1, d+1)``."""
+    W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
+    if W_KQ.ndim != 3 or W_PV.shape != W_KQ.shape:
+        raise ValueError(f"W_KQ and W_PV must both have shape (R, d+1, d+1), got {tuple(W_KQ.shape)}, "
+                         f"{tuple(W_PV.shape)}")
+    return W_KQ, W_PV
+
+
 # --------------------------------------------------------------------------------------------------
-# 1. Covariances and the paper's constants
+# 1. Covariances
 
 
-def make_lambda(eigenvalues, *, rotation_seed: int | None = None) -> np.ndarray:
-    """A covariance with the given eigenvalues, rotated by a Haar-random orthogonal matrix if a seed is given.
+def make_lambda(eigenvalues, *, generator: np.random.Generator | None = None) -> np.ndarray:
+    """A covariance with the given eigenvalues, rotated by a Haar-random orthogonal matrix drawn from
+    ``generator`` if one is given (diagonal otherwise).
 
     A rotated (non-diagonal) Lambda checks that nothing relies on Lambda being diagonal.
     """
     eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
     if eigenvalues.ndim != 1 or eigenvalues.size < 1 or not np.all(np.isfinite(eigenvalues)) or eigenvalues.min() <= 0:
         raise ValueError(f"eigenvalues must be a non-empty 1-d array of positive numbers, got {eigenvalues!r}")
-    if rotation_seed is None:
+    if generator is None:
         return np.diag(eigenvalues)
-    if isinstance(rotation_seed, bool) or not isinstance(rotation_seed, (int, np.integer)) or rotation_seed < 0:
-        raise ValueError(f"rotation_seed must be a non-negative integer or None, got {rotation_seed!r}")
-    Q, R = np.linalg.qr(np.random.default_rng(rotation_seed).standard_normal((eigenvalues.size,) * 2))
+    generator = numpy_generator_arg("generator", generator)
+    Q, R = np.linalg.qr(generator.standard_normal((eigenvalues.size,) * 2))
     Q = Q * np.sign(np.diag(R))  # sign fix makes Q Haar-distributed
     Lam = (Q * eigenvalues) @ Q.T
     return (Lam + Lam.T) / 2
-
-
-def gamma_matrix(Lam, N) -> np.ndarray:
-    """Gamma = (1 + 1/N) Lambda + tr(Lambda)/N I_d (Theorem 4.1)."""
-    Lam = _covariance(Lam)
-    N = positive_int("N", N)
-    return (1 + 1 / N) * Lam + np.trace(Lam) / N * np.eye(Lam.shape[0])
-
-
-def global_minimum(Lam, N) -> tuple[np.ndarray, np.ndarray]:
-    """The limit (W*_KQ, W*_PV) of Eq. (4.1): tr(Gamma^-2)^(-1/4) [Gamma^-1 0; 0 0] and tr(Gamma^-2)^(1/4) e e^T."""
-    Lam = _covariance(Lam)
-    d = Lam.shape[0]
-    Gi = np.linalg.inv(gamma_matrix(Lam, N))
-    scale = np.trace(Gi @ Gi) ** 0.25
-    W_KQ = np.zeros((d + 1, d + 1))
-    W_KQ[:d, :d] = Gi / scale
-    W_PV = np.zeros((d + 1, d + 1))
-    W_PV[d, d] = scale
-    return W_KQ, W_PV
-
-
-def minimum_loss(Lam, N) -> float:
-    """L* = tr(Lambda)/2 - tr(Lambda^2 Gamma^-1)/2 (Corollary A.2 plus the constant of spec 1.5)."""
-    Lam = _covariance(Lam)
-    return float(0.5 * np.trace(Lam) - 0.5 * np.trace(Lam @ Lam @ np.linalg.inv(gamma_matrix(Lam, N))))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -142,9 +94,8 @@ def sample_prompts(B, M, Lam, generator: torch.Generator, *, w=None, dtype=torch
     A given ``w`` may be (d,) (one task for all prompts) or (B, d).
     """
     B, M = positive_int("B", B), positive_int("M", M)
-    Lam = _covariance(Lam)
-    if not isinstance(generator, torch.Generator):
-        raise ValueError("generator must be a torch.Generator (icllib.config.torch_generator)")
+    Lam = covariance(Lam)
+    generator = torch_generator_arg("generator", generator)
     d = Lam.shape[0]
     L = torch.as_tensor(np.linalg.cholesky(Lam), dtype=dtype)
     # one 2-d product: a batched matmul with a tiny inner dimension is many times slower
@@ -173,7 +124,7 @@ def embed(X, y, x_query) -> torch.Tensor:
 
 def lsa_forward(W_KQ, W_PV, E, rho) -> torch.Tensor:
     """The whole output f_LSA(E) = E + W_PV E (E^T W_KQ E) / rho of Eq. (3.3), shape (B, d+1, M+1)."""
-    W_KQ, W_PV = _params(W_KQ, W_PV)
+    W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
     E = torch.as_tensor(E)
     if E.ndim != 3 or E.shape[1] != W_KQ.shape[-1]:
         raise ValueError(f"E must have shape (B, d+1, M+1) with d+1 = {W_KQ.shape[-1]}, got {tuple(E.shape)}")
@@ -190,7 +141,7 @@ def predict(W_KQ, W_PV, X, y, x_query) -> torch.Tensor:
     assembled from its blocks and E[:, M] = (x_query; 0). The paper takes rho = the width of E minus one
     (line 114): N during training and M at test time (Eqs. 4.2-4.3).
     """
-    W_KQ, W_PV = _params(W_KQ, W_PV)
+    W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
     X, y, x_query = _prompt(X, y, x_query)
     if W_KQ.ndim != 2 or W_KQ.shape[-1] != X.shape[2] + 1:
         raise ValueError(f"W_KQ and W_PV must be (d+1, d+1) with d = {X.shape[2]}, got {tuple(W_KQ.shape)}")
@@ -210,7 +161,7 @@ def quadratic_form_prediction(W_KQ, W_PV, X, y, x_query) -> torch.Tensor:
     U = [[W_KQ_11, w_PV_21], [w_KQ_21^T, w_PV_22]] collects the only entries that enter the prediction.
     Forms the ((d+1)^2 x (d+1)^2) matrix H per prompt, so it is for checking, not for speed.
     """
-    W_KQ, W_PV = _params(W_KQ, W_PV)
+    W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
     X, y, x_query = _prompt(X, y, x_query)
     d = X.shape[2]
     E = embed(X, y, x_query)
@@ -232,119 +183,17 @@ def ols_predict(X, y, x_query) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------------
-# 3. Exact population losses
+# 3. Training
 
 
-def population_loss(W_KQ, W_PV, Lam, N) -> torch.Tensor:
-    """Exact population loss (3.8), L = E (y-hat - <w, x_q>)^2 / 2 with w ~ N(0, I), x ~ N(0, Lam), rho = N.
-
-    Valid for all parameters, not only on the invariant set of the paper (spec 1.6, derived for this book
-    by Isserlis' theorem up to sixth order). With p = (v, c) the last row of W_PV, U = W_KQ_11 and
-    u = w_KQ_21, the prediction splits into a part odd in w, w^T Lam-hat A x_q with A = c U + v u^T, and
-    an even part T1 + T2 + T3; the cross term vanishes. The odd part gives Eq. (5.5) with U_11 -> A.
-    Differentiable in torch; accepts a leading batch of parameter pairs and returns one loss per pair.
-    """
-    W_KQ, W_PV = _params(W_KQ, W_PV)
-    Lam = _covariance(Lam)
-    N = positive_int("N", N)
-    d = Lam.shape[0]
-    if W_KQ.shape[-1] != d + 1:
-        raise ValueError(f"W_KQ and W_PV must be (d+1, d+1) with d = {d}, got {tuple(W_KQ.shape)}")
-    L = torch.as_tensor(Lam)
-    G = torch.as_tensor(gamma_matrix(Lam, N))
-    trL, trL2 = float(np.trace(Lam)), float(np.trace(Lam @ Lam))
-    U, u = W_KQ[..., :d, :d], W_KQ[..., d, :d]
-    v, c = W_PV[..., d, :d], W_PV[..., d, d]
-
-    def quad(a, Mat, b):
-        return torch.einsum("...i,ij,...j->...", a, Mat, b) if Mat.ndim == 2 else torch.einsum(
-            "...i,...ij,...j->...", a, Mat, b)
-
-    A = c[..., None, None] * U + v[..., :, None] * u[..., None, :]
-    odd = 0.5 * (torch.einsum("ij,...jk,kl,...il->...", G @ L, A, L, A)
-                 - 2 * torch.einsum("ij,...ij->...", L @ L, A) + trL)
-
-    Us = (U + U.transpose(-1, -2)) / 2
-    beta = Us @ L
-    tr_beta = torch.einsum("...ii->...", beta)
-    tr_beta2 = torch.einsum("...ij,...ji->...", beta, beta)
-    alpha = torch.einsum("...ji,jk,...k->...i", U, L, v)  # U^T Lam v
-    vLv = quad(v, L, v)
-    LUL = L @ U @ L
-    LUsL = L @ Us @ L
-    ET1 = ((1 + 1 / N) * quad(v, LUL @ U.transpose(-1, -2) @ L, v)
-           + vLv * torch.einsum("...ji,jk,...kl,li->...", U, L, U, L) / N)
-    ET2 = (vLv * (tr_beta**2 + 2 * tr_beta2) + 4 * quad(v, LUsL, v) * tr_beta
-           + 8 * quad(v, LUsL @ Us @ L, v)) / N**2
-    ET3 = c**2 * quad(u, L, u) * ((1 + 2 / N) * trL**2 + (2 + 4 / N) * trL2)
-    ET1T2 = (quad(alpha, L, v) * tr_beta + 2 * quad(alpha, LUsL, v)) / N
-    ET1T3 = c * (trL * quad(v, LUL, u) + 2 / N * quad(v, L @ LUL, u))
-    ET2T3 = c / N * trL * (quad(v, L, u) * tr_beta + 2 * quad(v, LUsL, u))
-    even = 0.5 * (ET1 + ET2 + ET3 + 2 * (ET1T2 + ET1T3 + ET2T3))
-    return odd + even
-
-
-def restricted_loss(U, c, Lam, N) -> float:
-    """Population loss on the invariant set u_12 = u_21 = 0 (Lemma A.1, Eq. 5.5 plus tr(Lambda)/2).
-
-    L(U_11, u_{-1}) = c^2 tr(Gamma Lam U Lam U^T)/2 - c tr(Lam^2 U^T) + tr(Lam)/2 with c = u_{-1} (spec 1.5).
-    """
-    Lam = _covariance(Lam)
-    G = gamma_matrix(Lam, N)
-    U = _square("U", U, Lam.shape[0])
-    return float(0.5 * c**2 * np.trace(G @ Lam @ U @ Lam @ U.T) - c * np.trace(Lam @ Lam @ U.T)
-                 + 0.5 * np.trace(Lam))
-
-
-def restricted_gradient(U, c, Lam, N) -> tuple[np.ndarray, float]:
-    """(dL/dU_11, dL/du_{-1}); gradient flow dU/dt = -dL/dU is Eq. (5.4) of Lemma 5.2."""
-    Lam = _covariance(Lam)
-    G = gamma_matrix(Lam, N)
-    U = _square("U", U, Lam.shape[0])
-    GL, L2 = G @ Lam, Lam @ Lam
-    dU = c**2 * GL @ U @ Lam - c * L2
-    dc = c * np.trace(GL @ U @ Lam @ U.T) - np.trace(L2 @ U.T)
-    return dU, float(dc)
-
-
-def restricted_hessian(U, c, Lam, N) -> np.ndarray:
-    """Hessian of :func:`restricted_loss` in (Vec U_11, u_{-1}), shape (d^2+1, d^2+1), by autograd.
-
-    At W* it has one zero eigenvalue (the rescaling U -> U/s, c -> s c); the smallest non-zero one sets
-    the local convergence rate of the flow (the loss gap decays at twice that rate).
-    """
-    Lam = _covariance(Lam)
-    d = Lam.shape[0]
-    U = _square("U", U, d)
-    G, L = torch.as_tensor(gamma_matrix(Lam, N)), torch.as_tensor(Lam)
-
-    def f(z):
-        Uz, cz = z[:-1].reshape(d, d), z[-1]
-        return 0.5 * cz**2 * ((G @ L @ Uz @ L) * Uz).sum() - cz * ((L @ L) * Uz).sum()
-
-    z = torch.as_tensor(np.append(U.ravel(), float(c)))
-    return torch.autograd.functional.hessian(f, z).numpy()
-
-
-def _square(name, U, d) -> np.ndarray:
-    U = np.asarray(U, dtype=np.float64)
-    if U.shape != (d, d):
-        raise ValueError(f"{name} must have shape ({d}, {d}), got {U.shape}")
-    return U
-
-
-# --------------------------------------------------------------------------------------------------
-# 4. Training
-
-
-def assumption33_init(d, sigma, seed) -> tuple[np.ndarray, np.ndarray]:
+def assumption33_init(d, sigma, *, generator: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Initialisation (3.10) of Assumption 3.3: W_PV = sigma e e^T, W_KQ = sigma [Theta Theta^T 0; 0 0].
 
-    Theta Theta^T = M M^T / ||M M^T||_F with M a standard Gaussian d x d matrix drawn from ``seed``.
+    Theta Theta^T = M M^T / ||M M^T||_F with M a standard Gaussian d x d matrix drawn from ``generator``.
     """
     d = positive_int("d", d)
     sigma = positive_number("sigma", sigma)
-    M = np.random.default_rng(_seed(seed)).standard_normal((d, d))
+    M = numpy_generator_arg("generator", generator).standard_normal((d, d))
     TT = M @ M.T / np.linalg.norm(M @ M.T)
     W_KQ = np.zeros((d + 1, d + 1))
     W_KQ[:d, :d] = sigma * TT
@@ -353,10 +202,21 @@ def assumption33_init(d, sigma, seed) -> tuple[np.ndarray, np.ndarray]:
     return W_KQ, W_PV
 
 
-def _seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
+def _invariant_set_flow(gradient, U0, c0, *, T, n_eval, rtol, atol):
+    """Gradient flow of a loss of (U_11, u_{-1}) from (U0, c0), solved by LSODA; ``gradient(U, c)`` returns
+    (dL/dU, dL/dc). Returns the times (0, then log-spaced from 1e-3 to T), U (n_eval, d, d) and c (n_eval,)."""
+    d = U0.shape[0]
+
+    def rhs(_, z):
+        dU, dc = gradient(z[:-1].reshape(d, d), z[-1])
+        return -np.append(dU.ravel(), dc)
+
+    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, T, n_eval - 1)])
+    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", t_eval=t_eval,
+                    rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"gradient flow failed: {sol.message}")
+    return sol.t, sol.y[:-1].T.reshape(-1, d, d), sol.y[-1]
 
 
 def gradient_flow(U0, c0, Lam, N, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> dict:
@@ -366,26 +226,18 @@ def gradient_flow(U0, c0, Lam, N, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> d
     (n_eval,), the squared gradient norm ||dL/dU||_F^2 + (dL/dc)^2 used by the PL inequality (5.8).
     Time points are log-spaced from 1e-3 to T (and t = 0).
     """
-    Lam = _covariance(Lam)
+    Lam = covariance(Lam)
     d = Lam.shape[0]
-    U0 = _square("U0", U0, d)
+    U0 = square("U0", U0, d)
     T = positive_number("T", T)
     n_eval = positive_int("n_eval", n_eval)
 
-    def rhs(_, z):
-        dU, dc = restricted_gradient(z[:-1].reshape(d, d), z[-1], Lam, N)
-        return -np.append(dU.ravel(), dc)
-
-    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, T, n_eval - 1)])
-    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", t_eval=t_eval,
-                    rtol=rtol, atol=atol)
-    if not sol.success:
-        raise RuntimeError(f"gradient flow failed: {sol.message}")
-    U, c = sol.y[:-1].T.reshape(-1, d, d), sol.y[-1]
+    t, U, c = _invariant_set_flow(lambda U, c: restricted_gradient(U, c, Lam, N), U0, c0, T=T, n_eval=n_eval,
+                                  rtol=rtol, atol=atol)
     loss = np.array([restricted_loss(Ui, ci, Lam, N) for Ui, ci in zip(U, c)])
     grads = [restricted_gradient(Ui, ci, Lam, N) for Ui, ci in zip(U, c)]
     grad_sq = np.array([np.sum(g**2) + gc**2 for g, gc in grads])
-    return {"t": sol.t, "U": U, "c": c, "loss": loss, "grad_sq": grad_sq}
+    return {"t": t, "U": U, "c": c, "loss": loss, "grad_sq": grad_sq}
 
 
 def restricted_gd(U0, c0, Lam, N, *, lr, steps) -> dict:
@@ -395,8 +247,8 @@ def restricted_gd(U0, c0, Lam, N, *, lr, steps) -> dict:
     prediction ``delta_predicted`` = delta_0 + lr^2 sum_k ((dL/dc)^2 - ||dL/dU||_F^2), the exact per-step
     change for a loss whose prediction is bilinear in (U, c) (spec 1.6, consequence 3).
     """
-    Lam = _covariance(Lam)
-    U = _square("U0", U0, Lam.shape[0]).copy()
+    Lam = covariance(Lam)
+    U = square("U0", U0, Lam.shape[0]).copy()
     c = float(c0)
     lr = positive_number("lr", lr)
     steps = positive_int("steps", steps)
@@ -408,27 +260,6 @@ def restricted_gd(U0, c0, Lam, N, *, lr, steps) -> dict:
         U, c = U - lr * dU, c - lr * dc
     return {"U": U, "c": c, "loss": restricted_loss(U, c, Lam, N), "delta": c**2 - float(np.sum(U**2)),
             "delta_predicted": delta0 + lr**2 * drift}
-
-
-def manifold_point(Lam, N, delta) -> tuple[np.ndarray, float]:
-    """The global minimum (U, c) with imbalance c^2 - ||U||_F^2 = delta: c^2 = (delta + sqrt(delta^2 + 4||G^-1||^2))/2."""
-    Gi = np.linalg.inv(gamma_matrix(Lam, N))
-    c = math.sqrt((delta + math.sqrt(delta**2 + 4 * np.sum(Gi**2))) / 2)
-    return Gi / c, c
-
-
-def pl_constant(Lam, N, sigma, W_KQ0) -> float:
-    """mu of Lemma 5.4 (Eq. 5.7); ||Lam Theta||_F^2 = tr(Lam U(0) Lam)/sigma from the initial W_KQ_11."""
-    Lam = _covariance(Lam)
-    sigma = positive_number("sigma", sigma)
-    d = Lam.shape[0]
-    G = gamma_matrix(Lam, N)
-    U0 = _square("W_KQ0[:d, :d]", np.asarray(W_KQ0)[:d, :d], d)
-    LT = np.trace(Lam @ U0 @ Lam) / sigma
-    Gop, Lop = np.linalg.norm(G, 2), np.linalg.norm(Lam, 2)
-    Li = np.linalg.inv(Lam)
-    return float(sigma**2 * LT * (2 - math.sqrt(d) * sigma**2 * Gop)
-                 / (math.sqrt(d) * Lop**2 * np.trace(np.linalg.inv(G) @ Li) * np.trace(Li)))
 
 
 def relevant_mask(d) -> tuple[torch.Tensor, torch.Tensor]:
@@ -448,11 +279,7 @@ def gradient_descent(W_KQ, W_PV, Lam, N, *, lr, steps, record_every=100) -> dict
     its own gradient). Returns the final parameters, the loss every ``record_every`` steps (n, R) and the
     conserved-under-flow quantity delta = ||p||^2 - ||Q||_F^2 of spec 1.6 at the end (R,).
     """
-    from icllib.config import progress
-
-    W_KQ, W_PV = _params(W_KQ, W_PV)
-    if W_KQ.ndim != 3 or W_PV.shape != W_KQ.shape:
-        raise ValueError(f"W_KQ and W_PV must both have shape (R, d+1, d+1), got {tuple(W_KQ.shape)}, {tuple(W_PV.shape)}")
+    W_KQ, W_PV = _runs(W_KQ, W_PV)
     lr = positive_number("lr", lr)
     steps = positive_int("steps", steps)
     record_every = positive_int("record_every", record_every)
@@ -481,9 +308,7 @@ def full_gradient_flow(W_KQ, W_PV, Lam, N, *, T, n_eval=60, rtol=1e-10, atol=1e-
     parameters (irrelevant entries zero), the final loss (R,), the loss at ``n_eval`` log-spaced times
     (n_eval, R) and those times.
     """
-    W_KQ, W_PV = _params(W_KQ, W_PV)
-    if W_KQ.ndim != 3 or W_PV.shape != W_KQ.shape:
-        raise ValueError(f"W_KQ and W_PV must both have shape (R, d+1, d+1), got {tuple(W_KQ.shape)}, {tuple(W_PV.shape)}")
+    W_KQ, W_PV = _runs(W_KQ, W_PV)
     T = positive_number("T", T)
     R, d = W_KQ.shape[0], W_KQ.shape[-1] - 1
     theta0 = _pack(W_KQ.detach(), W_PV.detach())
@@ -520,12 +345,10 @@ def sgd_full(W_KQ, W_PV, Lam, N, *, lr, batch, steps, generator, dtype=torch.flo
     The step size is ``lr`` for the first half and decays as lr (steps/2)/k in the second half, which
     averages out the gradient noise. Returns the final float64 parameters.
     """
-    from icllib.config import progress
-
-    W_KQ, W_PV = _params(W_KQ, W_PV)
+    W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
     lr = positive_number("lr", lr)
     batch, steps = positive_int("batch", batch), positive_int("steps", steps)
-    Lam = _covariance(Lam)
+    Lam = covariance(Lam)
     N = positive_int("N", N)
     chol = torch.as_tensor(np.linalg.cholesky(Lam), dtype=dtype)
     d = Lam.shape[0]
@@ -554,7 +377,7 @@ def balance_gap(W_KQ, W_PV) -> torch.Tensor:
 
     Lemma A.3 is the case delta = 0 (u_{-1}^2 = ||U_11||_F^2).
     """
-    W_KQ, W_PV = _params(W_KQ, W_PV)
+    W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
     d = W_KQ.shape[-1] - 1
     return (W_PV[..., d, :] ** 2).sum(-1) - (W_KQ[..., :, :d] ** 2).sum((-1, -2))
 
@@ -583,7 +406,7 @@ def newton_refine(W_KQ, W_PV, Lam, N, *, steps=5) -> dict:
     Used to pin a critical point found by gradient descent to machine precision; returns the refined
     ``W_KQ``, ``W_PV`` (irrelevant entries set to 0), ``loss``, ``grad_norm`` and the Hessian eigenvalues.
     """
-    W_KQ, W_PV = _params(W_KQ, W_PV)
+    W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
     if W_KQ.ndim != 2:
         raise ValueError(f"W_KQ must be one (d+1, d+1) matrix, got {tuple(W_KQ.shape)}")
     steps = positive_int("steps", steps)
@@ -610,7 +433,7 @@ def mc_loss_and_gradient(W_KQ, W_PV, Lam, N, *, n, generator, chunk=50_000) -> d
     Returns the mean loss, its standard error, the mean gradient of the per-prompt loss for both matrices
     and the per-entry standard errors, from ``n`` fresh prompts (summed in chunks to bound memory).
     """
-    W_KQ, W_PV = _params(W_KQ, W_PV)
+    W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
     n, chunk = positive_int("n", n), positive_int("chunk", chunk)
     s1 = s2 = 0.0
     g1 = g2 = 0.0
@@ -641,86 +464,7 @@ def mc_loss_and_gradient(W_KQ, W_PV, Lam, N, *, n, generator, chunk=50_000) -> d
 
 
 # --------------------------------------------------------------------------------------------------
-# 5. Test-time error
-
-
-def task_moments(task, w, Lam, *, noise=0.0) -> tuple[np.ndarray, np.ndarray, float]:
-    """(a, Sigma, best linear error) of Eq. (4.5) for y = f(z) with z = <w, x>, x ~ N(0, Lam).
-
-    ``task``: ``"linear"`` (y = z + N(0, noise^2)), ``"relu"`` (y = max(z, 0)) or ``"quadratic"``
-    (y = z^2). Derived by writing x = Lam w z / s^2 + x_perp, s^2 = w^T Lam w (spec 3).
-    """
-    Lam = _covariance(Lam)
-    w = np.asarray(w, dtype=np.float64)
-    if w.shape != (Lam.shape[0],):
-        raise ValueError(f"w must have shape ({Lam.shape[0]},), got {w.shape}")
-    noise = positive_number("noise", noise, allow_zero=True)
-    s2 = float(w @ Lam @ w)
-    Lw = Lam @ w
-    outer = np.outer(Lw, Lw)
-    if task == "linear":
-        return w.copy(), (s2 + noise**2) * Lam + outer, noise**2
-    if noise:
-        raise ValueError("noise is only defined for task='linear'")
-    if task == "relu":
-        return w / 2, 0.75 * outer + 0.5 * s2 * Lam, s2 / 4
-    if task == "quadratic":
-        return np.zeros_like(w), 12 * s2 * outer + 3 * s2**2 * Lam, 3 * s2**2
-    raise ValueError(f"task must be 'linear', 'relu' or 'quadratic', got {task!r}")
-
-
-def prediction_error(Lam, N, M, *, a, Sigma, best=0.0) -> float:
-    """Theorem 4.2, Eq. (4.6): E(y-hat - y)^2 of the trained LSA (trained on length N, tested on length M).
-
-    best + tr(Sigma Gamma^-2 Lam)/M + [||a||^2_{G^-2 L^3} + 2 tr(L) ||a||^2_{G^-2 L^2} + tr(L)^2 ||a||^2_{G^-2 L}]/N^2.
-    ``a``, ``Sigma`` and ``best`` come from :func:`task_moments` (or any distribution's Eq. 4.5 moments).
-    """
-    Lam = _covariance(Lam)
-    M = positive_int("M", M)
-    Gi = np.linalg.inv(gamma_matrix(Lam, N))
-    a = np.asarray(a, dtype=np.float64)
-    Sigma = np.asarray(Sigma, dtype=np.float64)
-    d = Lam.shape[0]
-    if a.shape != (d,) or Sigma.shape != (d, d):
-        raise ValueError(f"a must be ({d},) and Sigma ({d}, {d}), got {a.shape} and {Sigma.shape}")
-    G2 = Gi @ Gi
-    trL = np.trace(Lam)
-    norm = lambda Mat: float(a @ Mat @ a)  # noqa: E731
-    return float(best + np.trace(Sigma @ G2 @ Lam) / M
-                 + (norm(G2 @ Lam @ Lam @ Lam) + 2 * trL * norm(G2 @ Lam @ Lam) + trL**2 * norm(G2 @ Lam)) / N**2)
-
-
-def shift_error(Lam, N, M, *, Lam_test=None, Lam_query=None, w=None, tau2=None, noise=0.0) -> float:
-    """Exact E(y-hat - <w, x_q>)^2 of the trained LSA under a distribution shift (Section 4.2).
-
-    Training covariance ``Lam`` (length N) fixes Gamma; the test prompt has x_i ~ N(0, Lam_test), an
-    independent query x_q ~ N(0, Lam_query) (both default to ``Lam``) and labels <w, x_i> + N(0, noise^2).
-    Give a fixed task ``w`` (d,) or average over w ~ N(0, tau2 I). With K = Gamma^-1 Lam_test - I:
-    E(w) = (Kw)^T Lam_q (Kw) + tr(G^-1 Lam_q G^-1 [(||w||^2_{Lam_t} + noise^2) Lam_t + Lam_t w w^T Lam_t]) / M.
-    """
-    Lam = _covariance(Lam)
-    Lt = Lam if Lam_test is None else _covariance(Lam_test, "Lam_test")
-    Lq = Lam if Lam_query is None else _covariance(Lam_query, "Lam_query")
-    d = Lam.shape[0]
-    if Lt.shape != (d, d) or Lq.shape != (d, d):
-        raise ValueError(f"Lam_test and Lam_query must be ({d}, {d})")
-    M = positive_int("M", M)
-    noise = positive_number("noise", noise, allow_zero=True)
-    if (w is None) == (tau2 is None):
-        raise ValueError("give exactly one of w (a fixed task) and tau2 (w ~ N(0, tau2 I))")
-    Gi = np.linalg.inv(gamma_matrix(Lam, N))
-    K = Gi @ Lt - np.eye(d)
-    GqG = Gi @ Lq @ Gi
-    if w is not None:
-        w = np.asarray(w, dtype=np.float64)
-        if w.shape != (d,):
-            raise ValueError(f"w must have shape ({d},), got {w.shape}")
-        Kw = K @ w
-        cov = (w @ Lt @ w + noise**2) * Lt + np.outer(Lt @ w, Lt @ w)
-        return float(Kw @ Lq @ Kw + np.trace(GqG @ cov) / M)
-    tau2 = positive_number("tau2", tau2)
-    cov = (tau2 * np.trace(Lt) + noise**2) * Lt + tau2 * Lt @ Lt
-    return float(tau2 * np.trace(K.T @ Lq @ K) + np.trace(GqG @ cov) / M)
+# 4. Test-time error by Monte Carlo
 
 
 def _task_labels(task, z, noise, generator):
@@ -742,13 +486,11 @@ def mc_prediction_error(W_KQ, W_PV, *, M, n, generator, Lam_test, Lam_query=None
     with standard errors, E y_q^2, and the largest abs(y-hat) of the LSA (OLS entries are NaN when ``ols=False``).
     """
     M, n, chunk = positive_int("M", M), positive_int("n", n), positive_int("chunk", chunk)
-    Lt = _covariance(Lam_test, "Lam_test")
-    Lq = Lt if Lam_query is None else _covariance(Lam_query, "Lam_query")
+    Lt = covariance(Lam_test, "Lam_test")
+    Lq = Lt if Lam_query is None else covariance(Lam_query, "Lam_query")
     d = Lt.shape[0]
-    if task not in ("linear", "relu", "quadratic"):
-        raise ValueError(f"task must be 'linear', 'relu' or 'quadratic', got {task!r}")
-    if query not in ("independent", "first", "orthogonal"):
-        raise ValueError(f"query must be 'independent', 'first' or 'orthogonal', got {query!r}")
+    one_of("task", task, ("linear", "relu", "quadratic"))
+    one_of("query", query, ("independent", "first", "orthogonal"))
     if query == "orthogonal" and M >= d:
         raise ValueError(f"query='orthogonal' needs M < d (the x_i span R^d otherwise), got M={M}, d={d}")
     noise = positive_number("noise", noise, allow_zero=True)
@@ -787,25 +529,8 @@ def mc_prediction_error(W_KQ, W_PV, *, M, n, generator, Lam_test, Lam_query=None
             "y2": mean[4], "max_abs_lsa": max_abs}
 
 
-def corollary43_thresholds(Lam, eps) -> dict:
-    """Sample sizes of Corollary 4.3 for target error ``eps``, as printed and corrected.
-
-    Printed: M >= 2 (d+1) tr(Lam) / eps and N >= sqrt(2 (1+2d) tr(Lam) + d^2 kappa) eps^(-1/2).
-    Corrected (the bound tr(Lam^-1) tr(Lam)^2 <= d^2 kappa tr(Lam), and eps/2 for the whole N-term):
-    N >= sqrt(2 tr(Lam) (1 + 2d + d^2 kappa) / eps). All rounded up to integers.
-    """
-    Lam = _covariance(Lam)
-    eps = positive_number("eps", eps)
-    d = Lam.shape[0]
-    ev = np.linalg.eigvalsh(Lam)
-    kappa, trL = ev.max() / ev.min(), ev.sum()
-    return {"M": math.ceil(2 * (d + 1) * trL / eps - 1e-9),
-            "N_paper": math.ceil(math.sqrt(2 * (1 + 2 * d) * trL + d**2 * kappa) / math.sqrt(eps) - 1e-9),
-            "N_corrected": math.ceil(math.sqrt(2 * trL * (1 + 2 * d + d**2 * kappa) / eps) - 1e-9)}
-
-
 # --------------------------------------------------------------------------------------------------
-# 6. Random covariances (Theorem 4.5)
+# 5. Random covariances (Theorem 4.5)
 
 
 def sample_random_cov_prompts(B, M, d, generator: torch.Generator, *, w=None, x_query=None):
@@ -815,8 +540,7 @@ def sample_random_cov_prompts(B, M, d, generator: torch.Generator, *, w=None, x_
     joint sampling of training). Returns ``(X, w, x_query, lam)`` of shapes (B, M, d), (B, d), (B, d), (B, d).
     """
     B, M, d = positive_int("B", B), positive_int("M", M), positive_int("d", d)
-    if not isinstance(generator, torch.Generator):
-        raise ValueError("generator must be a torch.Generator (icllib.config.torch_generator)")
+    generator = torch_generator_arg("generator", generator)
     # inverse-CDF sampling keeps everything on the one torch generator
     lam = -torch.log1p(-torch.rand(B, d, generator=generator, dtype=torch.float64))
     X = torch.randn(B, M, d, generator=generator, dtype=torch.float64) * lam.sqrt()[:, None, :]
@@ -831,45 +555,6 @@ def sample_random_cov_prompts(B, M, d, generator: torch.Generator, *, w=None, x_
     return X, w, x_query, lam
 
 
-def exp1_moments(d, N) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(gamma, xi, zeta) of Eq. (C.3) for Lambda_tau = diag(lambda_i), lambda_i iid Exponential(1).
-
-    With E lambda^k = k!: gamma_i = 6 + (2d+10)/N, xi_i = 2, zeta_ij = 2 + (d+4)/N (i != j).
-    """
-    d, N = positive_int("d", d), positive_int("N", N)
-    gamma = np.full(d, 6 + (2 * d + 10) / N)
-    xi = np.full(d, 2.0)
-    zeta = np.full((d, d), 2 + (d + 4) / N)
-    np.fill_diagonal(zeta, gamma)
-    return gamma, xi, zeta
-
-
-def _moments(gamma, xi, zeta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    gamma, xi, zeta = (np.asarray(t, dtype=np.float64) for t in (gamma, xi, zeta))
-    d = gamma.size
-    if xi.shape != (d,) or zeta.shape != (d, d) or not np.allclose(np.diag(zeta), gamma):
-        raise ValueError("gamma and xi must be (d,) and zeta (d, d) with gamma on its diagonal")
-    return gamma, xi, zeta
-
-
-def random_cov_loss(U, c, gamma, xi, zeta) -> float:
-    """l_rdm of Lemma C.3, Eq. (C.5): sum_ij zeta_ij c^2 u_ij^2 / 2 - sum_i xi_i u_ii c.
-
-    ``zeta`` carries gamma on its diagonal (as returned by :func:`exp1_moments`). The population loss (4.9)
-    on the invariant set is this plus E tr(Lambda_tau) / 2.
-    """
-    gamma, xi, zeta = _moments(gamma, xi, zeta)
-    U = _square("U", U, gamma.size)
-    return float(0.5 * c**2 * np.sum(zeta * U**2) - c * np.sum(xi * np.diag(U)))
-
-
-def random_cov_gradient(U, c, gamma, xi, zeta) -> tuple[np.ndarray, float]:
-    """(d l_rdm / dU_11, d l_rdm / du_{-1}) of Eq. (C.5); minus it is the right-hand side of (C.4)."""
-    gamma, xi, zeta = _moments(gamma, xi, zeta)
-    U = _square("U", U, gamma.size)
-    return c**2 * zeta * U - c * np.diag(xi), float(c * np.sum(zeta * U**2) - np.sum(xi * np.diag(U)))
-
-
 def random_cov_flow(U0, c0, gamma, xi, zeta, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> dict:
     """Gradient flow (C.4) on l_rdm of (C.5) (:func:`random_cov_loss`), solved by LSODA.
 
@@ -877,25 +562,17 @@ def random_cov_flow(U0, c0, gamma, xi, zeta, *, T, n_eval=400, rtol=1e-11, atol=
     (``balance``, Lemma C.5) and the path itself at ``n_eval`` times, log-spaced from 1e-3 to T (and 0):
     ``t``, ``U_path`` (n_eval, d, d), ``c_path``, ``loss`` and ``grad_sq`` (the squared gradient norm of (C.14)).
     """
-    gamma, xi, zeta = _moments(gamma, xi, zeta)
+    gamma, xi, zeta = moment_triple(gamma, xi, zeta)
     d = gamma.size
-    U0 = _square("U0", U0, d)
+    U0 = square("U0", U0, d)
     T = positive_number("T", T)
     n_eval = positive_int("n_eval", n_eval)
 
-    def rhs(_, z):
-        dU, dc = random_cov_gradient(z[:-1].reshape(d, d), z[-1], gamma, xi, zeta)
-        return -np.append(dU.ravel(), dc)
-
-    t_eval = np.concatenate([[0.0], np.geomspace(1e-3, T, n_eval - 1)])
-    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", t_eval=t_eval,
-                    rtol=rtol, atol=atol)
-    if not sol.success:
-        raise RuntimeError(f"gradient flow failed: {sol.message}")
-    U_path, c_path = sol.y[:-1].T.reshape(-1, d, d), sol.y[-1]
+    t, U_path, c_path = _invariant_set_flow(lambda U, c: random_cov_gradient(U, c, gamma, xi, zeta), U0, c0,
+                                            T=T, n_eval=n_eval, rtol=rtol, atol=atol)
     grads = [random_cov_gradient(Ui, ci, gamma, xi, zeta) for Ui, ci in zip(U_path, c_path)]
     return {"U": U_path[-1], "c": float(c_path[-1]),
             "balance": float(np.abs(c_path**2 - (U_path**2).sum((1, 2))).max()),
-            "t": sol.t, "U_path": U_path, "c_path": c_path,
+            "t": t, "U_path": U_path, "c_path": c_path,
             "loss": np.array([random_cov_loss(Ui, ci, gamma, xi, zeta) for Ui, ci in zip(U_path, c_path)]),
             "grad_sq": np.array([np.sum(g**2) + gc**2 for g, gc in grads])}

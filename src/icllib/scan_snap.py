@@ -1,20 +1,19 @@
-"""Scan and Snap (Tian, Wang, Chen, Du, NeurIPS 2023): one attention layer, reparameterised by Y and Z.
+"""The chapter ``scan_snap``: Scan and Snap (Tian, Wang, Chen, Du, NeurIPS 2023), one attention layer
+reparameterised by Y and Z, on the authors' synthetic data.
 
-The module follows the paper's order:
+Read top to bottom:
 
 1. **Data and model.** Sequence classes (Sec. 3.2), the Syn-Small / Syn-Medium vocabularies of the authors'
    experiments, the Y/Z objective (Eq. 15) and its gradient (Lemma 1, Eq. 3-4). Without positional encoding
    the forward pass sees a sequence only through the count vector of its contextual tokens, so batches are
    drawn as multinomial counts (exact, and the fast simulator of the chapter); the Hoeffding radius of the
    long-sequence limit (Lemma 18).
-2. **Training** (:func:`train_yz`): SGD with momentum or Adam, as the authors ran it.
-3. **The decoder clock** h(t) (Lemma 5-7, Eq. 33 and 45), the speed control gamma(t) (Eq. 85, Lemma 9) and the
-   transition time t_0 (Lemma 8); class counts and the steps to a small decoder residual (Lemma 10-12,
-   Corollary 1).
-4. **Theorem 1** (the back-propagated gradient g = gamma (iota f_n - sum beta f_n')) under the modified and the
-   plain update; the algebra of E' (Lemmas 13-17) and Theorem 5's closed form of Y.
-5. **Scan**: the long-sequence dynamics of Z (Eq. 10, Theorem 2-3) integrated as an ODE.
-6. **Snap**: B_n(t) of Theorem 4 (Eq. 14, 124-129) with the corrected constant.
+2. **Training** (:func:`train_yz`): SGD with momentum or Adam, as the authors ran it, in the authors'
+   setting :data:`AUTHORS_RUN` (100 iterations, batch 128, T = 128).
+3. **The Syn-Medium sweep of Fig. 6** (:data:`FIG6`, :func:`fig6_sweep`) and the recall of Figs. 11-12.
+
+The theory's closed forms and ODEs (decoder clock, Theorem 1, Scan, Snap) are in
+:mod:`icllib.scan_snap_theory`; the real-text experiments of Sec. 8 in :mod:`icllib.scan_snap_text`.
 
 Symbols follow the paper: ``M`` vocabulary size, ``K`` number of next tokens (classes), ``eta_Y`` and ``eta_Z``
 the learning rates, ``P[n, l] = P(l|n)``, ``c_n`` the attention of Eq. 5, ``f_n = c_n / ||c_n||``.
@@ -25,24 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
-from scipy.optimize import brentq
-from scipy.special import wrightomega
 from scipy.stats import binom
 
-from icllib.validation import positive_int, positive_number
+from icllib.config import progress, rng
+from icllib.scan_snap_theory import softmax
+from icllib.validation import fraction, non_empty, numpy_generator_arg, one_of, positive_int, positive_number
 
-# ---------------------------------------------------------------------------------------------------------
-# Input validation
-
-
-def _generator(name: str, value) -> np.random.Generator:
-    if not isinstance(value, np.random.Generator):
-        raise ValueError(f"{name} must be a numpy.random.Generator, got {type(value).__name__}")
-    return value
-
-
-# ---------------------------------------------------------------------------------------------------------
 # 1. Sequence classes (Sec. 3.2) and the authors' synthetic vocabularies
 
 
@@ -124,8 +111,9 @@ def _authors_layout(num_last: int, next_per_last: int, name: str) -> SequenceCla
 
 def syn_small() -> SequenceClasses:
     """Syn-Small (Sec. 8, Fig. 4): K = 2 classes, tokens 0-9 common, 10-19 and 20-29 distinct, each class
-    with its own query token (30, 31) and next token (32, 33): M = 34 (the paper's "M = 30" counts only the
-    contextual tokens; note scan_snap.N8)."""
+    with its own query token (30, 31) and next token (32, 33), as in the authors' code: M = 34. The paper's
+    "M = 30" is consistent too, with query and next tokens among the 30 ids; it does not say which (note
+    scan_snap.N8)."""
     return _authors_layout(2, 1, "Syn-Small")
 
 
@@ -156,7 +144,7 @@ def sample_counts(spec: SequenceClasses, batch_size: int, T: int, *, generator: 
     spec = _check_classes(spec)
     batch_size = positive_int("batch_size", batch_size)
     T = _check_T(T)
-    generator = _generator("generator", generator)
+    generator = numpy_generator_arg("generator", generator)
     classes = generator.integers(0, spec.K, size=batch_size)
     counts = generator.multinomial(T - 1, spec.P[classes])
     return classes, counts
@@ -170,7 +158,7 @@ def sample_sequences(spec: SequenceClasses, batch_size: int, T: int, *, generato
     spec = _check_classes(spec)
     batch_size = positive_int("batch_size", batch_size)
     T = _check_T(T)
-    generator = _generator("generator", generator)
+    generator = numpy_generator_arg("generator", generator)
     classes = generator.integers(0, spec.K, size=batch_size)
     cdf = np.cumsum(spec.P, axis=1)
     uniforms = generator.random((batch_size, T - 1))
@@ -197,7 +185,7 @@ def sample_class_counts(spec: SequenceClasses, n: int, size: int, T: int, *, gen
         raise ValueError(f"n must be a class index in [0, {spec.K}), got {n}")
     size = positive_int("size", size)
     T = _check_T(T)
-    generator = _generator("generator", generator)
+    generator = numpy_generator_arg("generator", generator)
     return generator.multinomial(T - 1, spec.P[n], size=size)
 
 
@@ -222,9 +210,7 @@ def hoeffding_radius(n, delta: float):
     """sqrt(ln(2/delta) / (2 n)): with probability at least 1 - delta, a frequency over n i.i.d. draws lies
     within this distance of its mean (Hoeffding). Eq. 136 uses it with n = T - 1 (token frequencies in one
     sequence), Lemma 10 (Eq. 58-59) with n = N (class frequencies over N steps)."""
-    delta = positive_number("delta", delta)
-    if delta >= 1:
-        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+    delta = fraction("delta", delta)
     n_array = np.asarray(n)
     if n_array.dtype.kind not in "iu" or np.any(n_array < 1):
         raise ValueError(f"n must be a positive integer (or an array of them), got {n!r}")
@@ -234,12 +220,8 @@ def hoeffding_radius(n, delta: float):
 
 
 def _binomial_arguments(delta: float, n: int, false_pass: float) -> tuple[float, int, float]:
-    delta = positive_number("delta", delta)
-    if delta >= 1:
-        raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
-    false_pass = positive_number("false_pass", false_pass)
-    if false_pass >= 0.5:
-        raise ValueError(f"false_pass must lie in (0, 0.5), got {false_pass!r}")
+    delta = fraction("delta", delta)
+    false_pass = fraction("false_pass", false_pass, upper=0.5)
     return delta, positive_int("n", n), false_pass
 
 
@@ -273,10 +255,6 @@ def one_sided_floor(delta: float, n: int, *, false_pass: float = 0.01) -> float:
 # The Y/Z model (Eq. 15) and Lemma 1
 
 
-def _softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
-    shifted = np.exp(logits - logits.max(axis=axis, keepdims=True))
-    return shifted / shifted.sum(axis=axis, keepdims=True)
-
 
 def _log_softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
     top = logits.max(axis=axis, keepdims=True)
@@ -288,7 +266,7 @@ def embedding_objective(U, W_Q, W_K, W_V, tokens, query, next_token) -> float:
     U = np.asarray(U, dtype=np.float64)
     d = U.shape[1]
     logits = U[tokens] @ W_K @ W_Q.T @ U[query] / np.sqrt(d)
-    b = _softmax(logits)
+    b = softmax(logits)
     mixture = np.bincount(tokens, weights=b, minlength=U.shape[0])  # X^T b_T
     u_tilde = U.T @ (mixture / np.linalg.norm(mixture))
     decoded = U @ W_V @ u_tilde
@@ -297,7 +275,7 @@ def embedding_objective(U, W_Q, W_K, W_V, tokens, query, next_token) -> float:
 
 def yz_objective(Y, Z, tokens, query, next_token) -> float:
     """J of Eq. 15 for one sequence: x_{T+1}^T Y^T LN(X^T b_T) - log 1^T exp(Y^T LN(X^T b_T))."""
-    b = _softmax(Z[query, tokens])
+    b = softmax(Z[query, tokens])
     mixture = np.bincount(tokens, weights=b, minlength=Y.shape[0])
     f = mixture / np.linalg.norm(mixture)
     return float(_log_softmax(Y.T @ f)[next_token])
@@ -347,7 +325,7 @@ def lemma1_gradient_sequences(spec: SequenceClasses, Y, Z, classes, tokens):
     X[np.arange(batch)[:, None], np.arange(length)[None, :], tokens] = 1.0
     queries = spec.query[classes]
     targets = spec.next_token[classes]
-    b = _softmax(np.einsum("btm,bm->bt", X, Z[queries]))
+    b = softmax(np.einsum("btm,bm->bt", X, Z[queries]))
     v = np.einsum("btm,bt->bm", X, b)
     norm = np.linalg.norm(v, axis=1)
     f = v / norm[:, None]
@@ -410,10 +388,30 @@ class _Optimizer:
         param -= self.lr * m_hat / (np.sqrt(s_hat) + eps)
 
 
-def train_yz(spec: SequenceClasses, *, eta_Y: float, eta_Z: float, steps: int, batch_size: int, T: int,
-             optimizer: str = "sgd", momentum: float = 0.9, init="zero", seed: int,
-             record_every: int | None = None, simulator: str = "counts") -> TrainResult:
-    """Train Y and Z on the cross-entropy -J of Eq. 15, as the authors' code does.
+@dataclass(frozen=True)
+class RunSize:
+    """The length of a :func:`train_yz` run: ``steps`` iterations on batches of ``batch_size`` sequences of
+    length ``T`` (T - 1 contextual tokens, then the query)."""
+
+    steps: int
+    batch_size: int
+    T: int
+
+    def __post_init__(self):
+        positive_int("steps", self.steps)
+        positive_int("batch_size", self.batch_size)
+        _check_T(self.T)
+
+
+#: The authors' runs (their Model2 code, Figs. 4-6): 100 iterations, batch 128, T = 128.
+AUTHORS_RUN = RunSize(steps=100, batch_size=128, T=128)
+
+
+def train_yz(spec: SequenceClasses, *, eta_Y: float, eta_Z: float, run: RunSize, generator: np.random.Generator,
+             optimizer: str = "sgd", momentum: float = 0.9, init="zero", record_every: int | None = None,
+             simulator: str = "counts") -> TrainResult:
+    """Train Y and Z on the cross-entropy -J of Eq. 15, as the authors' code does, for ``run.steps`` steps on
+    batches of ``run.batch_size`` sequences of length ``run.T`` (:data:`AUTHORS_RUN` is the authors' setting).
 
     - ``init``: ``"zero"`` (Y(0) = Z(0) = 0, Fig. 4/5 and the theory), ``"default"`` (PyTorch's nn.Linear
       init, i.i.d. U(-1/sqrt(M), 1/sqrt(M)), used for Fig. 6), or a pair ``(Y0, Z0)`` of arrays.
@@ -425,21 +423,17 @@ def train_yz(spec: SequenceClasses, *, eta_Y: float, eta_Z: float, steps: int, b
     spec = _check_classes(spec)
     eta_Y = positive_number("eta_Y", eta_Y, allow_zero=True)
     eta_Z = positive_number("eta_Z", eta_Z, allow_zero=True)
-    steps = positive_int("steps", steps)
-    batch_size = positive_int("batch_size", batch_size)
-    T = _check_T(T)
-    if optimizer not in ("sgd", "adam"):
-        raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    if not isinstance(run, RunSize):
+        raise ValueError(f"run must be a RunSize (e.g. AUTHORS_RUN), got {run!r}")
+    steps, batch_size, T = run.steps, run.batch_size, run.T
+    generator = numpy_generator_arg("generator", generator)
+    one_of("optimizer", optimizer, ("sgd", "adam"))
     momentum = positive_number("momentum", momentum, allow_zero=True)
     if momentum >= 1:
         raise ValueError(f"momentum must be < 1, got {momentum!r}")
-    if simulator not in ("counts", "sequences"):
-        raise ValueError(f"simulator must be 'counts' or 'sequences', got {simulator!r}")
+    one_of("simulator", simulator, ("counts", "sequences"))
     if record_every is not None:
         record_every = positive_int("record_every", record_every)
-    from icllib.config import rng
-
-    generator = rng(seed)
     M = spec.M
     if isinstance(init, str) and init == "zero":
         Y, Z = np.zeros((M, M)), np.zeros((M, M))
@@ -490,7 +484,7 @@ def attention_distribution(spec: SequenceClasses, Z) -> np.ndarray:
     if not np.all(np.isfinite(rows)):
         raise ValueError("Z must be finite")
     log_c = np.where(spec.P > 0, np.log(np.where(spec.P > 0, spec.P, 1.0)) + rows, -np.inf)
-    return _softmax(log_c)
+    return softmax(log_c)
 
 
 def distinct_token_entropy(spec: SequenceClasses, Z, *, per_class: bool = False):
@@ -503,474 +497,36 @@ def distinct_token_entropy(spec: SequenceClasses, Z, *, per_class: bool = False)
     return entropy if per_class else float(entropy.mean())
 
 
-# ---------------------------------------------------------------------------------------------------------
-# 3. The decoder clock (Lemma 5-9)
-
-
-def decoder_clock_h_star(steps: int, M: int, eta_Y: float) -> np.ndarray:
-    """h*(s), s = 0..steps, of Lemma 5 (Eq. 33): h*(s) = h*(s-1) + eta_Y / ((M-1) + exp(M h*(s-1)))."""
-    steps = positive_int("steps", steps)
-    M = positive_int("M", M, minimum=2)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    h = np.empty(steps + 1)
-    h[0] = 0.0
-    current = 0.0
-    for s in range(1, steps + 1):  # a recursion: each step needs the previous one
-        current = current + eta_Y / ((M - 1) + np.exp(M * current))
-        h[s] = current
-    return h
-
-
-def decoder_row_dynamics(steps: int, M: int, eta_Y: float) -> np.ndarray:
-    """w_n(s), s = 0..steps, of the decoupled decoder dynamics of one class (Eq. 8 with K = 1, batch 1):
-    w_n(s) = w_n(s-1) + eta_Y (e_n - softmax(w_n(s-1))), w_n(0) = 0, class n = 0. Shape (steps + 1, M)."""
-    steps = positive_int("steps", steps)
-    M = positive_int("M", M, minimum=2)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    w = np.zeros((steps + 1, M))
-    for s in range(1, steps + 1):  # a recursion: each step needs the previous one
-        residual = -_softmax(w[s - 1])
-        residual[0] += 1.0
-        w[s] = w[s - 1] + eta_Y * residual
-    return w
-
-
-def decoder_clock_h(s, M: int, eta_Y: float):
-    """h(s) of Lemma 6, the solution of exp(M h) + (M-1) M h = M eta_Y s + 1 (Eq. 45).
-
-    Closed form: with x = (M eta_Y s + 1)/(M-1), h = [x - omega(x - ln(M-1))]/M, omega the Wright omega
-    function (W(exp(.)) would overflow for large s). Since omega + ln omega = x - ln(M-1), this equals
-    h = [ln(M-1) + ln omega]/M, which avoids the cancellation x - omega for large x.
-    """
-    M = positive_int("M", M, minimum=2)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    s_array = np.asarray(s, dtype=np.float64)
-    if np.any(~np.isfinite(s_array)) or np.any(s_array < 0):
-        raise ValueError("s must be finite and non-negative")
-    x = (M * eta_Y * s_array + 1.0) / (M - 1)
-    h = (np.log(M - 1) + np.log(np.real(wrightomega(x - np.log(M - 1))))) / M
-    return float(h) if np.ndim(s) == 0 else h
-
-
-def speed_control_gamma(t, K: int, M: int, eta_Y: float, *, discrete: bool = False):
-    """gamma(t) = (M-1)^2 h / ((M-1) + exp(M h)) at h = h(t/K) (or h(ceil(t/K)) with ``discrete``; Eq. 85,
-    note scan_snap.N5)."""
-    K = positive_int("K", K)
-    t = np.asarray(t, dtype=np.float64)
-    s = np.ceil(t / K) if discrete else t / K
-    h = decoder_clock_h(s, M, eta_Y)
-    return (M - 1) ** 2 * h / ((M - 1) + np.exp(M * h))
-
-
-def lemma8_omegas(M: int) -> tuple[float, float]:
-    """The two zeros omega_0 < omega_1 of exp(M h) = (M-1) M h written as h = (1 + omega) ln M / M ...
-
-    Lemma 8 (Eq. 50-51): omega_0 ln M = ln(M/(M-1)) + M^{-(1 - omega_0)} and M^{omega_1} = (1 + omega_1)
-    ln M (M-1)/M; both solved with Brent's method.
-    """
-    M = positive_int("M", M, minimum=3)
-    lnM = np.log(M)
-    omega0 = brentq(lambda w: w * lnM - np.log(M / (M - 1)) - M ** (-(1 - w)), 0.0, 0.5)
-    omega1 = brentq(lambda w: M**w - (1 + w) * lnM * (M - 1) / M, omega0 + 1e-9 if omega0 > 0 else 1e-9, 5.0)
-    return float(omega0), float(omega1)
-
-
-def transition_time(K: int, M: int, eta_Y: float) -> float:
-    """t_0 = 2 (1 + omega_1) K ln M / eta_Y (Theorem 4, Lemma 8)."""
-    K = positive_int("K", K)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    return 2.0 * (1.0 + lemma8_omegas(M)[1]) * K * np.log(M) / eta_Y
-
-
-def decoder_residual_norm(h, M: int):
-    """||e_n - alpha_n||_2 when w_n = (M-1) h zeta_n (Lemma 5, Eq. 71): sqrt(M (M-1)) / ((M-1) + exp(M h)).
-
-    Evaluated as sqrt(M (M-1)) exp(-M h) / ((M-1) exp(-M h) + 1), which does not overflow for large M h.
-    """
-    M = positive_int("M", M, minimum=2)
-    h_array = np.asarray(h, dtype=np.float64)
-    if np.any(~np.isfinite(h_array)) or np.any(h_array < 0):
-        raise ValueError("h must be finite and non-negative")
-    decay = np.exp(-M * h_array)
-    norm = np.sqrt(M * (M - 1.0)) * decay / ((M - 1) * decay + 1.0)
-    return float(norm) if h_array.ndim == 0 else norm
-
-
-def _check_eps(eps: float) -> float:
-    eps = positive_number("eps", eps)
-    if eps >= 1:
-        raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
-    return eps
-
-
-def steps_to_residual(eps: float, M: int, eta_Y: float) -> int:
-    """S_n of Corollary 1: the first step s of one class's decoder dynamics (batch 1, Y(0) = 0) at which
-    ||e_n - alpha_n|| <= eps, i.e. decoder_residual_norm(h*(s)) <= eps on the discrete clock of Eq. 33."""
-    eps = _check_eps(eps)
-    M = positive_int("M", M, minimum=2)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    # exp(M h) must reach (M-1)(sqrt(M/(M-1))/eps - 1); compare M h with its logarithm to avoid overflow.
-    target = np.log(max((M - 1) * (np.sqrt(M / (M - 1)) / eps - 1.0), 1.0)) / M
-    h, s = 0.0, 0
-    while h < target:  # a recursion: each step needs the previous one
-        h += eta_Y / ((M - 1) + np.exp(M * h))
-        s += 1
-    return s
-
-
-def residual_time(eps, M: int, eta_Y: float):
-    """The time t at which the continuous clock h(t) of Eq. 45 gives ||e_n - alpha_n|| = eps: with
-    x = exp(M h) = (M-1)(sqrt(M/(M-1))/eps - 1), t = (x + (M-1) ln x - 1) / (M eta_Y) (Eq. 45 inverted).
-
-    For small eps, t ~ 1/(eps eta_Y) + ln(M/eps)/eta_Y: the sharp version of Corollary 1's
-    O(ln(M/eps)/(eps eta_Y)). Zero when eps is at least the initial residual sqrt((M-1)/M).
-    """
-    M = positive_int("M", M, minimum=2)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    eps_array = np.asarray(eps, dtype=np.float64)
-    for value in eps_array.ravel():
-        _check_eps(float(value))
-    x = np.maximum((M - 1) * (np.sqrt(M / (M - 1)) / eps_array - 1.0), 1.0)
-    t = (x + (M - 1) * np.log(x) - 1.0) / (M * eta_Y)
-    return float(t) if eps_array.ndim == 0 else t
-
-
-def uniform_class_counts(N: int, K: int, size: int, *, generator: np.random.Generator) -> np.ndarray:
-    """The class counts N_n of N batch-1 steps with classes drawn uniformly from [K] (Lemma 10), for ``size``
-    independent runs: Multinomial(N, 1/K), shape (size, K)."""
-    N = positive_int("N", N)
-    K = positive_int("K", K)
-    size = positive_int("size", size)
-    generator = _generator("generator", generator)
-    return generator.multinomial(N, np.full(K, 1.0 / K), size=size)
-
-
-def steps_until_every_class(S: int, K: int, size: int, *, generator: np.random.Generator) -> np.ndarray:
-    """The total number of batch-1 steps, with classes drawn uniformly from [K], until every class has had S
-    steps (the total training length of Corollary 1), for ``size`` independent runs."""
-    S = positive_int("S", S)
-    K = positive_int("K", K)
-    size = positive_int("size", size)
-    generator = _generator("generator", generator)
-    # The S-th visit of one class comes after K S steps on average, with standard deviation sqrt(S K (K-1)).
-    length = int(K * S + 10 * np.sqrt(S * K * (K - 1)) + 10 * K)
-    totals = np.empty(size, dtype=np.int64)
-    for run in range(size):
-        labels = generator.integers(0, K, size=length)
-        while np.bincount(labels, minlength=K).min() < S:
-            labels = np.concatenate([labels, generator.integers(0, K, size=length)])
-        totals[run] = max(np.flatnonzero(labels == n)[S - 1] for n in range(K)) + 1
-    return totals
-
-
-def class_count_theta(counts, M: int, eta_Y: float, *, discrete: bool = False) -> np.ndarray:
-    """theta_n of Lemma 12 and Theorem 5 from the class counts N_n of N steps: 1 + theta_n = h(N_n) / h(N_bar),
-    N_bar = ceil(N/K), N = sum_n N_n, with the continuous clock h of Eq. 45 (the paper's choice) or the
-    discrete h* of Eq. 33 (``discrete=True``, exact under the modified dynamics). ``counts`` is (..., K)."""
-    counts = np.asarray(counts)
-    if counts.ndim < 1 or counts.dtype.kind not in "iu" or np.any(counts < 0) or np.any(counts.sum(axis=-1) < 1):
-        raise ValueError("counts must be non-negative integer class counts (..., K) with a positive total")
-    M = positive_int("M", M, minimum=2)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    K = counts.shape[-1]
-    N_bar = -(-counts.sum(axis=-1, keepdims=True) // K)  # ceil(N / K)
-    if discrete:
-        h = decoder_clock_h_star(int(max(counts.max(), N_bar.max())), M, eta_Y)
-        return h[counts] / h[N_bar] - 1.0
-    return decoder_clock_h(counts, M, eta_Y) / decoder_clock_h(N_bar, M, eta_Y) - 1.0
-
-
-def class_count_sigma(counts, M: int, eta_Y: float) -> np.ndarray:
-    """sigma_n of Corollary 1 (Eq. 71) from the class counts N_n of N steps: with g(s) = 1/((M-1) + exp(M h(s))),
-    the continuous clock h of Eq. 45 and N_bar = ceil(N/K), 1 + sigma_n = g(N_n) / g(N_bar), so that
-    e_n - alpha_n = (M-1) g(N_bar) (1 + sigma_n) zeta_n. ``counts`` is (..., K).
-
-    exp(M h) is taken from Eq. 45, exp(M h) = M eta_Y s + 1 - (M-1) M h, which does not overflow.
-    """
-    counts = np.asarray(counts)
-    if counts.ndim < 1 or counts.dtype.kind not in "iu" or np.any(counts < 0) or np.any(counts.sum(axis=-1) < 1):
-        raise ValueError("counts must be non-negative integer class counts (..., K) with a positive total")
-    M = positive_int("M", M, minimum=2)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    N_bar = -(-counts.sum(axis=-1, keepdims=True) // counts.shape[-1])  # ceil(N / K)
-
-    def denominator(s):
-        s = np.asarray(s, dtype=np.float64)
-        return (M - 1) + M * eta_Y * s + 1.0 - (M - 1) * M * decoder_clock_h(s, M, eta_Y)
-
-    return denominator(N_bar) / denominator(counts) - 1.0
 
 
 # ---------------------------------------------------------------------------------------------------------
-# 4. Theorem 1: the structure of the back-propagated gradient
+# 3. The Syn-Medium sweep of Fig. 6
 
 
-def e_prime(E) -> np.ndarray:
-    """E' = I - (I + E)^{-1} for one (K, K) matrix or a stack (..., K, K) (App. D.1 as Lemma 14 and the
-    proofs use it; the definition printed at line 500 is not this, erratum scan_snap.E4)."""
-    E = np.asarray(E, dtype=np.float64)
-    if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.all(np.isfinite(E)):
-        raise ValueError(f"E must be a finite (..., K, K) array, got shape {E.shape}")
-    identity = np.eye(E.shape[-1])
-    return identity - np.linalg.inv(identity + E)
+@dataclass(frozen=True)
+class Fig6Grid:
+    """The grid of Fig. 6: Syn-Medium sizes ``num_last`` (K = 2 num_last classes), the rates ``eta_Z``, the
+    ratios ``eta_Y / eta_Z`` and the seeds (each run draws from ``icllib.config.rng(seed)``)."""
+
+    num_last: tuple = (1, 3, 5, 10)
+    eta_Z: tuple = (0.5, 1.0, 2.0, 3.0)
+    ratios: tuple = (1, 2, 5, 10)
+    seeds: tuple = tuple(range(1, 11))
+
+    def __post_init__(self):
+        for name in ("num_last", "eta_Z", "ratios", "seeds"):
+            object.__setattr__(self, name, non_empty(name, getattr(self, name)))
+        for value in self.eta_Z + self.ratios:
+            positive_number("eta_Z and ratios", value)
 
 
-def random_overlap_matrices(K: int, size: int, *, generator: np.random.Generator, lambda_range=(0.05, 0.9),
-                            density: float = 0.7) -> np.ndarray:
-    """``size`` random matrices shaped like E = F^T F - I: symmetric, zero diagonal, off-diagonal entries
-    uniform on [0, 1] and present with probability ``density`` (so some rows can be all zero), each rescaled
-    so that its largest eigenvalue magnitude abs(lambda_1) is uniform on ``lambda_range``. Shape (size, K, K)."""
-    K = positive_int("K", K, minimum=2)
-    size = positive_int("size", size)
-    generator = _generator("generator", generator)
-    low, high = (float(v) for v in lambda_range)
-    if not 0 < low <= high < 1:
-        raise ValueError(f"lambda_range must satisfy 0 < low <= high < 1, got {lambda_range!r}")
-    density = positive_number("density", density)
-    if density > 1:
-        raise ValueError(f"density must lie in (0, 1], got {density!r}")
-    upper = np.triu(generator.uniform(size=(size, K, K)) * (generator.uniform(size=(size, K, K)) < density), 1)
-    E = upper + upper.transpose(0, 2, 1)
-    radius = np.abs(np.linalg.eigvalsh(E)).max(axis=-1)
-    while np.any(radius == 0):  # an all-zero draw has no scale; draw it again
-        empty = radius == 0
-        fresh = np.triu(generator.uniform(size=(int(empty.sum()), K, K)), 1)
-        E[empty] = fresh + fresh.transpose(0, 2, 1)
-        radius = np.abs(np.linalg.eigvalsh(E)).max(axis=-1)
-    return E * (generator.uniform(low, high, size=size) / radius)[:, None, None]
-
-
-def e_prime_checks(E) -> dict:
-    """The statements of Lemmas 13-17, Eq. 79 and Eq. 92 (App. D.5) for a stack of symmetric zero-diagonal
-    matrices E (..., K, K) with abs(lambda_1) < 1, one number per matrix; each is <= 0 when the statement holds
-    (``*_error`` entries are deviations from an identity, 0 up to round-off):
-
-    - ``lemma13``: max abs(E_ij) - abs(lambda_1);
-    - ``lemma14_error``: max abs(E' - U^T diag(lambda/(1+lambda)) U) (E' has E's eigenvectors and eigenvalues
-      lambda/(1+lambda));
-    - ``lemma15``: max abs(lambda(E')) - abs(lambda_1) / (1 - abs(lambda_1));
-    - ``lemma16``: max E'_ii over rows with a positive off-diagonal entry (strictly negative; -inf without
-      such rows), and ``lemma16_isolated``: max abs(E'_ii) over rows without one (0);
-    - ``lemma17``: max abs(E'_nn' - E_nn') - lambda_1^2 / (1 - abs(lambda_1));
-    - ``eq79_error``: max abs(E'_ii + sum_k lambda_k^2/(1+lambda_k) u_ik^2);
-    - ``eq92_error``: max abs(sum_{k != n} E_nk E'_nk + E'_nn);
-    - ``line974_corrected`` and ``line974_printed``: max over n of min_i lambda_i^2/(1 + abs(lambda_1)) + E'_nn and
-      of min_i lambda_i^2/(1 - abs(lambda_1)) + E'_nn: the lower bound on -E'_nn used in the proof of
-      Theorem 1(a) (line 974), with the valid factor and with the printed one.
-    """
-    E = np.asarray(E, dtype=np.float64)
-    if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.allclose(E, np.swapaxes(E, -1, -2), atol=1e-14):
-        raise ValueError("E must be a stack of symmetric (K, K) matrices")
-    if np.abs(np.diagonal(E, axis1=-2, axis2=-1)).max() > 0:
-        raise ValueError("E must have a zero diagonal (E = F^T F - I with unit f_n)")
-    lam, vectors = np.linalg.eigh(E)  # E = vectors diag(lam) vectors^T; the paper's U is vectors^T
-    lam1 = np.abs(lam).max(axis=-1)
-    if np.any(lam1 >= 1):
-        raise ValueError("E must have |lambda_1| < 1")
-    Ep = e_prime(E)
-    diag_Ep = np.diagonal(Ep, axis1=-2, axis2=-1)
-    spectral = np.einsum("...ik,...k,...jk->...ij", vectors, lam / (1 + lam), vectors)
-    lam_Ep = np.linalg.eigvalsh(Ep)
-    connected = (E > 0).any(axis=-1)
-    shrink = np.einsum("...k,...ik->...i", lam**2 / (1 + lam), vectors**2)
-    off_sum = np.sum(E * Ep, axis=-1)  # E_nn = 0, so the k = n term vanishes
-    min_lam_sq = (lam**2).min(axis=-1)
-    axes = (-2, -1)
-    return {
-        "lemma13": np.abs(E).max(axis=axes) - lam1,
-        "lemma14_error": np.abs(Ep - spectral).max(axis=axes),
-        "lemma15": np.abs(lam_Ep).max(axis=-1) - lam1 / (1 - lam1),
-        "lemma16": np.where(connected, diag_Ep, -np.inf).max(axis=-1),
-        "lemma16_isolated": np.where(connected, 0.0, np.abs(diag_Ep)).max(axis=-1),
-        "lemma17": np.abs(Ep - E).max(axis=axes) - lam1**2 / (1 - lam1),
-        "eq79_error": np.abs(diag_Ep + shrink).max(axis=-1),
-        "eq92_error": np.abs(off_sum + diag_Ep).max(axis=-1),
-        "line974_corrected": ((min_lam_sq / (1 + lam1))[..., None] + diag_Ep).max(axis=-1),
-        "line974_printed": ((min_lam_sq / (1 - lam1))[..., None] + diag_Ep).max(axis=-1),
-    }
-
-
-def _check_F(F) -> np.ndarray:
-    F = np.asarray(F, dtype=np.float64)
-    if F.ndim != 2 or F.shape[1] > F.shape[0] or np.any(F < 0):
-        raise ValueError("F must be an (M, K) non-negative array with K <= M")
-    if not np.allclose(np.linalg.norm(F, axis=0), 1.0, atol=1e-12):
-        raise ValueError("the columns f_n of F must have unit norm")
-    return F
-
-
-def decoder_in_span(F, *, eta_Y: float, steps: int, update: str, generator: np.random.Generator):
-    """Run the decoder dynamics with fixed F (Assumption 1(c)) from Y(0) = 0, keeping Y = F A in span(F).
-
-    ``update="modified"`` is Eq. 26 (A += eta_Y (I - E') e_n (e_n - alpha_n)^T), ``update="plain"`` is Eq. 7
-    (A += eta_Y e_n (e_n - alpha_n)^T); alpha_n = softmax(w_n), W = F^T Y (Eq. 25); class n predicts token n.
-    Classes are drawn uniformly, batch 1. Returns (A, counts): A is (K, M), counts the per-class step counts.
-    """
-    F = _check_F(F)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    steps = positive_int("steps", steps)
-    if update not in ("modified", "plain"):
-        raise ValueError(f"update must be 'modified' or 'plain', got {update!r}")
-    generator = _generator("generator", generator)
-    M, K = F.shape
-    gram = F.T @ F
-    mix = np.linalg.inv(gram) if update == "modified" else np.eye(K)  # I - E' = (I + E)^{-1}
-    A = np.zeros((K, M))
-    classes = generator.integers(0, K, size=steps)
-    for n in classes:  # SGD with batch 1 is sequential
-        w_n = gram[n] @ A
-        residual = -_softmax(w_n)
-        residual[n] += 1.0
-        A += eta_Y * np.outer(mix[:, n], residual)
-    return A, np.bincount(classes, minlength=K)
-
-
-def span_coefficients(F, A) -> np.ndarray:
-    """coef[n] = A (e_n - alpha_n) with W = F^T F A and alpha_n = softmax(w_n): the back-propagated gradient of
-    class n is g_n = Y (e_n - alpha_n) = F coef[n] = gamma (iota_n f_n - sum_n' beta_nn' f_n') (Eq. 9)."""
-    F = _check_F(F)
-    A = np.asarray(A, dtype=np.float64)
-    M, K = F.shape
-    if A.shape != (K, M):
-        raise ValueError(f"A must have shape ({K}, {M}), got {A.shape}")
-    residuals = -_softmax(F.T @ F @ A)
-    residuals[np.arange(K), np.arange(K)] += 1.0
-    return residuals @ A.T
-
-
-def theorem1_coefficients(F, *, eta_Y: float, steps: int, update: str, generator: np.random.Generator):
-    """:func:`decoder_in_span` followed by :func:`span_coefficients`: returns (coef, counts) with
-    g_n = F coef[n] the back-propagated gradient of class n after ``steps`` steps."""
-    A, counts = decoder_in_span(F, eta_Y=eta_Y, steps=steps, update=update, generator=generator)
-    return span_coefficients(F, A), counts
-
-
-def theorem5_coefficients(F, counts, eta_Y: float):
-    """Theorem 5 (Eq. 70) from the class counts N_n: Y = F (I - E') (I + Theta) W_bar(N) = F A, with
-    W_bar rows (M-1) h*(N_bar) zeta_n and 1 + theta_n = h*(N_n)/h*(N_bar) (:func:`class_count_theta`,
-    discrete clock). Returns (A, theta); A is (K, M), compared with :func:`decoder_in_span` (Y itself is M x M)."""
-    F = _check_F(F)
-    M, K = F.shape
-    counts = np.asarray(counts)
-    if counts.shape != (K,):
-        raise ValueError(f"counts must hold the {K} class counts, got shape {counts.shape}")
-    eta_Y = positive_number("eta_Y", eta_Y)
-    theta = class_count_theta(counts, M, eta_Y, discrete=True)
-    N_bar = -(-int(counts.sum()) // K)
-    zeta = M / (M - 1) * (np.eye(K, M) - 1.0 / M)  # rows zeta_n, n < K
-    W_bar = (M - 1) * decoder_clock_h_star(N_bar, M, eta_Y)[N_bar] * zeta
-    A = np.linalg.inv(F.T @ F) @ ((1 + theta)[:, None] * W_bar)  # I - E' = (I + E)^{-1}
-    return A, theta
-
-
-# ---------------------------------------------------------------------------------------------------------
-# 5. Scan: the long-sequence dynamics of Z (Eq. 10, Theorems 2-3)
-
-
-def normalised_attention(P, z) -> np.ndarray:
-    """f_n = c_n / ||c_n|| for every class, c_n of Eq. 5 with logits z (one query token)."""
-    c = P * np.exp(z - z.max())
-    return c / np.linalg.norm(c, axis=1, keepdims=True)
-
-
-def population_zdot(P, z, *, gamma: float, eta_Z: float, class_weight: float = 1.0):
-    """dz/dt of Eq. 10 for one query token shared by all classes, with beta = E' of the current F (Theorem 1):
-
-    dz/dt = eta_Z gamma w sum_n diag(f_n) sum_{n' != n} beta_nn' (f_n f_n^T - I) f_n'.
-
-    ``class_weight`` w is 1 for the literal Eq. 10 and 1/K for the expectation over uniform classes (Eq. 10 omits the class probability).
-    Returns (zdot, xi) with xi_n = gamma sum_{n' != n} beta_nn' f_n^T f_n' (Theorem 1(a)).
-    """
-    F = normalised_attention(P, z).T  # (M, K)
-    gram = F.T @ F
-    K = gram.shape[0]
-    beta = np.eye(K) - np.linalg.inv(gram)
-    np.fill_diagonal(beta, 0.0)
-    pushed = F @ beta.T  # column n: sum_{n'} beta_nn' f_n'
-    overlap = np.sum(F * pushed, axis=0)  # f_n^T sum beta f_n'
-    zdot = eta_Z * gamma * class_weight * np.sum(F * (F * overlap - pushed), axis=1)
-    return zdot, gamma * overlap
-
-
-def integrate_scan(P, t_eval, *, K_clock: int, M_decoder: int, eta_Y: float, eta_Z: float,
-                   class_weight: float = 1.0, z0=None):
-    """Integrate Eq. 10 with gamma(t) of Eq. 85 (continuous h) and B_n(t) = eta_Z int_0^t xi_n alongside.
-
-    Returns (z, B, zdot, xi) at ``t_eval``, shapes (len(t), M), (len(t), K), (len(t), M), (len(t), K).
-    """
-    P = np.asarray(P, dtype=np.float64)
-    if P.ndim != 2 or np.any(P < 0) or not np.allclose(P.sum(axis=1), 1.0, atol=1e-12):
-        raise ValueError("P must be a (K, M) array of distributions")
-    eta_Z = positive_number("eta_Z", eta_Z)
-    t_eval = np.asarray(t_eval, dtype=np.float64)
-    K, M = P.shape
-    z0 = np.zeros(M) if z0 is None else np.asarray(z0, dtype=np.float64)
-
-    def rhs(t, state):
-        gamma = float(speed_control_gamma(t, K_clock, M_decoder, eta_Y))
-        zdot, xi = population_zdot(P, state[:M], gamma=gamma, eta_Z=eta_Z, class_weight=class_weight)
-        return np.concatenate([zdot, eta_Z * class_weight * xi])
-
-    solution = solve_ivp(rhs, (0.0, float(t_eval[-1])), np.concatenate([z0, np.zeros(K)]), method="LSODA",
-                         t_eval=t_eval, rtol=1e-10, atol=1e-12)
-    if not solution.success:
-        raise RuntimeError(f"the scan ODE failed: {solution.message}")
-    z, B = solution.y[:M].T, solution.y[M:].T
-    derivatives = [population_zdot(P, zi, gamma=float(speed_control_gamma(t, K_clock, M_decoder, eta_Y)),
-                                   eta_Z=eta_Z, class_weight=class_weight) for t, zi in zip(t_eval, z)]
-    zdot = np.array([d[0] for d in derivatives])
-    xi = np.array([d[1] for d in derivatives])
-    return z, B, zdot, xi
-
-
-# ---------------------------------------------------------------------------------------------------------
-# 6. Snap: Theorem 4
-
-
-def snap_Gamma(t, K: int, M: int, eta_Y: float, eta_Z: float):
-    """Gamma(t) = eta_Z int_0^t gamma = (eta_Z/eta_Y) K (M-1)^2 h^2(t/K) / 2 (Eq. 124-128)."""
-    K = positive_int("K", K)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    eta_Z = positive_number("eta_Z", eta_Z)
-    h = decoder_clock_h(np.asarray(t, dtype=np.float64) / K, M, eta_Y)
-    return eta_Z / eta_Y * K * (M - 1) ** 2 * h**2 / 2.0
-
-
-def snap_B(t, K: int, M: int, eta_Y: float, eta_Z: float, C0: float = 1.0):
-    """B_n(t) of Theorem 4 with the corrected constant (erratum scan_snap.E1): B = (1/4) ln(1 + 4 Gamma(t) / C0).
-
-    The paper prints (1/4) ln(C0 + 4 Gamma) (Eq. 129), which drops -(1/4) ln C0; both agree for C0 = 1.
-    """
-    C0 = positive_number("C0", C0)
-    return 0.25 * np.log1p(4.0 * snap_Gamma(t, K, M, eta_Y, eta_Z) / C0)
-
-
-def snap_B_ode(t_eval, K: int, M: int, eta_Y: float, eta_Z: float, C0: float = 1.0) -> np.ndarray:
-    """B(t) from the ODE dB/dt = C0^{-1} eta_Z gamma(t) exp(-4 B), B(0) = 0 (Eq. 13 with z = -B)."""
-    C0 = positive_number("C0", C0)
-    eta_Z = positive_number("eta_Z", eta_Z)
-    t_eval = np.asarray(t_eval, dtype=np.float64)
-
-    def rhs(t, B):
-        return eta_Z * speed_control_gamma(t, K, M, eta_Y) * np.exp(-4.0 * B) / C0
-
-    solution = solve_ivp(rhs, (0.0, float(t_eval[-1])), [0.0], method="LSODA", t_eval=t_eval,
-                         rtol=1e-11, atol=1e-13)
-    if not solution.success:
-        raise RuntimeError(f"the snap ODE failed: {solution.message}")
-    return solution.y[0]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# 7. The Syn-Medium sweep of Fig. 6
+#: The paper's Fig. 6 (4 sizes x 4 eta_Z x 4 ratios x 10 seeds = 640 runs), the grid of the authors' numbers.
+FIG6 = Fig6Grid()
 
 
 # The authors' released Fig. 6 statistics (facebookresearch/luckmatters, ssl/real-dataset/scan_snap/
 # figure_6_data.pkl, re-tabulated in shared/reference/scan_snap_fig6_authors.json): mean and standard
-# deviation over 10 seeds of distinct_token_entropy, indexed [num_last, eta_Z, eta_Y/eta_Z] on the grids below.
-FIG6_NUM_LAST = (1, 3, 5, 10)
-FIG6_ETA_Z = (0.5, 1.0, 2.0, 3.0)
-FIG6_RATIOS = (1, 2, 5, 10)
+# deviation over 10 seeds of distinct_token_entropy, indexed [num_last, eta_Z, eta_Y/eta_Z] on the grid FIG6.
 FIG6_AUTHORS_MEAN = np.array([
     [  # num_last = 1
         [1.971, 2.007, 2.066, 2.092],  # eta_Z = 0.5
@@ -1029,49 +585,34 @@ FIG6_AUTHORS_STD = np.array([
 class SweepResult:
     """Final attention statistics of a grid of :func:`train_yz` runs on Syn-Medium.
 
-    ``entropy[i, j, k, s]`` is :func:`distinct_token_entropy` for num_last_values[i], eta_Z_values[j],
-    ratios[k] (eta_Y = ratio eta_Z) and seeds[s]; ``attention[i]`` holds the final c_n of those runs,
-    shape (len(eta_Z), len(ratios), len(seeds), K, M) for that size.
+    ``entropy[i, j, k, s]`` is :func:`distinct_token_entropy` for ``grid.num_last[i]``, ``grid.eta_Z[j]``,
+    ``grid.ratios[k]`` (eta_Y = ratio eta_Z) and ``grid.seeds[s]``; ``attention[i]`` holds the final c_n of
+    those runs, shape (len(eta_Z), len(ratios), len(seeds), K, M) for that size.
     """
 
-    num_last_values: tuple
-    eta_Z_values: tuple
-    ratios: tuple
-    seeds: tuple
+    grid: Fig6Grid
     entropy: np.ndarray
     attention: list
 
 
-def fig6_sweep(num_last_values, eta_Z_values, ratios, seeds, *, steps: int = 100, batch_size: int = 128,
-               T: int = 128) -> SweepResult:
-    """Train Y/Z on Syn-Medium for every (size, eta_Z, eta_Y/eta_Z, seed) with the authors' Fig. 6 settings:
-    PyTorch default init, SGD momentum 0.9, batch 128, T = 128, 100 iterations."""
-    from icllib.config import progress
-
-    grids = {}
-    for name, values in (("num_last_values", num_last_values), ("eta_Z_values", eta_Z_values),
-                         ("ratios", ratios), ("seeds", seeds)):
-        values = tuple(values)
-        if not values:
-            raise ValueError(f"{name} must not be empty")
-        grids[name] = values
-    for value in grids["eta_Z_values"] + grids["ratios"]:
-        positive_number("eta_Z_values and ratios", value)
-    entropy = np.empty(tuple(len(v) for v in grids.values()))
-    attention = []
-    runs = [(i, j, k, s) for i in range(len(grids["num_last_values"])) for j in range(len(grids["eta_Z_values"]))
-            for k in range(len(grids["ratios"])) for s in range(len(grids["seeds"]))]
-    specs = [syn_medium(n) for n in grids["num_last_values"]]
-    for spec in specs:
-        attention.append(np.empty((len(grids["eta_Z_values"]), len(grids["ratios"]), len(grids["seeds"]),
-                                   spec.K, spec.M)))
+def fig6_sweep(grid: Fig6Grid = FIG6, *, run: RunSize = AUTHORS_RUN) -> SweepResult:
+    """Train Y/Z on Syn-Medium for every (size, eta_Z, eta_Y/eta_Z, seed) of ``grid`` with the authors' Fig. 6
+    settings: PyTorch default init, SGD momentum 0.9, and the run size :data:`AUTHORS_RUN`."""
+    if not isinstance(grid, Fig6Grid):
+        raise ValueError(f"grid must be a Fig6Grid (e.g. FIG6), got {grid!r}")
+    axes = (grid.num_last, grid.eta_Z, grid.ratios, grid.seeds)
+    entropy = np.empty(tuple(len(values) for values in axes))
+    runs = [(i, j, k, s) for i in range(len(grid.num_last)) for j in range(len(grid.eta_Z))
+            for k in range(len(grid.ratios)) for s in range(len(grid.seeds))]
+    specs = [syn_medium(n) for n in grid.num_last]
+    attention = [np.empty((len(grid.eta_Z), len(grid.ratios), len(grid.seeds), spec.K, spec.M)) for spec in specs]
     for i, j, k, s in progress(runs, total=len(runs), desc="Fig. 6 sweep"):
-        eta_Z = grids["eta_Z_values"][j]
-        result = train_yz(specs[i], eta_Y=grids["ratios"][k] * eta_Z, eta_Z=eta_Z, steps=steps,
-                          batch_size=batch_size, T=T, init="default", seed=grids["seeds"][s])
+        eta_Z = grid.eta_Z[j]
+        result = train_yz(specs[i], eta_Y=grid.ratios[k] * eta_Z, eta_Z=eta_Z, run=run, init="default",
+                          generator=rng(grid.seeds[s]))
         entropy[i, j, k, s] = distinct_token_entropy(specs[i], result.Z)
         attention[i][j, k, s] = attention_distribution(specs[i], result.Z)
-    return SweepResult(entropy=entropy, attention=attention, **grids)
+    return SweepResult(grid=grid, entropy=entropy, attention=attention)
 
 
 def distinct_token_recall(spec: SequenceClasses, attention, thresholds) -> np.ndarray:
@@ -1085,194 +626,3 @@ def distinct_token_recall(spec: SequenceClasses, attention, thresholds) -> np.nd
     above = attention[..., None] >= thresholds
     hits = np.sum(above & spec.distinct[..., None], axis=-2) / spec.distinct.sum(axis=1)[:, None]
     return hits.mean(axis=-2)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# 8. Real text (Sec. 8 and App. G): the tutorial transformer and the Y/Z model as causal language models
-
-
-def _torch():
-    import torch
-
-    return torch
-
-
-def make_transformer_lm(vocab_size: int, *, d_model: int, d_hidden: int, n_layers: int, dropout: float,
-                        seed: int):
-    """The language model of the authors' Fig. 7 notebook (the PyTorch transformer tutorial): embeddings scaled
-    by sqrt(d), sinusoidal positional encoding, ``n_layers`` post-LN encoder layers with one head and a causal
-    mask, a linear decoder. Positional encoding breaks Assumption 1(a) (note scan_snap.N11)."""
-    torch = _torch()
-    for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("d_hidden", d_hidden),
-                        ("n_layers", n_layers)):
-        positive_int(name, value)
-    if not 0 <= dropout < 1:
-        raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
-    torch.manual_seed(positive_int("seed", seed, minimum=0))
-
-    class TransformerLM(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.d_model = d_model
-            self.embedding = torch.nn.Embedding(vocab_size, d_model)
-            self.dropout = torch.nn.Dropout(dropout)
-            position = torch.arange(4096).unsqueeze(1)
-            frequency = torch.exp(torch.arange(0, d_model, 2) * (-np.log(10000.0) / d_model))
-            encoding = torch.zeros(4096, d_model)
-            encoding[:, 0::2] = torch.sin(position * frequency)
-            encoding[:, 1::2] = torch.cos(position * frequency)
-            self.register_buffer("positional", encoding)
-            self.layers = torch.nn.ModuleList(
-                torch.nn.TransformerEncoderLayer(d_model, 1, d_hidden, dropout, batch_first=True)
-                for _ in range(n_layers))
-            self.decoder = torch.nn.Linear(d_model, vocab_size)
-            torch.nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
-            torch.nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
-            torch.nn.init.zeros_(self.decoder.bias)
-
-        def embed(self, tokens):  # tokens: (batch, length)
-            x = self.embedding(tokens) * np.sqrt(self.d_model) + self.positional[: tokens.shape[1]]
-            return self.dropout(x)
-
-        def forward(self, tokens):
-            mask = torch.nn.Transformer.generate_square_subsequent_mask(tokens.shape[1])
-            x = self.embed(tokens)
-            for layer in self.layers:
-                x = layer(x, src_mask=mask, is_causal=True)
-            return self.decoder(x)
-
-        def first_layer_attention(self, tokens):
-            """Attention weights of the first layer, (batch, length, length), rows over the causal past."""
-            mask = torch.nn.Transformer.generate_square_subsequent_mask(tokens.shape[1])
-            x = self.embed(tokens)
-            return self.layers[0].self_attn(x, x, x, attn_mask=mask, need_weights=True)[1]
-
-    return TransformerLM()
-
-
-def attention_row_entropy(weights, *, min_row: int = 5) -> float:
-    """Mean Shannon entropy (nats) of attention rows ``min_row`` and later (short causal rows are trivially
-    peaked); ``weights`` is (..., length, length) with rows summing to 1."""
-    torch = _torch()
-    weights = torch.as_tensor(weights)
-    rows = weights[..., min_row:, :]
-    return float(-(rows * torch.log(rows.clamp_min(1e-30))).sum(dim=-1).mean())
-
-
-def train_transformer_lm(model, train_source, valid_source, *, steps: int, lr: float, lr_ffn: float | None = None,
-                         bptt: int = 35, clip: float = 0.5, record_every: int = 50, probe=None):
-    """Plain SGD at constant learning rate (``lr_ffn`` for the feed-forward layers, as in the authors' Fig. 7
-    run), gradient-norm clipping, cycling over the training stream in bptt windows.
-
-    Records, every ``record_every`` steps, the first-layer attention entropy on ``probe`` (a (batch, length)
-    array of token ids, evaluated without dropout) and returns (steps, entropies, validation attention entropy
-    at the end, validation loss at the end).
-    """
-    torch = _torch()
-    from icllib.config import progress
-
-    steps = positive_int("steps", steps)
-    lr = positive_number("lr", lr)
-    lr_ffn = lr if lr_ffn is None else positive_number("lr_ffn", lr_ffn)
-    ffn = [p for name, p in model.named_parameters() if ".linear" in name]
-    ffn_ids = {id(p) for p in ffn}
-    rest = [p for p in model.parameters() if id(p) not in ffn_ids]
-    optimiser = torch.optim.SGD([{"params": rest, "lr": lr}, {"params": ffn, "lr": lr_ffn}])
-    probe = torch.as_tensor(probe if probe is not None else valid_source[:bptt].T)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def probe_entropy():
-        model.eval()
-        with torch.no_grad():
-            value = attention_row_entropy(model.first_layer_attention(probe))
-        model.train()
-        return value
-
-    recorded_steps, entropies = [0], [probe_entropy()]
-    windows = []
-    step = 0
-    model.train()
-    for step in progress(range(1, steps + 1), total=steps, desc="LM training"):
-        if not windows:
-            windows = list(bptt_windows_torch(train_source, bptt))[::-1]
-        inputs, targets = windows.pop()
-        optimiser.zero_grad()
-        logits = model(inputs)
-        loss = loss_fn(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        optimiser.step()
-        if step % record_every == 0 or step == steps:
-            recorded_steps.append(step)
-            entropies.append(probe_entropy())
-    model.eval()
-    with torch.no_grad():
-        valid_entropy, valid_loss, count = 0.0, 0.0, 0
-        for inputs, targets in bptt_windows_torch(valid_source, bptt):
-            if inputs.shape[1] <= 5:
-                continue
-            valid_entropy += attention_row_entropy(model.first_layer_attention(inputs))
-            logits = model(inputs)
-            valid_loss += float(loss_fn(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)))
-            count += 1
-    return np.array(recorded_steps), np.array(entropies), valid_entropy / count, valid_loss / count
-
-
-def bptt_windows_torch(source, bptt: int):
-    """(inputs, targets) as (batch, length) int64 tensors from a batchified (steps, batch) source."""
-    torch = _torch()
-    source = np.asarray(source)
-    for start in range(0, source.shape[0] - 1, bptt):
-        length = min(bptt, source.shape[0] - 1 - start)
-        yield (torch.as_tensor(source[start:start + length].T.copy()),
-               torch.as_tensor(source[start + 1:start + 1 + length].T.copy()))
-
-
-def yz_text_logits(Y, Z, tokens):
-    """The Y/Z model as a causal language model (the authors' ``decoder_wiki_yz``): position t attends to the
-    positions s < t with logits Z[x_t, x_s] (itself excluded, as the query in Eq. 1), mixes their one-hot
-    vectors, l2-normalises the mixture and decodes with Y^T. Returns logits (batch, length - 1, V) for the
-    next token of positions 1..length-1, and the attention (batch, length - 1, length)."""
-    torch = _torch()
-    batch, length = tokens.shape
-    scores = Z[tokens[:, :, None], tokens[:, None, :]]  # (batch, query t, key s)
-    past = torch.tril(torch.ones(length, length, dtype=torch.bool), diagonal=-1)
-    b = torch.softmax(scores.masked_fill(~past, float("-inf"))[:, 1:], dim=-1)  # query position 0 has no past
-    same = tokens[:, :, None] == tokens[:, None, :]  # (batch, s, s')
-    norm_sq = torch.einsum("bts,bsr,btr->bt", b, same.to(b.dtype), b)  # ||X^T b||^2 with repeated tokens
-    mixed = torch.einsum("bts,bsv->btv", b, Y[tokens])  # Y^T (X^T b), rows of Y gathered
-    return mixed / norm_sq.sqrt()[..., None], b
-
-
-def train_yz_text(train_source, valid_source, vocab_size: int, *, eta_Y: float, eta_Z: float, steps: int,
-                  bptt: int = 35, seed: int = 0, momentum: float = 0.0):
-    """Train the Y/Z causal language model of :func:`yz_text_logits` from Y = Z = 0 with SGD (separate rates
-    eta_Y and eta_Z) and return the mean attention-row entropy (rows >= 5) and the loss on validation."""
-    torch = _torch()
-    vocab_size = positive_int("vocab_size", vocab_size, minimum=2)
-    eta_Y = positive_number("eta_Y", eta_Y)
-    eta_Z = positive_number("eta_Z", eta_Z)
-    steps = positive_int("steps", steps)
-    positive_int("seed", seed, minimum=0)
-    Y = torch.zeros(vocab_size, vocab_size, dtype=torch.float64, requires_grad=True)
-    Z = torch.zeros(vocab_size, vocab_size, dtype=torch.float64, requires_grad=True)
-    optimiser = torch.optim.SGD([{"params": [Y], "lr": eta_Y}, {"params": [Z], "lr": eta_Z}], momentum=momentum)
-    windows = list(bptt_windows_torch(train_source, bptt))
-    order = np.random.default_rng(seed).permutation(len(windows))
-    for step in range(steps):
-        inputs, _ = windows[order[step % len(windows)]]
-        logits, _ = yz_text_logits(Y, Z, inputs)
-        loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, vocab_size), inputs[:, 2:].reshape(-1))
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-    with torch.no_grad():
-        entropies, losses = [], []
-        for inputs, _ in bptt_windows_torch(valid_source, bptt):
-            if inputs.shape[1] <= 7:
-                continue
-            logits, b = yz_text_logits(Y, Z, inputs)
-            losses.append(float(torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, vocab_size),
-                                                                  inputs[:, 2:].reshape(-1))))
-            entropies.append(attention_row_entropy(b[:, :, :], min_row=5))
-    return float(np.mean(entropies)), float(np.mean(losses))

@@ -1,9 +1,15 @@
-"""Input checks shared by the chapter modules: a bad argument raises ``ValueError`` naming it."""
+"""Input checks shared by the chapter modules: a bad argument raises ``ValueError`` naming it.
+
+Each check takes the parameter's name first and returns the value in the form the caller works with, so
+that a public function opens with one line per argument, e.g.
+``D = even_int("D", D, why="Eq. 2")`` or ``generator = torch_generator_arg("generator", generator)``.
+"""
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -15,6 +21,22 @@ def positive_int(name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
+def even_int(name: str, value, minimum: int = 2, *, why: str = "") -> int:
+    """``value`` as an ``int`` if it is an even integer of at least ``minimum``; ``why`` cites the reason."""
+    value = positive_int(name, value, minimum)
+    if value % 2:
+        raise ValueError(f"{name} must be even{f' ({why})' if why else ''}, got {value}")
+    return value
+
+
+def power_of_two(name: str, value, minimum: int = 1, *, why: str = "") -> int:
+    """``value`` as an ``int`` if it is a power of two of at least ``minimum``; ``why`` cites the reason."""
+    value = positive_int(name, value, minimum)
+    if value & (value - 1):
+        raise ValueError(f"{name} must be a power of two{f' ({why})' if why else ''}, got {value}")
+    return value
+
+
 def positive_number(name: str, value, *, allow_zero: bool = False) -> float:
     """``value`` as a ``float`` if it is finite and positive (or zero, with ``allow_zero``)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
@@ -23,3 +45,90 @@ def positive_number(name: str, value, *, allow_zero: bool = False) -> float:
     if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         raise ValueError(f"{name} must be finite and {'>= 0' if allow_zero else '> 0'}, got {value!r}")
     return number
+
+
+def one_of(name: str, value, allowed: Iterable):
+    """``value`` itself if it is one of ``allowed`` (e.g. the names of an optimiser)."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value
+
+
+def real_array(name: str, value) -> np.ndarray:
+    """``value`` as a finite float64 array (a scalar gives a 0-d array)."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number or array, got {value!r}") from None
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return array
+
+
+def torch_generator_arg(name: str, value):
+    """``value`` itself if it is a ``torch.Generator`` (make one with :func:`icllib.config.torch_generator`)."""
+    import torch
+
+    if not isinstance(value, torch.Generator):
+        raise ValueError(f"{name} must be a torch.Generator (icllib.config.torch_generator), "
+                         f"got {type(value).__name__}")
+    return value
+
+
+def numpy_generator_arg(name: str, value) -> np.random.Generator:
+    """``value`` itself if it is a ``numpy.random.Generator`` (make one with :func:`icllib.config.rng`)."""
+    if not isinstance(value, np.random.Generator):
+        raise ValueError(f"{name} must be a numpy.random.Generator (icllib.config.rng), "
+                         f"got {type(value).__name__}")
+    return value
+
+
+def tensor_arg(name: str, value, *, shape: tuple | None = None, min_ndim: int = 0, what: str = ""):
+    """``value`` itself if it is a ``torch.Tensor`` with at least ``min_ndim`` axes and, if given, exactly
+    ``shape``; ``what`` describes the expected shape in the message (e.g. ``"(..., 2N+1, 2D)"``)."""
+    import torch
+
+    if (not isinstance(value, torch.Tensor) or value.ndim < min_ndim
+            or (shape is not None and tuple(value.shape) != tuple(shape))):
+        expected = what or (f"of shape {tuple(shape)}" if shape is not None else f"with >= {min_ndim} axes")
+        raise ValueError(f"{name} must be a tensor {expected}, got {getattr(value, 'shape', value)!r}")
+    return value
+
+
+def square_matrices(name: str, value, *, what: str = "(..., n, n)"):
+    """``value`` itself if it is a tensor of square matrices (at least two axes, the last two equal)."""
+    tensor_arg(name, value, min_ndim=2, what=f"of square matrices {what}")
+    if value.shape[-1] != value.shape[-2]:
+        raise ValueError(f"{name} must be a tensor of square matrices {what}, got {tuple(value.shape)!r}")
+    return value
+
+
+def non_empty(name: str, values) -> tuple:
+    """``values`` as a tuple if it holds at least one element."""
+    values = tuple(values)
+    if not values:
+        raise ValueError(f"{name} must not be empty")
+    return values
+
+
+def int_array(name: str, value, minimum: int = 1) -> np.ndarray:
+    """``value`` (a scalar or an array) as a float64 array of integers, each at least ``minimum``; floats
+    that are whole numbers count as integers."""
+    message = f"{name} must be an integer >= {minimum} (or an array of them), got {value!r}"
+    if isinstance(value, bool):
+        raise ValueError(message)
+    array = np.asarray(value)
+    if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+        array = array.astype(np.int64)
+    if array.dtype.kind not in "iu" or np.any(array < minimum):
+        raise ValueError(message)
+    return array.astype(np.float64)
+
+
+def fraction(name: str, value, *, upper: float = 1.0) -> float:
+    """``value`` as a ``float`` if it lies in the open interval ``(0, upper)`` (a probability, a tolerance)."""
+    value = positive_number(name, value)
+    if value >= upper:
+        raise ValueError(f"{name} must lie in (0, {upper:g}), got {value!r}")
+    return value

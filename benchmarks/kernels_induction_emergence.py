@@ -6,16 +6,17 @@ import math
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from icllib import induction as ih
+from icllib import induction_common as ic
+from icllib import induction_emergence as ie
 
 FLOW_N = [2**k for k in range(1, 13)]
 GD_N = [2, 4, 8, 16, 32, 64]
-GD_ETA = 100 / 256
+GD_ETA = ie.APP_F.eta
 
 
 def flow_fast():
     """The chapter's solver: LSODA (stiff-aware) with the closed form inlined for scalars, event location."""
-    return [ih.crossing_times(N) for N in FLOW_N]
+    return [ie.crossing_times(N) for N in FLOW_N]
 
 
 def flow_reference():
@@ -31,10 +32,10 @@ def flow_reference():
             event = (lambda t, y, i=index: y[i] - 0.5)
             event.direction = 1.0
             events.append(event)
-        loss_event = (lambda t, y, N=N: float(ih.three_param_loss(y[0], y[1], y[2], N)) - 0.5)
+        loss_event = (lambda t, y, N=N: float(ic.three_param_loss(y[0], y[1], y[2], N)) - 0.5)
         loss_event.direction = -1.0
-        solution = solve_ivp(lambda t, y, N=N: ih.three_param_flow(y, N), (0.0, 3.5 * N * N + 20.0), np.zeros(3),
-                             method="LSODA", rtol=ih.RTOL, atol=ih.ATOL, events=events + [loss_event])
+        solution = solve_ivp(lambda t, y, N=N: ie.three_param_flow(y, N), (0.0, 3.5 * N * N + 20.0), np.zeros(3),
+                             method="LSODA", rtol=ie.RTOL, atol=ie.ATOL, events=events + [loss_event])
         first = [float(times[0]) if times.size else math.inf for times in solution.t_events]
         results.append(dict(zip(("alpha", "beta", "gamma", "loss"), first)))
     return results
@@ -42,12 +43,12 @@ def flow_reference():
 
 def gd_fast():
     """Gradient descent for all N at once (one vectorised update per step)."""
-    return ih.gradient_descent_times(GD_N, GD_ETA)
+    return ie.gradient_descent_times(GD_N, eta=GD_ETA)
 
 
 def gd_reference():
     """The same gradient descent, one N at a time."""
-    runs = [ih.gradient_descent_times([N], GD_ETA) for N in GD_N]
+    runs = [ie.gradient_descent_times([N], eta=GD_ETA) for N in GD_N]
     return np.concatenate([steps for steps, _ in runs]), np.concatenate([diverged for _, diverged in runs])
 
 

@@ -1,0 +1,433 @@
+"""The chapter ``induction_subspace``: the 19-dimensional subspace of Theorem 1 (Musat 2025,
+``musat2025induction``, Sec. 4, App. A, App. C-E).
+
+Read top to bottom:
+
+1. the subspace: the basis of Eqs. 6-8 flattened to R^{28 D^2} (Sec. 4), coordinates, projection, residual;
+2. the group of data rotations of App. A.2-A.5, its action on data and on weights, Propositions 1, 2 and 4
+   in exact arithmetic, and a finite set of rotations that averages exactly like the Haar measure;
+3. SGD from zero on the full matrices, on the three induction-head parameters, or on symmetrised batches
+   (App. C-D);
+4. the standard two-layer attention-only transformer of Sec. 2 (App. E), its task and its training.
+
+The model of Eq. 1, the task and the structured weights are in :mod:`icllib.induction_common`.
+
+A triple (W1, W2, W3) is flattened to one vector of R^{28 D^2} (Sec. 4). The 19 basis triples B_k place an
+I or an M in one D x D block (Eqs. 6-8); they are Frobenius-orthogonal with ||B_k||_F^2 = D (<I, M> = tr M
+= 0), so the coordinates are c_k = <W, B_k>/D and the orthogonal projection is Pi(W) = sum_k c_k B_k.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from icllib.config import progress
+from icllib.induction_common import (INDUCTION_INDICES, PSEUDO_PARAMETERS, DisentangledTransformer, haar_rows,
+                                     causal_softmax, disentangled_forward, rotation_M, sample_icl_batch,
+                                     structured_weights, weight_triple_D)
+from icllib.validation import (even_int, one_of, positive_int, positive_number, power_of_two, square_matrices,
+                               tensor_arg, torch_generator_arg)
+
+
+def _data_pair(X, y, D: int):
+    """Check a batch ``X (..., 2N+1, 2D)`` with its targets ``y (..., D)``."""
+    if not isinstance(X, torch.Tensor) or X.ndim < 2 or X.shape[-1] != 2 * D:
+        raise ValueError(f"X must be a tensor (..., 2N+1, {2 * D}), got {getattr(X, 'shape', X)!r}")
+    tensor_arg("y", y, shape=tuple(X.shape[:-2]) + (D,))
+
+
+# ---------------------------------------------------------------------------------------------------
+# 1. The 19-dimensional subspace (Theorem 1, Sec. 4)
+
+
+def parameter_count(D: int) -> int:
+    """Number of raw parameters of Eq. 1: ``4D^2 + 16D^2 + 8D^2 = 28 D^2`` (Sec. 4, line 114)."""
+    D = positive_int("D", D, 2)
+    return sum(W.numel() for W in DisentangledTransformer(D).parameters())
+
+
+def flatten_weights(W1, W2, W3) -> torch.Tensor:
+    """The parameter vector ``[vec W1 | vec W2 | vec W3]`` of Sec. 4 (length 28 D^2)."""
+    weight_triple_D(W1, W2, W3)
+    return torch.cat([W1.reshape(-1), W2.reshape(-1), W3.reshape(-1)])
+
+
+def unflatten_weights(vector: torch.Tensor, D: int):
+    """Inverse of :func:`flatten_weights`."""
+    D = positive_int("D", D, 2)
+    tensor_arg("vector", vector, shape=(28 * D * D,))
+    W1, W2, W3 = torch.split(vector, [4 * D * D, 16 * D * D, 8 * D * D])
+    return W1.reshape(2 * D, 2 * D), W2.reshape(4 * D, 4 * D), W3.reshape(8 * D, D)
+
+
+def subspace_basis(D: int) -> torch.Tensor:
+    """The 19 basis triples of Eqs. 6-8, flattened: a ``(19, 28 D^2)`` float64 tensor, rows in the order of
+    ``PSEUDO_PARAMETERS``."""
+    D = even_int("D", D, why="Eq. 2")
+    return torch.stack([flatten_weights(*structured_weights({name: 1.0}, D)) for name in PSEUDO_PARAMETERS])
+
+
+def pseudo_parameter_vector(W1, W2, W3) -> torch.Tensor:
+    """The 19 coordinates ``c_k = <W, B_k>_F / D`` of any weights (the symbols of Eqs. 6-8), as a tensor in the
+    order of ``PSEUDO_PARAMETERS``.
+
+    App. D measures "the magnitude of the parameter vector along the corresponding component", which would be
+    ``<W, B_k>/||B_k|| = sqrt(D) c_k``; we keep ``c_k``, the coefficient that appears in Eqs. 6-8.
+    """
+    D = weight_triple_D(W1, W2, W3)
+    basis = subspace_basis(D).to(W1.dtype)
+    return basis @ flatten_weights(W1, W2, W3) / D
+
+
+def pseudo_params(W1, W2, W3) -> dict[str, float]:
+    """The 19 coordinates of any weights as a mapping ``{"alpha1": ..., ..., "gamma4": ...}``: the inverse of
+    :func:`structured_weights` on the subspace, and the coordinates of the projection :func:`project_structured`
+    off it."""
+    return dict(zip(PSEUDO_PARAMETERS, pseudo_parameter_vector(W1, W2, W3).tolist()))
+
+
+def project_structured(W1, W2, W3):
+    """The orthogonal (Frobenius) projection ``Pi(W) = sum_k c_k B_k`` onto the 19-dimensional subspace."""
+    D = weight_triple_D(W1, W2, W3)
+    return structured_weights(pseudo_parameter_vector(W1, W2, W3), D)
+
+
+def subspace_residual(W1, W2, W3) -> tuple[float, float, float]:
+    """Per matrix, the off-subspace fraction ``r(W) = ||W - Pi(W)||_F / ||W||_F`` (0 for a zero matrix)."""
+    weights = (W1, W2, W3)
+    projected = project_structured(*weights)
+    ratios = []
+    for W, P in zip(weights, projected):
+        norm = float(torch.linalg.norm(W))
+        ratios.append(float(torch.linalg.norm(W - P)) / norm if norm > 0 else 0.0)
+    return tuple(ratios)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 2. The group of data rotations (App. A.2-A.5)
+
+
+def _check_rotations(E, F) -> int:
+    square_matrices("E", E, what="(..., D, D)")
+    tensor_arg("F", F, shape=E.shape, what=f"of the shape of E {tuple(E.shape)}")
+    return E.shape[-1]
+
+
+def random_rotation(D: int, *, generator: torch.Generator, count: int | None = None):
+    """A group element ``h = (E, F)`` of App. A.5: Haar ``E`` in O(D) (Def. 4) and a block-orthogonal
+    ``F = M^s diag(E', E')`` with Haar ``E'`` in O(D/2) and a fair coin ``s`` (Def. 5); ``F`` commutes with ``M``.
+
+    With ``count``, ``count`` independent elements as stacks ``(count, D, D)`` (drawn in one batch).
+    """
+    D = even_int("D", D, why="Eq. 2")
+    generator = torch_generator_arg("generator", generator)
+    batch = 1 if count is None else positive_int("count", count, 1)
+    half = D // 2
+    E = haar_rows(D, D, batch, generator)
+    inner = haar_rows(half, half, batch, generator)
+    F = torch.zeros(batch, D, D, dtype=torch.float64)
+    F[:, :half, :half], F[:, half:, half:] = inner, inner
+    swap = torch.randint(0, 2, (batch,), generator=generator).bool()
+    F = torch.where(swap[:, None, None], rotation_M(D) @ F, F)
+    return (E[0], F[0]) if count is None else (E, F)
+
+
+def sympy_propositions() -> dict:
+    """Propositions 1, 2 and 4 of App. A in exact arithmetic, in the smallest sizes where they say something.
+
+    Returns SymPy matrices, each exactly zero when its statement holds, plus one that is not:
+
+    - ``"prop1"``: the Haar average over O(2) of ``E^T A E`` minus ``(tr A / 2) I``, for a symbolic 2 x 2
+      ``A`` (integrals over the rotation angle, with and without a reflection);
+    - ``"prop1_rotations_only"``: the same average over SO(2) minus ``(tr A / 2) I``: not zero (it keeps the
+      antisymmetric part of ``A``), so the reflections of O(D) are needed;
+    - ``"prop2"``: the average of ``F A F^T`` over the block-orthogonal 2 x 2 matrices ``+-I, +-M`` minus
+      ``alpha I + beta M`` with ``alpha = tr A / 2``, ``beta = (a12 + a21) / 2``;
+    - ``"prop4"``: the blocks of ``F M F^T - M`` for both forms of Def. 5, for any ``k x k`` block ``E`` with
+      ``E E^T = I`` (symbolic ``k``).
+    """
+    import sympy as sp
+
+    theta = sp.Symbol("theta", real=True)
+    A = sp.Matrix(2, 2, sp.symbols("a11 a12 a21 a22", real=True))
+    rotation = sp.Matrix([[sp.cos(theta), -sp.sin(theta)], [sp.sin(theta), sp.cos(theta)]])
+
+    def angle_average(E):
+        return (E.T * A * E).applyfunc(
+            lambda entry: sp.simplify(sp.integrate(sp.expand(entry), (theta, 0, 2 * sp.pi)) / (2 * sp.pi)))
+
+    rotations_only = angle_average(rotation)
+    haar_O2 = (rotations_only + angle_average(rotation * sp.diag(1, -1))) / 2
+    scalar = (A.trace() / 2) * sp.eye(2)
+    swap = sp.Matrix([[0, 1], [1, 0]])
+    block_orthogonal = (sp.eye(2), -sp.eye(2), swap, -swap)
+    block_average = sum((F * A * F.T for F in block_orthogonal), sp.zeros(2, 2)) / 4
+
+    k = sp.Symbol("k", integer=True, positive=True)
+    E, I, Z = sp.MatrixSymbol("E", k, k), sp.Identity(k), sp.ZeroMatrix(k, k)
+    M = sp.BlockMatrix([[Z, I], [I, Z]])
+    prop4 = []
+    for F in (sp.BlockMatrix([[E, Z], [Z, E]]), sp.BlockMatrix([[Z, E], [E, Z]])):
+        product = sp.block_collapse(F * M * F.T).subs(E * E.T, I)
+        differences = [sp.simplify(b - m) for b, m in zip(product.blocks, M.blocks)]
+        # a zero k x k block is SymPy's ZeroMatrix; record it as the scalar 0 so that the result reads as zeros
+        prop4.append(sp.Matrix(2, 2, [sp.S.Zero if d.is_ZeroMatrix else d for d in differences]))
+    return {
+        "prop1": sp.simplify(haar_O2 - scalar),
+        "prop1_rotations_only": sp.simplify(rotations_only - scalar),
+        "prop2": sp.simplify(block_average - scalar - (A[0, 1] + A[1, 0]) / 2 * swap),
+        "prop4": prop4,
+    }
+
+
+def rotate_data(X: torch.Tensor, y: torch.Tensor, E: torch.Tensor, F: torch.Tensor):
+    """The transformed data of App. A.5/A.6: ``X' = X diag(E, F)``, ``y' = y E``.
+
+    ``E`` and ``F`` may be stacks ``(K, D, D)``; the result then gains a leading axis of length K.
+    """
+    D = _check_rotations(E, F)
+    _data_pair(X, y, D)
+    lead = X.ndim - 2
+    # Stacked rotations broadcast against the batch axes of X: (K, 1, ..., 1, D, D).
+    Ek = E.reshape(E.shape[:-2] + (1,) * lead + (D, D))
+    Fk = F.reshape(F.shape[:-2] + (1,) * lead + (D, D))
+    X_rot = torch.cat([X[..., :D] @ Ek, X[..., D:] @ Fk], dim=-1)
+    y_rot = (y.unsqueeze(-2) @ Ek).squeeze(-2)
+    return X_rot, y_rot
+
+
+def rho(E: torch.Tensor, F: torch.Tensor, W1, W2, W3):
+    """The action on weights, ``rho(h) W = (R1 W1 R1^T, R2 W2 R2^T, R3 W3 E^T)`` with ``R1 = diag(E, F)``,
+    ``R2 = diag(E, F, E, F)``, ``R3 = diag(E, F, ..., E, F)`` (8 blocks).
+
+    It is defined by ``L(W; X R1, y E) = L(rho(h) W; X, y)``, so the per-sample gradient transforms as
+    ``g(W; h.x) = rho(h)^{-1} g(rho(h) W; x)``; the structured weights of Eqs. 6-8 are its fixed points.
+    """
+    D = _check_rotations(E, F)
+    if E.ndim != 2:
+        raise ValueError(f"E must be a single D x D matrix, got shape {tuple(E.shape)}")
+    if weight_triple_D(W1, W2, W3) != D:
+        raise ValueError(f"the weights have D = {W1.shape[0] // 2}, E and F have D = {D}")
+    R1, R2, R3 = (torch.block_diag(*([E, F] * k)) for k in (1, 2, 4))
+    return R1 @ W1 @ R1.T, R2 @ W2 @ R2.T, R3 @ W3 @ E.T
+
+
+def hadamard_cyclic_group(d: int) -> torch.Tensor:
+    """The ``d^2`` orthogonal matrices ``C^c diag(h_k)`` (C the cyclic shift, h_k the rows of the Sylvester
+    Hadamard matrix): averaging ``E^T A E`` over them gives ``(tr A / d) I`` exactly, as the Haar average of
+    Proposition 1 does. ``d`` must be a power of two."""
+    d = power_of_two("d", d, why="Sylvester Hadamard matrix")
+    H = torch.ones(1, 1, dtype=torch.float64)
+    while H.shape[0] < d:
+        H = torch.cat([torch.cat([H, H], 1), torch.cat([H, -H], 1)], 0)
+    shifts = torch.stack([torch.roll(torch.eye(d, dtype=torch.float64), c, dims=0) for c in range(d)])
+    return (shifts[:, None] * H[None, :, None, :]).reshape(d * d, d, d)
+
+
+def orbit_rotations(D: int):
+    """A finite set of ``2 D^2`` group elements ``(eps E_k, F_k)`` whose average reproduces the Haar average:
+    for any weights ``W``, the mean of ``rho(h)^{-1} W`` over the set is exactly ``Pi(W)``.
+
+    ``E_k`` runs over :func:`hadamard_cyclic_group` (D), ``F_k = M^s diag(E', E')`` over ``s`` in {0, 1} and
+    ``E'`` in the group of size ``(D/2)^2`` (each twice), and ``eps = +-1`` on ``E`` cancels the blocks that
+    mix contents and positions (Proposition 3). Returns stacks ``(E, F)`` of shape ``(2 D^2, D, D)``.
+    """
+    D = power_of_two("D", D, 2)
+    E = hadamard_cyclic_group(D)
+    inner = hadamard_cyclic_group(D // 2)
+    blocks = torch.zeros(inner.shape[0], D, D, dtype=torch.float64)
+    blocks[:, :D // 2, :D // 2] = inner
+    blocks[:, D // 2:, D // 2:] = inner
+    F = torch.cat([blocks, rotation_M(D) @ blocks])
+    F = F[torch.arange(D * D) % F.shape[0]]
+    return torch.cat([E, -E]), torch.cat([F, F])
+
+
+def symmetrise(X: torch.Tensor, y: torch.Tensor):
+    """A batch ``(B, 2N+1, 2D)`` replaced by its ``2 D^2 B`` images under :func:`orbit_rotations`: the gradient of
+    the mean loss over it is the projection ``Pi`` of the plain batch gradient, at structured weights."""
+    tensor_arg("X", X, min_ndim=3, what="batch (B, 2N+1, 2D)")
+    if X.ndim != 3:
+        raise ValueError(f"X must be a batch (B, 2N+1, 2D), got {tuple(X.shape)!r}")
+    E, F = orbit_rotations(X.shape[-1] // 2)
+    X_rot, y_rot = rotate_data(X, y, E, F)
+    return X_rot.reshape(-1, *X.shape[1:]), y_rot.reshape(-1, y.shape[-1])
+
+
+# ---------------------------------------------------------------------------------------------------
+# 3. Losses, gradients and SGD from zero (App. C-D)
+
+
+def loss_and_grads(X: torch.Tensor, y: torch.Tensor, W1, W2, W3, *, strict: bool = True):
+    """Batch mean of ``||y - z||^2`` (the paper's loss, sum over the D coordinates) and its gradients in
+    ``(W1, W2, W3)``; returns ``(loss, (g1, g2, g3))``. Divide by ``D`` for the per-coordinate loss."""
+    D = weight_triple_D(W1, W2, W3)
+    _data_pair(X, y, D)
+    weights = [W.detach().requires_grad_(True) for W in (W1, W2, W3)]
+    z = disentangled_forward(X, *weights, strict=strict)
+    loss = ((y - z) ** 2).sum(-1).mean()
+    return float(loss.detach()), tuple(torch.autograd.grad(loss, weights))
+
+
+TRAINING_MODES = ("full", "three", "symmetrised")
+
+
+def train_sgd(N: int, D: int, *, steps: int, batch: int, lr: float, generator: torch.Generator,
+              training: str = "full", strict: bool = True, snapshots=()):
+    """SGD from zero (Assumption 1) on fresh Gaussian batches of Eq. 5, as in App. C-D.
+
+    The step is ``W <- W - lr grad(L/D)``: the per-coordinate mean loss, since ``lr = 1`` on the paper's
+    ``||y - z||^2`` diverges (the gamma_1 path has curvature 2 per coordinate). ``training`` is ``"full"`` (all
+    28 D^2 entries), ``"three"`` (the step projected on alpha_3, beta_2, gamma_3, App. D bottom row) or
+    ``"symmetrised"`` (each batch of ``batch`` base sequences replaced by its ``2 D^2 batch`` images under
+    :func:`orbit_rotations`, which makes the batch gradient a population-like, structured one).
+
+    Returns a dict of arrays over steps ``0..steps``: ``loss`` (the paper's units, on the batch of the next
+    step), ``coords`` (``(steps+1, 19)`` pseudo-parameters), ``residual`` (``(steps+1, 3)``, see
+    :func:`subspace_residual`), ``w2_row2`` (max ``|W2|`` over block-row 2, the query-position rows),
+    ``grad_row2`` (max ``|dL/dW2|`` there, per step) and ``weights``, the final ``(W1, W2, W3)``; with
+    ``snapshots`` (step numbers in ``0..steps``), also ``snapshots``: ``{step: (W1, W2, W3)}`` (App. C's figures).
+    """
+    N = positive_int("N", N, 1)
+    D = positive_int("D", D, 2)
+    steps = positive_int("steps", steps, 1)
+    batch = positive_int("batch", batch, 1)
+    lr = positive_number("lr", lr)
+    one_of("training", training, TRAINING_MODES)
+    generator = torch_generator_arg("generator", generator)
+    if training == "symmetrised" and D & (D - 1):
+        raise ValueError(f"symmetrised training needs D a power of two, got {D}")
+    snapshots = {positive_int("snapshots", step, 0) for step in snapshots}
+    if any(step > steps for step in snapshots):
+        raise ValueError(f"snapshots must be steps in 0..{steps}, got {sorted(snapshots)}")
+    weights = list(structured_weights({}, D))
+    basis = subspace_basis(D)[list(INDUCTION_INDICES)] if training == "three" else None
+    history = {"loss": [], "coords": [], "residual": [], "w2_row2": [], "grad_row2": []}
+    saved = {}
+    for step in progress(range(steps + 1), total=steps + 1, desc=f"SGD ({training})"):
+        X, y = sample_icl_batch(D, N, batch, generator=generator)
+        if training == "symmetrised":
+            X, y = symmetrise(X, y)
+        loss, grads = loss_and_grads(X, y, *weights, strict=strict)
+        history["loss"].append(loss)
+        history["coords"].append(pseudo_parameter_vector(*weights).numpy())
+        history["residual"].append(subspace_residual(*weights))
+        history["w2_row2"].append(float(weights[1][D:2 * D].abs().max()))
+        history["grad_row2"].append(float(grads[1][D:2 * D].abs().max()))
+        if step in snapshots:
+            saved[step] = tuple(weights)
+        if step == steps:
+            break
+        if basis is not None:
+            flat = basis.T @ (basis @ flatten_weights(*grads) / D)
+            grads = unflatten_weights(flat, D)
+        weights = [W - (lr / D) * g for W, g in zip(weights, grads)]
+    result = {**{key: np.asarray(value) for key, value in history.items()}, "weights": tuple(weights)}
+    return {**result, "snapshots": saved} if snapshots else result
+
+
+# ---------------------------------------------------------------------------------------------------
+# 4. The standard attention-only transformer of Sec. 2 (App. E), at a CPU-sized width
+
+
+def standard_task(batch: int, *, generator: torch.Generator, vocab: int = 32, block: int = 32, pairs: int = 8):
+    """Sequences of App. E: ``2 * pairs`` distinct tokens grouped in item-label pairs, then one of the items as
+    the query; the target is its label. Each sequence (length ``2 * pairs + 1``) starts at a uniform offset in
+    the block. Returns ``tokens`` and ``positions`` ``(batch, 2 pairs + 1)`` and ``target`` ``(batch,)``."""
+    batch = positive_int("batch", batch, 1)
+    pairs = positive_int("pairs", pairs, 1)
+    vocab = positive_int("vocab", vocab, 2 * pairs)
+    block = positive_int("block", block, 2 * pairs + 1)
+    generator = torch_generator_arg("generator", generator)
+    # argsort of uniform noise draws 2 * pairs distinct tokens per row without a loop over sequences
+    chosen = torch.rand(batch, vocab, generator=generator).argsort(dim=1)[:, :2 * pairs]
+    q = torch.randint(0, pairs, (batch,), generator=generator)
+    rows = torch.arange(batch)
+    tokens = torch.cat([chosen, chosen[rows, 2 * q].unsqueeze(1)], dim=1)
+    offset = torch.randint(0, block - 2 * pairs, (batch, 1), generator=generator)
+    positions = offset + torch.arange(2 * pairs + 1)
+    return tokens, positions, chosen[rows, 2 * q + 1]
+
+
+class StandardTransformer(torch.nn.Module):
+    """Two attention-only layers with one head each, token and positional embeddings, no normalisation, no MLP,
+    no weight tying (Sec. 2.1, App. E). Residual stream ``h = E[token] + P[position]``; layer ``l`` adds
+    ``softmax(h W_Q^T W_K h^T / sqrt(D_H)) h W_V^T W_O^T`` under the ordinary causal mask; the output layer
+    ``W_o`` reads the last position. Initialisation N(0, 0.02) everywhere (the paper does not state one)."""
+
+    def __init__(self, D: int, *, generator: torch.Generator, vocab: int = 32, block: int = 32):
+        super().__init__()
+        D = positive_int("D", D, 1)
+        vocab = positive_int("vocab", vocab, 2)
+        block = positive_int("block", block, 2)
+        generator = torch_generator_arg("generator", generator)
+
+        def weight(*shape):
+            return torch.nn.Parameter(0.02 * torch.randn(*shape, generator=generator))
+
+        self.D = D
+        self.E, self.P = weight(vocab, D), weight(block, D)
+        self.W_Q, self.W_K, self.W_V, self.W_O = (torch.nn.ParameterList([weight(D, D) for _ in range(2)])
+                                                  for _ in range(4))
+        self.W_out = weight(vocab, D)
+
+    def attention(self, layer: int, h: torch.Tensor) -> torch.Tensor:
+        """Row-softmax attention weights of one layer, ``(batch, n, n)``, ordinary causal mask."""
+        scores = (h @ self.W_Q[layer].T) @ (h @ self.W_K[layer].T).transpose(-1, -2) / math.sqrt(self.D)
+        return causal_softmax(scores, strict=False)
+
+    def residual_streams(self, tokens: torch.Tensor, positions: torch.Tensor) -> list[torch.Tensor]:
+        """The residual stream ``(batch, n, D)`` of every token before layer 1, after layer 1 and after layer 2
+        (the vectors whose span Sec. 2.2 describes)."""
+        h = self.E[tokens] + self.P[positions]
+        streams = [h]
+        for layer in range(2):
+            h = h + self.attention(layer, h) @ h @ self.W_V[layer].T @ self.W_O[layer].T
+            streams.append(h)
+        return streams
+
+    def forward(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Logits of the last position, ``(batch, vocab)``."""
+        return self.residual_streams(tokens, positions)[-1][:, -1] @ self.W_out.T
+
+    def previous_position_attention(self) -> torch.Tensor:
+        """Layer-1 attention between positions alone, ``softmax_j<=i(p_i W_Q^T W_K p_j^T / sqrt(D))``: row ``i`` is
+        the query position, column ``j`` the key position (the bottom-right block of Fig. 2, left)."""
+        with torch.no_grad():
+            return self.attention(0, self.P.unsqueeze(0))[0]
+
+
+def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator, lr: float = 1e-3,
+                   weight_decay: float = 0.01):
+    """AdamW on the negative log-likelihood of the target, fresh batches every step (App. E).
+
+    Returns ``(model, losses)``, with the loss of every step's batch (a test loss: batches are independent).
+    """
+    steps = positive_int("steps", steps, 1)
+    batch = positive_int("batch", batch, 1)
+    lr = positive_number("lr", lr)
+    weight_decay = positive_number("weight_decay", weight_decay, allow_zero=True)
+    model = StandardTransformer(D, generator=generator)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    losses = []
+    for _ in progress(range(steps), total=steps, desc=f"standard transformer D = {D}"):
+        tokens, positions, target = standard_task(batch, generator=generator)
+        loss = torch.nn.functional.cross_entropy(model(tokens, positions), target)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(float(loss.detach()))
+    return model, np.asarray(losses)
+
+
+def standard_accuracy(model: StandardTransformer, batch: int, *, generator: torch.Generator) -> float:
+    """Fraction of fresh sequences whose target is the arg-max of the logits."""
+    if not isinstance(model, StandardTransformer):
+        raise ValueError(f"model must be a StandardTransformer, got {model!r}")
+    tokens, positions, target = standard_task(batch, generator=generator)
+    with torch.no_grad():
+        return float((model(tokens, positions).argmax(-1) == target).double().mean())

@@ -1,0 +1,246 @@
+"""The chapter ``scan_snap_text``: Scan and Snap on real text (Tian, Wang, Chen, Du, NeurIPS 2023, Sec. 8 and
+App. G; Figs. 7 and 10), with the corpus of :mod:`icllib.text`.
+
+Read top to bottom:
+
+1. the language model of the authors' Fig. 7 notebook (the PyTorch transformer tutorial), the entropy of its
+   attention rows, and its training by SGD at a constant rate;
+2. the Y/Z model of Eq. 15 as a causal language model (the book's extension: rates eta_Y and eta_Z apart).
+
+Randomness enters through the ``generator`` arguments only. PyTorch's layer initialisation and dropout draw
+from torch's global generator and take no generator of their own, so they run inside
+:func:`_drawing_from`, which lends them the caller's generator and restores the global state afterwards.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from icllib.config import progress
+from icllib.validation import numpy_generator_arg, positive_int, positive_number, torch_generator_arg
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+@contextmanager
+def _drawing_from(generator):
+    """Run the block with torch's global CPU generator in the state of ``generator``, then advance ``generator``
+    by what the block drew and put the global generator back as it was."""
+    torch = _torch()
+    with torch.random.fork_rng(devices=[]):
+        torch.set_rng_state(generator.get_state())
+        try:
+            yield
+        finally:
+            generator.set_state(torch.get_rng_state())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. The tutorial transformer (Fig. 7, Fig. 10)
+
+
+def make_transformer_lm(vocab_size: int, *, d_model: int, d_hidden: int, n_layers: int, dropout: float,
+                        generator):
+    """The language model of the authors' Fig. 7 notebook (the PyTorch transformer tutorial): embeddings scaled
+    by sqrt(d), sinusoidal positional encoding, ``n_layers`` post-LN encoder layers with one head and a causal
+    mask, a linear decoder. Positional encoding breaks Assumption 1(a) (note scan_snap.N11). The initial
+    weights are drawn from the ``torch.Generator`` ``generator``; pass the same generator on to
+    :func:`train_transformer_lm`, whose dropout continues its stream."""
+    torch = _torch()
+    for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("d_hidden", d_hidden),
+                        ("n_layers", n_layers)):
+        positive_int(name, value)
+    if not 0 <= dropout < 1:
+        raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
+    generator = torch_generator_arg("generator", generator)
+
+    class TransformerLM(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.d_model = d_model
+            self.embedding = torch.nn.Embedding(vocab_size, d_model)
+            self.dropout = torch.nn.Dropout(dropout)
+            position = torch.arange(4096).unsqueeze(1)
+            frequency = torch.exp(torch.arange(0, d_model, 2) * (-np.log(10000.0) / d_model))
+            encoding = torch.zeros(4096, d_model)
+            encoding[:, 0::2] = torch.sin(position * frequency)
+            encoding[:, 1::2] = torch.cos(position * frequency)
+            self.register_buffer("positional", encoding)
+            self.layers = torch.nn.ModuleList(
+                torch.nn.TransformerEncoderLayer(d_model, 1, d_hidden, dropout, batch_first=True)
+                for _ in range(n_layers))
+            self.decoder = torch.nn.Linear(d_model, vocab_size)
+            torch.nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
+            torch.nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
+            torch.nn.init.zeros_(self.decoder.bias)
+
+        def embed(self, tokens):  # tokens: (batch, length)
+            x = self.embedding(tokens) * np.sqrt(self.d_model) + self.positional[: tokens.shape[1]]
+            return self.dropout(x)
+
+        def forward(self, tokens):
+            mask = torch.nn.Transformer.generate_square_subsequent_mask(tokens.shape[1])
+            x = self.embed(tokens)
+            for layer in self.layers:
+                x = layer(x, src_mask=mask, is_causal=True)
+            return self.decoder(x)
+
+        def first_layer_attention(self, tokens):
+            """Attention weights of the first layer, (batch, length, length), rows over the causal past."""
+            mask = torch.nn.Transformer.generate_square_subsequent_mask(tokens.shape[1])
+            x = self.embed(tokens)
+            return self.layers[0].self_attn(x, x, x, attn_mask=mask, need_weights=True)[1]
+
+    with _drawing_from(generator):
+        return TransformerLM()
+
+
+def attention_row_entropy(weights, *, min_row: int = 5) -> float:
+    """Mean Shannon entropy (nats) of attention rows ``min_row`` and later (short causal rows are trivially
+    peaked); ``weights`` is (..., length, length) with rows summing to 1."""
+    torch = _torch()
+    weights = torch.as_tensor(weights)
+    rows = weights[..., min_row:, :]
+    return float(-(rows * torch.log(rows.clamp_min(1e-30))).sum(dim=-1).mean())
+
+
+@dataclass(frozen=True)
+class LMRun:
+    """A run of :func:`train_transformer_lm`: the steps at which the probe's first-layer attention entropy was
+    recorded and those entropies, then the attention entropy and the loss on the validation stream at the end."""
+
+    steps: np.ndarray
+    entropies: np.ndarray
+    valid_entropy: float
+    valid_loss: float
+
+
+def train_transformer_lm(model, train_source, valid_source, *, steps: int, lr: float, generator,
+                         lr_ffn: float | None = None, bptt: int = 35, clip: float = 0.5, record_every: int = 50,
+                         probe=None) -> LMRun:
+    """Plain SGD at constant learning rate (``lr_ffn`` for the feed-forward layers, as in the authors' Fig. 7
+    run), gradient-norm clipping, cycling over the training stream in bptt windows.
+
+    Records, every ``record_every`` steps, the first-layer attention entropy on ``probe`` (a (batch, length)
+    array of token ids, evaluated without dropout). Dropout draws from the ``torch.Generator`` ``generator``.
+    """
+    torch = _torch()
+    generator = torch_generator_arg("generator", generator)
+    steps = positive_int("steps", steps)
+    lr = positive_number("lr", lr)
+    lr_ffn = lr if lr_ffn is None else positive_number("lr_ffn", lr_ffn)
+    ffn = [p for name, p in model.named_parameters() if ".linear" in name]
+    ffn_ids = {id(p) for p in ffn}
+    rest = [p for p in model.parameters() if id(p) not in ffn_ids]
+    optimiser = torch.optim.SGD([{"params": rest, "lr": lr}, {"params": ffn, "lr": lr_ffn}])
+    probe = torch.as_tensor(probe if probe is not None else valid_source[:bptt].T)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def probe_entropy():
+        model.eval()
+        with torch.no_grad():
+            value = attention_row_entropy(model.first_layer_attention(probe))
+        model.train()
+        return value
+
+    recorded_steps, entropies = [0], [probe_entropy()]
+    windows = []
+    model.train()
+    with _drawing_from(generator):
+        for step in progress(range(1, steps + 1), total=steps, desc="LM training"):
+            if not windows:
+                windows = list(bptt_windows_torch(train_source, bptt))[::-1]
+            inputs, targets = windows.pop()
+            optimiser.zero_grad()
+            logits = model(inputs)
+            loss = loss_fn(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimiser.step()
+            if step % record_every == 0 or step == steps:
+                recorded_steps.append(step)
+                entropies.append(probe_entropy())
+    model.eval()
+    with torch.no_grad():
+        valid_entropy, valid_loss, count = 0.0, 0.0, 0
+        for inputs, targets in bptt_windows_torch(valid_source, bptt):
+            if inputs.shape[1] <= 5:
+                continue
+            valid_entropy += attention_row_entropy(model.first_layer_attention(inputs))
+            logits = model(inputs)
+            valid_loss += float(loss_fn(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)))
+            count += 1
+    return LMRun(steps=np.array(recorded_steps), entropies=np.array(entropies), valid_entropy=valid_entropy / count,
+                 valid_loss=valid_loss / count)
+
+
+def bptt_windows_torch(source, bptt: int):
+    """(inputs, targets) as (batch, length) int64 tensors from a batchified (steps, batch) source."""
+    torch = _torch()
+    source = np.asarray(source)
+    for start in range(0, source.shape[0] - 1, bptt):
+        length = min(bptt, source.shape[0] - 1 - start)
+        yield (torch.as_tensor(source[start:start + length].T.copy()),
+               torch.as_tensor(source[start + 1:start + 1 + length].T.copy()))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. The Y/Z model as a causal language model (the book's extension)
+
+
+def yz_text_logits(Y, Z, tokens):
+    """The Y/Z model as a causal language model (the authors' ``decoder_wiki_yz``): position t attends to the
+    positions s < t with logits Z[x_t, x_s] (itself excluded, as the query in Eq. 1), mixes their one-hot
+    vectors, l2-normalises the mixture and decodes with Y^T. Returns logits (batch, length - 1, V) for the
+    next token of positions 1..length-1, and the attention (batch, length - 1, length)."""
+    torch = _torch()
+    batch, length = tokens.shape
+    scores = Z[tokens[:, :, None], tokens[:, None, :]]  # (batch, query t, key s)
+    past = torch.tril(torch.ones(length, length, dtype=torch.bool), diagonal=-1)
+    b = torch.softmax(scores.masked_fill(~past, float("-inf"))[:, 1:], dim=-1)  # query position 0 has no past
+    same = tokens[:, :, None] == tokens[:, None, :]  # (batch, s, s')
+    norm_sq = torch.einsum("bts,bsr,btr->bt", b, same.to(b.dtype), b)  # ||X^T b||^2 with repeated tokens
+    mixed = torch.einsum("bts,bsv->btv", b, Y[tokens])  # Y^T (X^T b), rows of Y gathered
+    return mixed / norm_sq.sqrt()[..., None], b
+
+
+def train_yz_text(train_source, valid_source, vocab_size: int, *, eta_Y: float, eta_Z: float, steps: int,
+                  generator: np.random.Generator, bptt: int = 35, momentum: float = 0.0):
+    """Train the Y/Z causal language model of :func:`yz_text_logits` from Y = Z = 0 with SGD (separate rates
+    eta_Y and eta_Z), visiting the training windows in an order drawn from ``generator``, and return the mean
+    attention-row entropy (rows >= 5) and the loss on validation."""
+    torch = _torch()
+    vocab_size = positive_int("vocab_size", vocab_size, minimum=2)
+    eta_Y = positive_number("eta_Y", eta_Y)
+    eta_Z = positive_number("eta_Z", eta_Z)
+    steps = positive_int("steps", steps)
+    generator = numpy_generator_arg("generator", generator)
+    Y = torch.zeros(vocab_size, vocab_size, dtype=torch.float64, requires_grad=True)
+    Z = torch.zeros(vocab_size, vocab_size, dtype=torch.float64, requires_grad=True)
+    optimiser = torch.optim.SGD([{"params": [Y], "lr": eta_Y}, {"params": [Z], "lr": eta_Z}], momentum=momentum)
+    windows = list(bptt_windows_torch(train_source, bptt))
+    order = generator.permutation(len(windows))
+    for step in range(steps):
+        inputs, _ = windows[order[step % len(windows)]]
+        logits, _ = yz_text_logits(Y, Z, inputs)
+        loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, vocab_size), inputs[:, 2:].reshape(-1))
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    with torch.no_grad():
+        entropies, losses = [], []
+        for inputs, _ in bptt_windows_torch(valid_source, bptt):
+            if inputs.shape[1] <= 7:
+                continue
+            logits, b = yz_text_logits(Y, Z, inputs)
+            losses.append(float(torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, vocab_size),
+                                                                  inputs[:, 2:].reshape(-1))))
+            entropies.append(attention_row_entropy(b[:, :, :], min_row=5))
+    return float(np.mean(entropies)), float(np.mean(losses))
