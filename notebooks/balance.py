@@ -26,7 +26,7 @@
 # balanced ratio is $d_o/d$, not 1, and the time to reach it scales as batch$/\eta^2$), and runs the
 # attention experiment of the paper's App. B.11. There the law's direction and rate hold pair by pair; the
 # approach and overlap of Fig. 6 are claims about the paper's batch size 200, which a book build cannot
-# afford (the deciding run is about an hour and a quarter on two cores), so they stay open, and the book's
+# afford (the ledger names the deciding run and its cost), so they stay open, and the book's
 # run at ten times the paper's temperature shows the approach but not yet the overlap. The ledger of this
 # chapter: {ledger-counts}`balance`. What you see was executed in the
 # run mode printed below (`default` for the book, `quick` in the tests, `full` at the paper's batch size).
@@ -491,7 +491,7 @@ ax_t.legend();
 # the balancing takes of the order of $10^5$ to $10^6$ steps (extrapolated from shorter runs at higher
 # temperature, not measured), far beyond a book build, so
 # `default` runs at the higher temperature $S = 20$ ($T = 2\times 10^{-4}$); `full` runs the paper's $S = 200$ for
-# $4\times10^5$ steps (about 73 minutes of SGD steps at 11 ms a step on two CPU cores; not run for this book).
+# $4\times10^5$ steps (not run for this book; the ledger's deciding run for `balance.fig6-approach` gives its cost).
 # Each step uses two half batches $a, b$; since $\|\hat g\|^2 = \hat g_a\cdot\hat g_b + \|\hat g_a - \hat g_b\|^2/4$,
 # the exact $\Delta D_i$ splits into a finite-step part and a noise part, whose expectation is the law's
 # $-\eta T(g_K^i - g_Q^i)$. At checkpoints $g_K^i, g_Q^i$ are estimated from fresh per-sample gradients;
@@ -594,8 +594,7 @@ axes[2].legend();
 # while in layer 1 $g_K^i$ stays several times $g_Q^i$, its $D_i$ still falling steadily as the loss keeps
 # falling and the balance point keeps moving. None of this decides Fig. 6, which is a statement about batch
 # 200: both its approach and its overlap are open in the ledger, and the run that would decide them is `full`
-# (400 000 steps at the paper's batch, about 73 minutes of SGD steps at 11 ms a step on two CPU cores, plus
-# the larger runs of the other sections; not run for this book). Even that run is one seed, and the paper
+# (400 000 steps at the paper's batch, with the cost given in the ledger's deciding run; not run for this book). Even that run is one seed, and the paper
 # gives neither its number of steps nor its uncertainty range.
 #
 # ## 6. Errata and notes

@@ -656,9 +656,8 @@ right.legend(fontsize=7);
 #
 # All claims and errata of this chapter are in the {doc}`claims ledger </book/claims>` and on the
 # {doc}`errata page </book/errata>`. **Run modes.** `quick` uses $N \le 128$ (flow) and $N \le 32$ (gradient
-# descent); `default` $N \le 512$ and $N \le 128$; `full` $N \le 4096$ and $N \le 512$. Measured on the shared
-# 2-core machine: `quick` about 20 s, `default` about 30 s, `full` 59 s of CPU (2.3 min wall), most of it gradient
-# descent at $N = 512$, which needs $6 \cdot 10^5$ steps.
+# descent); `default` $N \le 512$ and $N \le 128$; `full` $N \le 4096$ and $N \le 512$. The {doc}`status page </book/status>` has the
+# measured times; most of `full` is gradient descent at $N = 512$, which needs $6 \cdot 10^5$ steps.
 #
 # ## Exercises
 #

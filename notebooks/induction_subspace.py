@@ -59,7 +59,7 @@ APP_D = by_mode(quick=((8, 4, 60),), default=((32, 8, 200),), full=((32, 8, 200)
 APP_C = by_mode(quick=((4, (50, 100, 200)),), default=((4, (100, 200, 400)), (8, (200, 400, 800))),
                 full=((4, (100, 200, 400)), (8, (200, 400, 800)), (16, (250, 500, 1000))))
 # The standard transformer of Sec. 2: (width D = D_H, batch, AdamW steps); the paper uses (2048, 512, 300),
-# which `full` runs once more (an hour on two cores) after the checked run at width 256.
+# which `full` runs once more after the checked run at width 256.
 STANDARD = by_mode(quick=(64, 256, 800), default=(256, 512, 300), full=(256, 512, 300))
 PAPER_WIDTH = by_mode(quick=None, default=None, full=(2048, 512, 300))
 print(f"mode = {mode()}; symmetrised {SYM}, Monte-Carlo {MC}, Fig. 4 {FIG4}, App. D {APP_D}, App. C {APP_C}, "
@@ -749,7 +749,7 @@ check_claim("induction_subspace.residual-stream-subspaces", remainders["four sub
                 f"{remainders['the first three']:.2f}, outside any 256 random directions about 0.94")
 
 # %% [markdown]
-# Training the model at width 2048 takes an hour on two CPU cores (11.5 s per step), so `default` keeps the whole
+# Training the model at width 2048 is far beyond a book build (the ledger's deciding run gives its cost), so `default` keeps the whole
 # recipe (300 steps of 512 sequences) at $D = D_H = 256$; `full` runs it at 256 and then once at the paper's width.
 # (At width 64, the `quick` setting, the plateau lasts longer and 800 steps are needed.) The paper does not state an
 # initialisation; we use $N(0, 0.02^2)$ for every weight, a common default. "Learns the task" is read as 90 %
@@ -828,7 +828,7 @@ fig.colorbar(image, ax=right, shrink=0.8, label="attention weight");
 # stochastic gradient descent".
 #
 # At the paper's own width the question is open. One `full` run ($D = D_H = 2048$, the same initialisation and
-# seed, 58 minutes on two cores, 2026-11-22) had only begun to leave the plateau after the 300 steps: loss 3.465
+# seed, 2026-11-22) had only begun to leave the plateau after the 300 steps: loss 3.465
 # to 2.636 (mean of the last 20 batches), accuracy 0.138, mean weight 0.13 on the previous position. One seed of
 # one initialisation the paper does not give cannot decide the claim; the ledger rows
 # `standard-transformer-paper-width` and `fig2-subdiagonal` are *inconclusive* and name the run that would decide
@@ -869,12 +869,12 @@ if PAPER_WIDTH is not None:
 # **Run modes.** `quick` (the tests): $D = 8$ for the proof checks, toy sizes for Figs. 6-8 and 16, and the
 # standard transformer at width 64 with batches of 256 (under a minute). `default` (this page): Fig. 4 at
 # $D = 16$, $N = 8$, $B = 512$, 300 steps; Figs. 6-11 and Fig. 16 at the paper's settings; the batch sweep up to
-# $B = 4096$; the standard transformer at width 256 with App. E's recipe (about 4.5 minutes on the 2-core
-# machine; the status page has the measured times). `full`: Fig. 4 at the paper's $D = 32$, $N = 16$ with
+# $B = 4096$; the standard transformer at width 256 with App. E's recipe (the {doc}`status page </book/status>` has the measured
+# times). `full`: Fig. 4 at the paper's $D = 32$, $N = 16$ with
 # $B = 1024$ (the paper's $B = 256$ gives the rebound shown in section 8), symmetrised training at $D = 16$, the
 # sweep to $B = 16384$, 100000 Haar samples, Figs. 12-15, and, after the checked run at width 256, one run of the
-# standard transformer at the paper's width 2048: a `full` run on 2026-11-22 took 75 minutes on the 2-core
-# machine, 58 of them for the transformer at width 2048 (which ran on both cores, everything else on one).
+# standard transformer at the paper's width 2048 (run once on 2026-11-22; the ledger's deciding runs give the
+# costs; the transformer at width 2048 runs on both cores, everything else on one).
 #
 # ## Exercises
 #

@@ -1372,8 +1372,7 @@ ax.legend();
 # $K \in \{2, 6, 10, 20\}$ ($M = 33, 79, 125, 240$), $\eta_Z \in \{0.5, 1, 2, 3\}$, $\eta_Y/\eta_Z \in \{1, 2, 5, 10\}$,
 # 10 seeds, 100 iterations, PyTorch's default initialisation (not zero), and the metric is the entropy of
 # $c_n$ restricted to the distinct tokens of class $n$, averaged over classes. The authors released their
-# numbers; we compare every cell. In `default` and `full` mode the sweep is the paper's (640 runs, about
-# 3 minutes on one core); in `quick` mode it keeps $K \in \{2, 6\}$, $\eta_Z \in \{0.5, 3\}$ and 3 seeds.
+# numbers; we compare every cell. In `default` and `full` mode the sweep is the paper's (640 runs); in `quick` mode it keeps $K \in \{2, 6\}$, $\eta_Z \in \{0.5, 3\}$ and 3 seeds.
 
 # %%
 grid = by_mode(quick=replace(ss.FIG6, num_last=(1, 3), eta_Z=(0.5, 3.0), seeds=(1, 2, 3)),
@@ -1512,9 +1511,8 @@ for i, num_last in enumerate(num_last_values):
 #
 # **Cost.** `quick` runs the Fig. 6 sweep on $K \in \{2, 6\}$, $\eta_Z \in \{0.5, 3\}$ with 3 seeds, the prior
 # experiment with 10 seeds, and Lemma 7 without $\eta_Y = 0.01$; `default` and `full` run the paper's 640-run
-# sweep (about 1.5 minutes on one core; the count simulator makes it affordable) and the whole page in about
-# 2.5 minutes; `full` differs from `default` only by 50 seeds for the prior experiment: a `full` run on 2026-11-22
-# took 85 s on one core, every check passing.
+# sweep (the count simulator makes it affordable; the {doc}`status page </book/status>` has the measured times); `full` differs
+# from `default` only by 50 seeds for the prior experiment (a `full` run on 2026-11-22 passed every check).
 
 # %% [markdown]
 # ## Exercises

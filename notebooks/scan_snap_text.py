@@ -296,10 +296,10 @@ elif checked:
 # scale and nothing stronger.
 #
 # **Cost.** `quick` (tests) runs every cell at toy scale (vocabulary 500, $d = 32$, 5-60 steps) and checks only the
-# corpus; `default` takes about 2 minutes on one core (the status page has the measured times); `full` ($d = 200$,
+# corpus; the {doc}`status page </book/status>` has the measured `default` times; `full` ($d = 200$,
 # vocabulary 5000, 1500 steps, one and three layers, 800 steps per learning rate, Y/Z at vocabulary 1000 for 400
-# steps) took 13.2 minutes on one core of the 2-core machine in its run of 2026-11-22, every check passing; the
-# fifth learning rate of Fig. 10 and the seeded Y/Z comparison were added after that run and add a few minutes.
+# steps) passed every check in its run of 2026-11-22 (the ledger's deciding runs give its cost); the fifth
+# learning rate of Fig. 10 and the seeded Y/Z comparison were added after that run.
 
 # %% [markdown]
 # ## Exercises
