@@ -330,17 +330,18 @@ def _coverage_paragraph(app, book, paper: str) -> nodes.paragraph:
     chapters = {name for name, header in book.chapters.items() if header["paper"] == paper}
     files = {book.chapters[name]["paper_file"] for name in chapters}
     folder = _papers_folder(app)
-    if not all((folder / name).is_file() for name in files):
-        return nodes.paragraph(text="Coverage: the paper texts are not in this checkout, so it was not counted.")
+    at_hand = coverage_module.texts_at_hand(folder, book)
     parts = []
-    for entry in coverage_module.paper_coverage(folder, book):
+    for entry in coverage_module.paper_coverage(folder if at_hand else None, book):
         if entry.paper_file in files:
             covered = len(entry.results) - len(entry.missing)
             parts.append(f"{covered} of the {len(entry.results)} numbered results (theorems, lemmas, "
                          f"propositions, corollaries, hypotheses, assumptions, remarks, figures, tables) "
                          f"named in {entry.paper_file} have a row"
                          + (f"; without a row: {', '.join(entry.missing)}" if entry.missing else ""))
-    return nodes.paragraph(text="Coverage: " + "; ".join(parts) + ".")
+    source = "" if at_hand else (" (The paper texts are not in this checkout: counted from the list of their "
+                                 "numbered results committed with the registry.)")
+    return nodes.paragraph(text="Coverage: " + "; ".join(parts) + "." + source)
 
 
 def _statement_cell(app, docname, claim) -> nodes.container:

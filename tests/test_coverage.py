@@ -1,5 +1,7 @@
 """The coverage script: numbered results of a paper text, the rows that cover them, verbatim quotes."""
 
+import json
+
 import pytest
 
 from icllib import claims, coverage
@@ -103,12 +105,40 @@ def test_an_orphan_erratum_is_reported(demo, tmp_path):
     assert coverage.quote_problems(folder, book) == ["demo.E1: no ledger row names this erratum"]
 
 
-def test_the_script_exits_non_zero_on_a_missing_row(demo, monkeypatch, capsys):
-    folder, _ = demo
+@pytest.fixture
+def demo_list(demo, monkeypatch, tmp_path):
+    """The demo registry as the book's, with its committed list of numbered results in a temporary file."""
+    folder, book = demo
     monkeypatch.setenv("ICLLIB_REGISTRY", str(folder))
+    listing = tmp_path / "paper_results.json"
+    listing.write_text(json.dumps(coverage.results_list_from_texts(folder, book)))
+    monkeypatch.setattr(coverage, "RESULTS_LIST", listing)
+    return folder, book, listing
+
+
+def test_the_script_exits_non_zero_on_a_missing_row(demo_list, capsys):
+    folder, _, _ = demo_list
     assert coverage.main(["--papers", str(folder)]) == 1
     output = capsys.readouterr().out
     assert "3 of 5 numbered results have a row" in output and "no row: Assumption 1" in output
+    assert "does not match" not in output
+
+
+def test_without_the_texts_the_committed_list_decides(demo_list, tmp_path, capsys):
+    folder, book, _ = demo_list
+    assert coverage.paper_coverage(None, book)[0].missing == coverage.paper_coverage(folder, book)[0].missing
+    assert coverage.main(["--papers", str(tmp_path / "absent")]) == 1
+    output = capsys.readouterr().out
+    assert "quotes not checked" in output and "no row: Assumption 1" in output
+
+
+def test_a_list_that_no_longer_matches_its_text_fails(demo_list, capsys):
+    folder, _, listing = demo_list
+    (folder / "paper.txt").write_text(PAPER + "Lemma 9 is new.\n")
+    assert coverage.main(["--papers", str(folder)]) == 1
+    assert "does not match the paper texts" in capsys.readouterr().out
+    assert coverage.main(["--papers", str(folder), "--update-list"]) == 0
+    assert "Lemma 9" in json.loads(listing.read_text())["paper.txt"]["results"]
 
 
 @pytest.mark.parametrize(("call", "error"), [

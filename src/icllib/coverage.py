@@ -8,13 +8,22 @@ verdict is ``beyond the paper``: the book's own result covers nothing of the pap
 Errata and notes quote the paper verbatim at a line; :func:`quote_problems` finds each quote in the
 paper's text (whitespace aside; `` ... `` marks an elision) within a few lines of the line given.
 
-Run ``python -m icllib.coverage [--papers DIR]`` to print the coverage of every paper and exit non-zero
-when a result has no row, a quote is not in the paper, or an erratum or note belongs to no row.
+The paper texts live outside the repository (``$ICLLIB_PAPERS``, else ``shared/papers`` beside the
+checkout). The list of numbered results each text names is also committed, with the text's SHA-256, in
+``registry/paper_results.json``: where the texts are absent (a fresh clone, CI) the rows are checked
+against that list and the quotes cannot be; where they are present, a list that no longer matches its
+text is itself a failure (refresh it with ``--update-list``).
+
+Run ``python -m icllib.coverage [--papers DIR] [--update-list]`` to print the coverage of every paper and
+exit non-zero when a result has no row, a quote is not in the paper, an erratum or note belongs to no row,
+or the committed list is stale.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import re
 import sys
@@ -44,6 +53,7 @@ _SINGLE = re.compile(rf"(?<![A-Za-z])({_KIND})[~\s]+({LABEL})(?![\d])")
 _OWN = re.compile(r"^\s*of this (chapter|book)")
 PAPERS_VARIABLE = "ICLLIB_PAPERS"
 DEFAULT_PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"
+RESULTS_LIST = Path(__file__).resolve().parent / "registry" / "paper_results.json"
 QUOTE_WINDOW = 3  # lines either side of the stated line where a quote may start
 
 
@@ -140,20 +150,50 @@ def _sort_key(result: str):
     return kind, [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in label.split(".")]
 
 
-def paper_coverage(papers: Path, book: Registry | None = None) -> list[PaperCoverage]:
-    """The coverage of each paper file named by a chapter of the registry (primary and other extractions)."""
-    book = book or registry()
+def _chapters_by_paper_file(book: Registry) -> dict[str, list[str]]:
     by_file: dict[str, list[str]] = {}
     for chapter, header in book.chapters.items():
         for name in (header["paper_file"], *header["other_paper_files"]):
             if name:
                 by_file.setdefault(name, []).append(chapter)
+    return dict(sorted(by_file.items()))
+
+
+def texts_at_hand(papers: Path, book: Registry | None = None) -> bool:
+    """Whether every paper text the registry names is in ``papers``."""
+    return all((Path(papers) / name).is_file() for name in _chapters_by_paper_file(book or registry()))
+
+
+def results_list_from_texts(papers: Path, book: Registry | None = None) -> dict[str, dict]:
+    """``{paper file: {"sha256": ..., "results": [...]}}`` read from the texts themselves."""
+    listing = {}
+    for name in _chapters_by_paper_file(book or registry()):
+        data = (Path(papers) / name).read_bytes()
+        listing[name] = {"sha256": hashlib.sha256(data).hexdigest(),
+                         "results": sorted(paper_results(data.decode("utf-8")), key=_sort_key)}
+    return listing
+
+
+def committed_results_list() -> dict[str, dict]:
+    """The list of numbered results committed in ``registry/paper_results.json`` (empty if there is none)."""
+    return json.loads(RESULTS_LIST.read_text(encoding="utf-8")) if RESULTS_LIST.is_file() else {}
+
+
+def paper_coverage(papers: Path | None, book: Registry | None = None) -> list[PaperCoverage]:
+    """The coverage of each paper file named by a chapter of the registry (primary and other extractions).
+
+    The numbered results come from the texts in ``papers`` when they are all there, else from the
+    committed list (``papers=None`` asks for the list).
+    """
+    book = book or registry()
+    from_texts = papers is not None and texts_at_hand(papers, book)
+    listing = results_list_from_texts(papers, book) if from_texts else committed_results_list()
     coverage = []
-    for name, chapters in sorted(by_file.items()):
-        path = Path(papers) / name
-        if not path.is_file():
-            raise FileNotFoundError(f"paper text {path} is missing (papers={papers})")
-        results = sorted(paper_results(path.read_text(encoding="utf-8")), key=_sort_key)
+    for name, chapters in _chapters_by_paper_file(book).items():
+        if name not in listing:
+            raise FileNotFoundError(f"paper text {name} is neither in {papers} nor in the committed list "
+                                    f"{RESULTS_LIST.name}")
+        results = listing[name]["results"]
         rows: dict[str, list[str]] = {}
         for claim in book.claims.values():
             if claim.chapter in chapters and claim.verdict != "beyond the paper":
@@ -183,16 +223,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--papers", type=Path, default=Path(os.environ.get(PAPERS_VARIABLE) or DEFAULT_PAPERS),
                         help=f"folder of the paper texts (default: ${PAPERS_VARIABLE}, else {DEFAULT_PAPERS})")
+    parser.add_argument("--update-list", action="store_true",
+                        help=f"rewrite {RESULTS_LIST.name} from the paper texts")
     arguments = parser.parse_args(argv)
+    at_hand = texts_at_hand(arguments.papers)
+    if arguments.update_list:
+        if not at_hand:
+            print(f"the paper texts are not all in {arguments.papers}: cannot update {RESULTS_LIST.name}")
+            return 1
+        RESULTS_LIST.write_text(json.dumps(results_list_from_texts(arguments.papers), indent=1) + "\n",
+                                encoding="utf-8")
+        print(f"wrote {RESULTS_LIST}")
+        return 0
     failed = False
-    for paper in paper_coverage(arguments.papers):
+    if at_hand and results_list_from_texts(arguments.papers) != committed_results_list():
+        print(f"{RESULTS_LIST.name} does not match the paper texts in {arguments.papers}: run "
+              f"python -m icllib.coverage --update-list and commit it")
+        failed = True
+    if not at_hand:
+        print(f"The paper texts are not in {arguments.papers}: numbered results from the committed "
+              f"{RESULTS_LIST.name}; quotes not checked.")
+    for paper in paper_coverage(arguments.papers if at_hand else None):
         covered = len(paper.results) - len(paper.missing)
         print(f"{paper.paper_file} ({', '.join(paper.chapters)}): {covered} of {len(paper.results)} "
               f"numbered results have a row")
         for result in paper.missing:
             print(f"  no row: {result}")
         failed |= bool(paper.missing)
-    problems = quote_problems(arguments.papers)
+    problems = quote_problems(arguments.papers) if at_hand else []
     for problem in problems:
         print(f"  {problem}")
     return int(failed or bool(problems))
