@@ -50,6 +50,7 @@ class AppendixF:
         return self.lr / self.D
 
 
+#: App. F's setting, D = 256 and learning rate 100 on the full matrices.
 APP_F = AppendixF()
 
 

@@ -85,7 +85,7 @@ def pseudo_parameter_vector(W1, W2, W3) -> torch.Tensor:
 
 def pseudo_params(W1, W2, W3) -> dict[str, float]:
     """The 19 coordinates of any weights as a mapping ``{"alpha1": ..., ..., "gamma4": ...}``: the inverse of
-    :func:`structured_weights` on the subspace, and the coordinates of the projection :func:`project_structured`
+    :func:`~icllib.induction_common.structured_weights` on the subspace, and the coordinates of the projection :func:`project_structured`
     off it."""
     return dict(zip(PSEUDO_PARAMETERS, pseudo_parameter_vector(W1, W2, W3).tolist()))
 

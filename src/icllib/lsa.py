@@ -273,7 +273,7 @@ def relevant_mask(d) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def gradient_descent(W_KQ, W_PV, Lam, N, *, lr, steps, record_every=100) -> dict:
-    """Plain gradient descent on the exact :func:`population_loss`, for a batch of runs at once.
+    """Plain gradient descent on the exact :func:`~icllib.lsa_theory.population_loss`, for a batch of runs at once.
 
     ``W_KQ``, ``W_PV``: (R, d+1, d+1), R independent runs (the loss is summed over runs, so each run gets
     its own gradient). Returns the final parameters, the loss every ``record_every`` steps (n, R) and the
@@ -301,7 +301,7 @@ def gradient_descent(W_KQ, W_PV, Lam, N, *, lr, steps, record_every=100) -> dict
 
 
 def full_gradient_flow(W_KQ, W_PV, Lam, N, *, T, n_eval=60, rtol=1e-10, atol=1e-12) -> dict:
-    """Exact gradient flow on :func:`population_loss` over the relevant entries, for R runs at once.
+    """Exact gradient flow on :func:`~icllib.lsa_theory.population_loss` over the relevant entries, for R runs at once.
 
     ``W_KQ``, ``W_PV``: (R, d+1, d+1). The runs are stacked into one ODE (they do not interact) and solved
     by LSODA, which handles the stiffness that limits plain gradient descent. Returns the final
@@ -556,7 +556,7 @@ def sample_random_cov_prompts(B, M, d, generator: torch.Generator, *, w=None, x_
 
 
 def random_cov_flow(U0, c0, gamma, xi, zeta, *, T, n_eval=400, rtol=1e-11, atol=1e-13) -> dict:
-    """Gradient flow (C.4) on l_rdm of (C.5) (:func:`random_cov_loss`), solved by LSODA.
+    """Gradient flow (C.4) on l_rdm of (C.5) (:func:`~icllib.lsa_theory.random_cov_loss`), solved by LSODA.
 
     Returns the final ``U``, ``c``, the largest balance gap abs(c^2 - ||U||_F^2) along the path
     (``balance``, Lemma C.5) and the path itself at ``n_eval`` times, log-spaced from 1e-3 to T (and 0):

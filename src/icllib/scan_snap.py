@@ -403,7 +403,7 @@ class RunSize:
         _check_T(self.T)
 
 
-#: The authors' runs (their Model2 code, Figs. 4-6): 100 iterations, batch 128, T = 128.
+#: The authors' runs of Figs. 4-6 (their Model2 code), 100 iterations of batch 128 at T = 128.
 AUTHORS_RUN = RunSize(steps=100, batch_size=128, T=128)
 
 

@@ -9,7 +9,7 @@ Read top to bottom:
 
 Randomness enters through the ``generator`` arguments only. PyTorch's layer initialisation and dropout draw
 from torch's global generator and take no generator of their own, so they run inside
-:func:`_drawing_from`, which lends them the caller's generator and restores the global state afterwards.
+``_drawing_from``, which lends them the caller's generator and restores the global state afterwards.
 """
 
 from __future__ import annotations
