@@ -22,8 +22,9 @@
 # rebuilds the reduction from the full network, verifies every formula symbolically, integrates the flow for
 # $N$ up to 512 (the `default` mode the reader sees; `quick` stops at 128, `full` goes to 4096) and checks each
 # step of the proof along the trajectory. Going beyond the paper, it derives the **constants** of the $N^2$ law
-# in closed form: $T_\gamma/N \to \ln 2$, $T_\beta/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(1/(2\sqrt2)) = 0.960$,
-# $T_\alpha/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(1/\sqrt2) = 1.711$, and shows that the loss only drops at
+# in closed form: $T_\gamma/N \to \ln 2$, $T_\beta/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(1/(2\sqrt2))$ =
+# {glue:text}`t-beta-limit:.3f`, $T_\alpha/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(1/\sqrt2)$ = {glue:text}`t-alpha-limit:.3f`,
+# and shows that the loss only drops at
 # $t \approx \sqrt{2\pi}\,N^2$: at $T_\alpha$ the loss is still that of averaging the context. Among the
 # errata is a swap of $T_\alpha$ and $T_\gamma$ in App. B.1 ({ref}`induction_emergence.E1 <induction-emergence-e1>`);
 # among the notes, App. F's step size, which diverges unless it acts on the weight matrices, as $\lambda/D$ on
@@ -36,6 +37,7 @@ import math
 import numpy as np
 import sympy as sp
 import torch
+from myst_nb import glue
 
 from icllib import induction_common as ic
 from icllib import induction_emergence as ie
@@ -317,7 +319,7 @@ check_claim("induction_emergence.b1-summary", slopes["alpha"] - slopes["gamma"],
 # whose solution from $\alpha = \beta = 0$ lies on the slow manifold $\alpha = \beta^2/2$ and satisfies
 # $\tau(\beta) = \sqrt{2\pi}\,\mathrm{erf}(\beta/\sqrt2)$. Hence
 # $T_\beta(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(c/\sqrt2)$ and $T_\alpha(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(\sqrt{c})$:
-# $0.95985$ and $1.71125$ for $c = 1/2$.
+# {glue:text}`t-beta-limit:.5f` and {glue:text}`t-alpha-limit:.5f` for $c = 1/2$.
 # ```
 #
 # ```{prf:proof}
@@ -368,6 +370,9 @@ reduced_ok = (
 assert reduced_ok, "the reduced flow of Propositions 1-3 does not follow from B.5"
 asymptotics = ie.emergence_asymptotics()
 print(asymptotics)
+# The constants reach the prose through glue, never typed by hand.
+glue("t-beta-limit", asymptotics["T_beta/N^2"], display=False)
+glue("t-alpha-limit", asymptotics["T_alpha/N^2"], display=False)
 
 # %% [markdown]
 # The integrated flow converges to these constants with an $O(1/N)$ correction (columns $T/N^2$ of the table). One
@@ -577,7 +582,8 @@ right.legend(loc="upper left");
 # $q = N$, three parameters), with thresholds $0.1$ for $\alpha_3$ and $\beta_2$ and $0.5$ for $\gamma_3$: "unlike our
 # theory", as App. F says, so Fig. 5 does not plot the times of Definitions 1-3
 # ({ref}`induction_emergence.N2 <induction-emergence-n2>`). Proposition 2 gives their asymptotes too:
-# $\sqrt{2\pi}\,\mathrm{erf}(\sqrt{0.1})N^2 = 0.8655N^2$ for $\alpha$, $\sqrt{2\pi}\,\mathrm{erf}(0.1/\sqrt2)N^2 = 0.1997N^2$ for $\beta$, and $\ln 2 \cdot N$ for
+# $\sqrt{2\pi}\,\mathrm{erf}(\sqrt{0.1})N^2$ = {glue:text}`t-alpha-limit-fig5:.4f` $N^2$ for $\alpha$,
+# $\sqrt{2\pi}\,\mathrm{erf}(0.1/\sqrt2)N^2$ = {glue:text}`t-beta-limit-fig5:.4f` $N^2$ for $\beta$, and $\ln 2 \cdot N$ for
 # $\gamma$. The time until ICL (Definition 3, at these thresholds) is the largest, $T_\alpha(0.1)$.
 
 # %%
@@ -586,6 +592,8 @@ fig5 = {N: ie.emergence_times(N, thresholds=fig5_thresholds) for N in N_VALUES}
 T5 = {key: np.array([fig5[N][key] for N in N_VALUES]) for key in ("gamma", "beta", "alpha")}
 t_icl = np.maximum.reduce([T5["gamma"], T5["beta"], T5["alpha"]])
 fig5_asymptotics = ie.emergence_asymptotics(thresholds=fig5_thresholds)
+glue("t-alpha-limit-fig5", fig5_asymptotics["T_alpha/N^2"], display=False)
+glue("t-beta-limit-fig5", fig5_asymptotics["T_beta/N^2"], display=False)
 print(f"t_ICL/N^2: {np.round(t_icl / n**2, 4)};  asymptote {fig5_asymptotics['T_alpha/N^2']:.4f}")
 check_claim("induction_emergence.fig5-thresholds", richardson(t_icl / n**2),
             expected=fig5_asymptotics["T_alpha/N^2"], rtol=1e-3, why=why_richardson)
@@ -623,7 +631,7 @@ check_claim("induction_emergence.literal-step-diverges",
             why="divergence is predicted for exactly the N < 50 tested; a step that were stable, or unstable, "
                 "for every N would fail")
 
-# %% mystnb={"figure": {"caption": "Fig. 5 recomputed. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step lambda/D = 0.39 (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote 0.8655 N squared (dashed), and the paper's Definition-1 time T_alpha with 1.711 N squared (dotted).", "name": "fig-induction_emergence-fig5"}}
+# %% mystnb={"figure": {"caption": "Fig. 5 recomputed. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step lambda/D = 0.39 (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from Proposition 2 (dashed), and the paper's Definition-1 time T_alpha with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}}
 fig, (left, right) = figure(1, 2)
 for index, key in enumerate(("alpha", "beta", "gamma")):
     left.loglog(n, T5[key], "-", color=f"C{index}", label=rf"$T_\{key}$ flow")
@@ -632,9 +640,9 @@ for index, key in enumerate(("alpha", "beta", "gamma")):
 left.set(xlabel="N (pairs in context)", ylabel="emergence time", title="thresholds 0.1, 0.1, 0.5")
 left.legend(fontsize=7)
 right.semilogy(n, t_icl, "o-", color="C0", label=r"$t_{ICL}$ (App. F thresholds)")
-right.semilogy(n, fig5_asymptotics["T_alpha/N^2"] * n**2, "--", color="C0", label=r"$0.8655\,N^2$")
+right.semilogy(n, fig5_asymptotics["T_alpha/N^2"] * n**2, "--", color="C0", label=rf"${fig5_asymptotics['T_alpha/N^2']:.4f}\,N^2$")
 right.semilogy(n, T["alpha"], "s-", color="C1", markersize=4, label=r"$T_\alpha$ (Definition 1)")
-right.semilogy(n, asymptotics["T_alpha/N^2"] * n**2, ":", color="C1", label=r"$1.711\,N^2$")
+right.semilogy(n, asymptotics["T_alpha/N^2"] * n**2, ":", color="C1", label=rf"${asymptotics['T_alpha/N^2']:.3f}\,N^2$")
 right.set(xlabel="N (pairs in context)", ylabel="time until ICL", title="quadratic asymptotes")
 right.legend(fontsize=7);
 
@@ -647,8 +655,8 @@ right.legend(fontsize=7);
 #   $\alpha$ never emerges.
 # - Every bound of the proof holds along the flow; the proof sketch's $o(1/N^2)$, B.1's names and B.8.1's
 #   remainder are slips.
-# - The $N^2$ law has closed-form constants: $T_\gamma \approx N\ln 2$, $T_\beta \approx 0.960N^2$,
-#   $T_\alpha \approx 1.711N^2$, and the loss drops at $\approx\sqrt{2\pi}N^2$; in between, $\alpha = \beta^2/2$.
+# - The $N^2$ law has closed-form constants: $T_\gamma \approx N\ln 2$, $T_\beta \approx$
+#   {glue:text}`t-beta-limit:.3f` $N^2$, $T_\alpha \approx$ {glue:text}`t-alpha-limit:.3f` $N^2$, and the loss drops at $\approx\sqrt{2\pi}N^2$; in between, $\alpha = \beta^2/2$.
 # - The induction head is "present" (Definition 3) long before it is useful: at $T_\alpha$ the model still predicts
 #   the context average.
 # - App. F's step of 100 on the weight matrices is a step of $100/D$ on the pseudo-parameters and reproduces the
