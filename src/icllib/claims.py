@@ -322,7 +322,7 @@ def check_claim(
       The ledger shows it, and every record of a claim checked in several places.
 
     Raises ``ValueError`` for an unknown id, a claim registered for other run modes, a non-finite or non-numeric value, a missing or negative
-    tolerance, or no criterion at all; raises ``AssertionError`` quoting the claim when the check fails.
+    tolerance, a tolerance or bound without ``why``, or no criterion at all; raises ``AssertionError`` quoting the claim when the check fails.
     The record is written before the assertion, so failures are in the results file too.
     """
     claims = registry().claims
