@@ -14,8 +14,16 @@ from collections.abc import Iterable
 import numpy as np
 
 
+def _label(name) -> str:
+    """The parameter's name, which every message starts with; a helper called without one is a bug."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be the parameter's name (a non-empty str), got {name!r}")
+    return name
+
+
 def positive_int(name: str, value, minimum: int = 1) -> int:
     """``value`` as an ``int`` if it is an integer (not a bool) of at least ``minimum``."""
+    _label(name)
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
@@ -39,6 +47,7 @@ def power_of_two(name: str, value, minimum: int = 1, *, why: str = "") -> int:
 
 def positive_number(name: str, value, *, allow_zero: bool = False) -> float:
     """``value`` as a ``float`` if it is finite and positive (or zero, with ``allow_zero``)."""
+    _label(name)
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"{name} must be a real number, got {value!r}")
     number = float(value)
@@ -49,6 +58,9 @@ def positive_number(name: str, value, *, allow_zero: bool = False) -> float:
 
 def one_of(name: str, value, allowed: Iterable):
     """``value`` itself if it is one of ``allowed`` (e.g. the names of an optimiser)."""
+    _label(name)
+    if isinstance(allowed, str) or not isinstance(allowed, Iterable):
+        raise TypeError(f"allowed must be a collection of the values {name} may take, got {allowed!r}")
     allowed = tuple(allowed)
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
@@ -57,6 +69,7 @@ def one_of(name: str, value, allowed: Iterable):
 
 def real_array(name: str, value) -> np.ndarray:
     """``value`` as a finite float64 array (a scalar gives a 0-d array)."""
+    _label(name)
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -70,6 +83,7 @@ def torch_generator_arg(name: str, value):
     """``value`` itself if it is a ``torch.Generator`` (make one with :func:`icllib.config.torch_generator`)."""
     import torch
 
+    _label(name)
     if not isinstance(value, torch.Generator):
         raise ValueError(f"{name} must be a torch.Generator (icllib.config.torch_generator), "
                          f"got {type(value).__name__}")
@@ -78,6 +92,7 @@ def torch_generator_arg(name: str, value):
 
 def numpy_generator_arg(name: str, value) -> np.random.Generator:
     """``value`` itself if it is a ``numpy.random.Generator`` (make one with :func:`icllib.config.rng`)."""
+    _label(name)
     if not isinstance(value, np.random.Generator):
         raise ValueError(f"{name} must be a numpy.random.Generator (icllib.config.rng), "
                          f"got {type(value).__name__}")
@@ -85,14 +100,22 @@ def numpy_generator_arg(name: str, value) -> np.random.Generator:
 
 
 def tensor_arg(name: str, value, *, shape: tuple | None = None, min_ndim: int = 0, what: str = ""):
-    """``value`` itself if it is a ``torch.Tensor`` with at least ``min_ndim`` axes and, if given, exactly
-    ``shape``; ``what`` describes the expected shape in the message (e.g. ``"(..., 2N+1, 2D)"``)."""
+    """``value`` itself if it is a non-empty, finite ``torch.Tensor`` with at least ``min_ndim`` axes and, if
+    given, exactly ``shape``; ``what`` describes the expected shape in the message (e.g. ``"(..., 2N+1, 2D)"``).
+    A NumPy array is refused as a wrong type (convert it with ``torch.as_tensor``), not as a wrong shape."""
     import torch
 
-    if (not isinstance(value, torch.Tensor) or value.ndim < min_ndim
-            or (shape is not None and tuple(value.shape) != tuple(shape))):
-        expected = what or (f"of shape {tuple(shape)}" if shape is not None else f"with >= {min_ndim} axes")
-        raise ValueError(f"{name} must be a tensor {expected}, got {getattr(value, 'shape', value)!r}")
+    _label(name)
+    expected = what or (f"of shape {tuple(shape)}" if shape is not None else f"with >= {min_ndim} axes")
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor {expected}, got {type(value).__name__}"
+                        + (" (convert it with torch.as_tensor)" if isinstance(value, np.ndarray) else ""))
+    if value.ndim < min_ndim or (shape is not None and tuple(value.shape) != tuple(shape)):
+        raise ValueError(f"{name} must be a tensor {expected}, got shape {tuple(value.shape)!r}")
+    if value.numel() == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(value.shape)!r}")
+    if (value.is_floating_point() or value.is_complex()) and not bool(torch.isfinite(value).all()):
+        raise ValueError(f"{name} must be finite (it holds NaN or infinite values)")
     return value
 
 
@@ -105,7 +128,10 @@ def square_matrices(name: str, value, *, what: str = "(..., n, n)"):
 
 
 def non_empty(name: str, values) -> tuple:
-    """``values`` as a tuple if it holds at least one element."""
+    """``values`` as a tuple if it is a collection (not a string) holding at least one element."""
+    _label(name)
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a collection (a tuple or list), got {values!r}")
     values = tuple(values)
     if not values:
         raise ValueError(f"{name} must not be empty")
@@ -115,8 +141,9 @@ def non_empty(name: str, values) -> tuple:
 def int_array(name: str, value, minimum: int = 1) -> np.ndarray:
     """``value`` (a scalar or an array) as a float64 array of integers, each at least ``minimum``; floats
     that are whole numbers count as integers."""
-    message = f"{name} must be an integer >= {minimum} (or an array of them), got {value!r}"
-    if isinstance(value, bool):
+    message = f"{name} must be an integer >= {minimum} (or a non-empty array of them), got {value!r}"
+    _label(name)
+    if isinstance(value, bool) or np.size(value) == 0:
         raise ValueError(message)
     array = np.asarray(value)
     if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
