@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icllib.claims import Registry, registry
+from icllib.validation import directory_arg, positive_int, str_list
 
 # Each spelling of a kind, singular and plural, mapped to the name the ledger uses.
 KINDS = {
@@ -99,8 +100,10 @@ def quote_found(paper_lines: list[str], quote: str, line: int, window: int = QUO
 
     `` ... `` in the quote marks an elision: its parts must appear in order, the first near ``line``.
     """
-    if not isinstance(line, int) or line < 1:
-        raise ValueError(f"line must be a positive int, got {line!r}")
+    paper_lines = str_list("paper_lines", paper_lines)
+    if not isinstance(quote, str):
+        raise TypeError(f"quote must be a str, got {type(quote).__name__}")
+    line = positive_int("line", line)
     parts = [_normalise(part) for part in re.split(r"\s*(?:\.\.\.|…)\s*", quote) if part.strip()]
     if not parts:
         raise ValueError("quote must hold some words of the paper")
@@ -142,6 +145,7 @@ def _sort_key(result: str):
 
 def paper_coverage(papers: Path, book: Registry | None = None) -> list[PaperCoverage]:
     """The coverage of each paper file named by a chapter of the registry (primary and other extractions)."""
+    papers = directory_arg("papers", papers)
     book = book or registry()
     by_file: dict[str, list[str]] = {}
     for chapter, header in book.chapters.items():
@@ -166,6 +170,7 @@ def paper_coverage(papers: Path, book: Registry | None = None) -> list[PaperCove
 
 def quote_problems(papers: Path, book: Registry | None = None) -> list[str]:
     """Errata and notes whose quote is not verbatim near their line, or that no ledger row names."""
+    papers = directory_arg("papers", papers)
     book = book or registry()
     problems = []
     cited = {claim.erratum for claim in book.claims.values()} | {claim.note for claim in book.claims.values()}

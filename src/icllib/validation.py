@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
@@ -68,12 +70,14 @@ def one_of(name: str, value, allowed: Iterable):
 
 
 def real_array(name: str, value) -> np.ndarray:
-    """``value`` as a finite float64 array (a scalar gives a 0-d array)."""
+    """``value`` as a non-empty, finite float64 array (a scalar gives a 0-d array)."""
     _label(name)
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a real number or array, got {value!r}") from None
+    if array.size == 0:
+        raise ValueError(f"{name} must not be empty, got {value!r}")
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return array
@@ -151,6 +155,22 @@ def int_array(name: str, value, minimum: int = 1) -> np.ndarray:
     if array.dtype.kind not in "iu" or np.any(array < minimum):
         raise ValueError(message)
     return array.astype(np.float64)
+
+
+def directory_arg(name: str, value) -> Path:
+    """``value`` as a ``Path`` if it is a ``str`` or path naming an existing folder."""
+    _label(name)
+    if not isinstance(value, (str, os.PathLike)) or not Path(value).is_dir():
+        raise ValueError(f"{name} must name an existing folder, got {value!r}")
+    return Path(value)
+
+
+def str_list(name: str, value) -> list[str]:
+    """``value`` as a list if it is a list or tuple of ``str`` (lines of a text, labels)."""
+    _label(name)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+        raise TypeError(f"{name} must be a list of str, got {type(value).__name__}")
+    return list(value)
 
 
 def fraction(name: str, value, *, upper: float = 1.0) -> float:
