@@ -167,6 +167,8 @@ VALID = {
     "validation.fraction": lambda: dict(name="delta", value=0.1),
     "validation.directory_arg": lambda: dict(name="papers", value=Path(__file__).parent),
     "validation.str_list": lambda: dict(name="paper_lines", value=["a line"]),
+    "validation.array_like": lambda: dict(name="X", value=np.ones(2)),
+    "validation.real_number": lambda: dict(name="c", value=0.5),
     "plotting.use_house_style": lambda: {},
     "plotting.figure": lambda: {},
     "plotting.show_table": lambda: dict(header=["a", "b"], rows=[[1, 2]]),
@@ -398,6 +400,8 @@ ACCEPTED = {
     "config.rng": {"seed": {"0"}}, "config.torch_generator": {"seed": {"0"}},  # seeds start at 0
     "coverage.named_results": {"text": {"str"}}, "coverage.paper_results": {"text": {"str"}},  # a text
     "coverage.quote_found": {"quote": {"str"}},  # a quote is any text
+    "validation.array_like": {"value": {"numpy", "empty"}},  # it checks the type only; shapes are the caller's
+    "validation.real_number": {"value": REAL},
     "validation.real_array": {"value": REAL | {"numpy"}},  # a real scalar or array is what it checks for
     "induction_common.induction_weights": {"alpha": REAL, "beta": REAL, "gamma": REAL},  # Eq. 9's free coordinates
     "induction_common.three_param_point": {"alpha": REAL, "beta": REAL, "gamma": REAL},
@@ -419,7 +423,61 @@ ACCEPTED = {
     "lsa.restricted_gd": {"c0": REAL},
     "lsa.random_cov_flow": {"c0": REAL},
     "lsa_theory.manifold_point": {"delta": REAL},  # the balance gap delta is any real
+    "balance.linear_C1_C2": {"sigma": {"0"}}, "balance.linear_sgd_runs": {"sigma": {"0"}},  # noiseless labels
+    "scan_snap.train_yz": {"eta_Y": {"0"}, "eta_Z": {"0"}},  # a zero step size freezes that layer
+    "scan_snap_text.make_transformer_lm": {"dropout": {"0"}},  # no dropout
+    "scan_snap.sample_class_counts": {"n": {"0"}},  # class 0
 }
+
+# Positive reals (a step size, a time, a scale, a tolerance): 2.5 is a valid value of each.
+POSITIVE_REALS = {
+    "validation.positive_number": "value",
+    "induction_emergence.full_matrix_step": "lr",
+    "induction_emergence.flow_trajectory": "t_end",
+    "induction_emergence.gradient_descent_times": "eta",
+    "induction_subspace.train_sgd": "lr",
+    "balance.gradient_descent_run": "lr",
+    "balance.implicit_midpoint_run": "h",
+    "balance.train_attention_sgd": "lr",
+    "balance.law_prediction": "lr",
+    "balance.linear_C1_C2": "sigma",
+    "balance.linear_balance_ode_time": "ratio0 target sigma T",
+    "balance.linear_sgd_runs": "sigma lr",
+    "scan_snap.train_yz": "eta_Y eta_Z",
+    "scan_snap_theory.decoder_clock_h_star": "eta_Y",
+    "scan_snap_theory.decoder_row_dynamics": "eta_Y",
+    "scan_snap_theory.decoder_clock_h": "eta_Y",
+    "scan_snap_theory.speed_control_gamma": "eta_Y",
+    "scan_snap_theory.transition_time": "eta_Y",
+    "scan_snap_theory.steps_to_residual": "eta_Y",
+    "scan_snap_theory.residual_time": "eta_Y",
+    "scan_snap_theory.class_count_theta": "eta_Y",
+    "scan_snap_theory.class_count_sigma": "eta_Y",
+    "scan_snap_theory.decoder_in_span": "eta_Y",
+    "scan_snap_theory.decoder_run": "eta_Y",
+    "scan_snap_theory.theorem5_coefficients": "eta_Y",
+    "scan_snap_theory.population_zdot": "eta_Z",
+    "scan_snap_theory.integrate_scan": "eta_Y eta_Z",
+    "scan_snap_theory.snap_Gamma": "eta_Y eta_Z",
+    "scan_snap_theory.snap_B": "eta_Y eta_Z",
+    "scan_snap_theory.snap_B_ode": "eta_Y eta_Z",
+    "scan_snap_text.train_transformer_lm": "lr",
+    "scan_snap_text.train_yz_text": "eta_Y eta_Z",
+    "lsa.lsa_forward": "rho",
+    "lsa.assumption33_init": "sigma",
+    "lsa.gradient_flow": "T",
+    "lsa.restricted_gd": "lr",
+    "lsa.gradient_descent": "lr",
+    "lsa.full_gradient_flow": "T",
+    "lsa.sgd_full": "lr",
+    "lsa.random_cov_flow": "T",
+    "lsa_theory.pl_constant": "sigma",
+    "lsa_theory.corollary43_thresholds": "eps",
+}
+for _function, _names in POSITIVE_REALS.items():
+    for _name in _names.split():
+        ACCEPTED.setdefault(_function, {}).setdefault(_name, set()).add("2.5")
+
 
 # Gaps not fixed yet (strict xfail): {function: {parameter: the bad values it mishandles}}.
 # Each raises a raw internal error (IndexError, AttributeError, torch RuntimeError, ...), names another
@@ -427,7 +485,6 @@ ACCEPTED = {
 KNOWN_GAPS = {f"{function}:{parameter}:{bad}" for function, parameters in {
     "claims.parse_registry": {"files": "None str -1 0 2.5 nan numpy empty"},
     "claims.check_claim": {"claim_id": "numpy"},
-    "validation.positive_number": {"value": "2.5"},
     "validation.one_of": {"value": "numpy", "allowed": "numpy"},
     "validation.non_empty": {"values": "numpy"},
     "validation.int_array": {"value": "numpy empty"},
@@ -449,11 +506,8 @@ KNOWN_GAPS = {f"{function}:{parameter}:{bad}" for function, parameters in {
     "induction_common.full_model_loss_and_grad": {"y": "None str -1 0 2.5 nan numpy empty"},
     "induction_common.three_param_loss": {"alpha": "numpy", "beta": "numpy", "gamma": "numpy", "N": "numpy empty"},
     "induction_common.three_param_grad": {"alpha": "numpy", "beta": "numpy", "gamma": "numpy", "N": "numpy empty"},
-    "induction_emergence.full_matrix_step": {"y": "None str -1 0 2.5 nan numpy empty", "lr": "2.5"},
+    "induction_emergence.full_matrix_step": {"y": "None str -1 0 2.5 nan numpy empty"},
     "induction_emergence.three_param_flow": {"N": "numpy empty"},
-    "induction_emergence.flow_trajectory": {"t_end": "2.5"},
-    "induction_emergence.gradient_descent_times": {"eta": "2.5"},
-    "induction_subspace.train_sgd": {"lr": "2.5"},
     "balance.noise_terms": {"grads_u": "None str", "grads_w": "None str"},
     "balance.eq7_bounds": {"C1": "str numpy", "C2": "str numpy"},
     "balance.attention_forward": {
@@ -463,17 +517,14 @@ KNOWN_GAPS = {f"{function}:{parameter}:{bad}" for function, parameters in {
     "balance.per_sample_grads": {"X": "None str -1 0 2.5 nan", "y": "None str -1 0 2.5 nan"},
     "balance.rescale_columns": {"lambdas": "None str"},
     "balance.g_terms_via_C": {"X": "None str -1 0 2.5 nan", "y": "None str -1 0 2.5 nan"},
-    "balance.gradient_descent_run": {"X": "None str -1 0 2.5 nan", "y": "None str -1 0 2.5 nan", "lr": "2.5"},
+    "balance.gradient_descent_run": {"X": "None str -1 0 2.5 nan", "y": "None str -1 0 2.5 nan"},
     "balance.implicit_midpoint_run": {"X": "None str -1 0 2.5 nan", "y": "None str -1 0 2.5 nan", "h": "2.5"},
-    "balance.train_attention_sgd": {"lr": "2.5"},
-    "balance.law_prediction": {"run": "None str -1 0 2.5 nan numpy empty", "lr": "2.5"},
+    "balance.law_prediction": {"run": "None str -1 0 2.5 nan numpy empty"},
     "balance.rank_agreement": {"predicted": "str", "measured": "str"},
-    "balance.linear_C1_C2": {"u": "str empty", "w": "str empty", "M_star": "str", "sigma": "0 2.5"},
+    "balance.linear_C1_C2": {"u": "str empty", "w": "str empty", "M_star": "str"},
     "balance.linear_balance_ratio": {"C1": "str", "C2": "str numpy", "u": "str", "w": "str"},
-    "balance.linear_balance_ode_time": {"ratio0": "2.5", "target": "2.5", "sigma": "2.5", "T": "2.5"},
-    "balance.linear_sgd_runs": {"u0": "str", "w0": "str", "M_star": "str", "sigma": "0 2.5", "lr": "2.5"},
+    "balance.linear_sgd_runs": {"u0": "str", "w0": "str", "M_star": "str"},
     "scan_snap.make_classes": {"P": "str empty"},
-    "scan_snap.sample_class_counts": {"n": "0"},
     "scan_snap.count_mixture": {"counts": "str", "z": "None str -1 0 2.5 nan"},
     "scan_snap.embedding_objective": {
         "U": "None str -1 0 2.5 nan numpy empty", "W_Q": "None str -1 0 2.5 nan numpy empty",
@@ -494,46 +545,39 @@ KNOWN_GAPS = {f"{function}:{parameter}:{bad}" for function, parameters in {
         "spec": "None str -1 0 2.5 nan numpy empty", "classes": "None str -1 0 2.5 nan numpy empty",
         "tokens": "None str -1 0 2.5 nan numpy empty",
     },
-    "scan_snap.train_yz": {"eta_Y": "0 2.5", "eta_Z": "0 2.5"},
     "scan_snap.attention_distribution": {"Z": "str"},
     "scan_snap.distinct_token_entropy": {"Z": "str"},
     "scan_snap.distinct_token_recall": {"attention": "str", "thresholds": "None str -1 0 2.5 nan numpy empty"},
     "scan_snap_theory.softmax": {"logits": "None str -1 0 2.5 nan numpy empty"},
-    "scan_snap_theory.decoder_clock_h_star": {"eta_Y": "2.5"},
-    "scan_snap_theory.decoder_row_dynamics": {"eta_Y": "2.5"},
-    "scan_snap_theory.decoder_clock_h": {"s": "str numpy empty", "eta_Y": "2.5"},
-    "scan_snap_theory.speed_control_gamma": {"t": "None str -1 nan numpy empty", "eta_Y": "2.5"},
-    "scan_snap_theory.transition_time": {"eta_Y": "2.5"},
+    "scan_snap_theory.decoder_clock_h": {"s": "str numpy empty"},
+    "scan_snap_theory.speed_control_gamma": {"t": "None str -1 nan numpy empty"},
     "scan_snap_theory.decoder_residual_norm": {"h": "str numpy empty"},
-    "scan_snap_theory.steps_to_residual": {"eta_Y": "2.5"},
-    "scan_snap_theory.residual_time": {"eps": "str empty", "eta_Y": "2.5"},
-    "scan_snap_theory.class_count_theta": {"eta_Y": "2.5"},
-    "scan_snap_theory.class_count_sigma": {"eta_Y": "2.5"},
+    "scan_snap_theory.residual_time": {"eps": "str empty"},
     "scan_snap_theory.e_prime": {"E": "str numpy"},
     "scan_snap_theory.e_prime_checks": {"E": "str"},
-    "scan_snap_theory.decoder_in_span": {"F": "str", "eta_Y": "2.5", "update": "numpy"},
+    "scan_snap_theory.decoder_in_span": {"F": "str", "update": "numpy"},
     "scan_snap_theory.span_coefficients": {"F": "str", "A": "str"},
-    "scan_snap_theory.decoder_run": {"F": "str", "eta_Y": "2.5", "update": "numpy"},
-    "scan_snap_theory.theorem5_coefficients": {"F": "str", "eta_Y": "2.5"},
+    "scan_snap_theory.decoder_run": {"F": "str", "update": "numpy"},
+    "scan_snap_theory.theorem5_coefficients": {"F": "str"},
     "scan_snap_theory.normalised_attention": {
         "P": "None str -1 0 2.5 nan numpy empty", "z": "None str -1 0 2.5 nan numpy empty",
     },
     "scan_snap_theory.population_zdot": {
         "P": "None str -1 0 2.5 nan numpy empty", "z": "None str -1 0 2.5 nan numpy empty",
-        "gamma": "None str -1 0 2.5 nan numpy empty", "eta_Z": "None str -1 0 2.5 nan numpy empty",
+        "gamma": "None str -1 0 2.5 nan numpy empty", "eta_Z": "None str -1 0 nan numpy empty",
     },
     "scan_snap_theory.integrate_scan": {
         "P": "str", "t_eval": "None str -1 0 2.5 nan numpy empty", "K_clock": "None str -1 0 2.5 nan numpy empty",
-        "M_decoder": "None str -1 0 2.5 nan numpy empty", "eta_Y": "2.5", "eta_Z": "2.5",
+        "M_decoder": "None str -1 0 2.5 nan numpy empty",
     },
-    "scan_snap_theory.snap_Gamma": {"t": "None str -1 nan numpy empty", "eta_Y": "2.5", "eta_Z": "2.5"},
-    "scan_snap_theory.snap_B": {"t": "None str -1 nan numpy empty", "eta_Y": "2.5", "eta_Z": "2.5"},
-    "scan_snap_theory.snap_B_ode": {"t_eval": "None str -1 0 2.5 nan numpy empty", "eta_Y": "2.5", "eta_Z": "2.5"},
-    "scan_snap_text.make_transformer_lm": {"dropout": "None str 0 numpy empty"},
+    "scan_snap_theory.snap_Gamma": {"t": "None str -1 nan numpy empty"},
+    "scan_snap_theory.snap_B": {"t": "None str -1 nan numpy empty"},
+    "scan_snap_theory.snap_B_ode": {"t_eval": "None str -1 0 2.5 nan numpy empty"},
+    "scan_snap_text.make_transformer_lm": {"dropout": "None str numpy empty"},
     "scan_snap_text.attention_row_entropy": {"weights": "None str -1 0 2.5 nan numpy empty"},
     "scan_snap_text.train_transformer_lm": {
         "model": "None str -1 0 2.5 nan numpy empty", "train_source": "None str -1 0 2.5 nan numpy empty",
-        "valid_source": "None str -1 0 2.5 nan numpy empty", "lr": "2.5",
+        "valid_source": "None str -1 0 2.5 nan numpy empty",
     },
     "scan_snap_text.bptt_windows_torch": {
         "source": "None str -1 0 2.5 nan numpy empty", "bptt": "None str -1 0 2.5 nan numpy empty",
@@ -544,63 +588,14 @@ KNOWN_GAPS = {f"{function}:{parameter}:{bad}" for function, parameters in {
     },
     "scan_snap_text.train_yz_text": {
         "train_source": "None str -1 0 2.5 nan numpy empty", "valid_source": "None str -1 0 2.5 nan numpy empty",
-        "eta_Y": "2.5", "eta_Z": "2.5",
     },
     "text.bptt_windows": {
         "source": "None str -1 0 2.5 nan numpy empty", "bptt": "None str -1 0 2.5 nan numpy empty",
     },
     "lsa.make_lambda": {"eigenvalues": "str"},
-    "lsa.sample_prompts": {"Lam": "str"},
-    "lsa.embed": {"X": "None str", "y": "None str", "x_query": "None str"},
-    "lsa.lsa_forward": {"W_KQ": "None str", "W_PV": "None str", "E": "None str", "rho": "2.5"},
-    "lsa.predict": {
-        "W_KQ": "None str", "W_PV": "None str", "X": "None str", "y": "None str", "x_query": "None str",
-    },
-    "lsa.quadratic_form_prediction": {
-        "W_KQ": "None str", "W_PV": "None str", "X": "None str", "y": "None str", "x_query": "None str",
-    },
-    "lsa.ols_predict": {"X": "None str", "y": "None str", "x_query": "None str"},
-    "lsa.assumption33_init": {"sigma": "2.5"},
-    "lsa.gradient_flow": {"U0": "str", "c0": "None str nan numpy empty", "Lam": "str", "T": "2.5"},
-    "lsa.restricted_gd": {"U0": "str", "c0": "None str nan numpy empty", "Lam": "str", "lr": "2.5"},
-    "lsa.gradient_descent": {"W_KQ": "None str", "W_PV": "None str", "Lam": "str", "lr": "2.5"},
-    "lsa.full_gradient_flow": {"W_KQ": "None str", "W_PV": "None str", "Lam": "str", "T": "2.5"},
-    "lsa.sgd_full": {"W_KQ": "None str", "W_PV": "None str", "Lam": "str", "lr": "2.5", "generator": "None"},
-    "lsa.balance_gap": {"W_KQ": "None str", "W_PV": "None str"},
-    "lsa.newton_refine": {"W_KQ": "None str", "W_PV": "None str", "Lam": "str"},
-    "lsa.mc_loss_and_gradient": {
-        "W_KQ": "None str", "W_PV": "None str", "Lam": "str", "N": "None str -1 0 2.5 nan numpy empty",
-    },
-    "lsa.mc_prediction_error": {"W_KQ": "None str", "W_PV": "None str", "Lam_test": "str"},
-    "lsa.random_cov_flow": {
-        "U0": "str", "c0": "None str nan numpy empty", "gamma": "str", "xi": "str", "zeta": "str", "T": "2.5",
-    },
-    "lsa_theory.covariance": {"Lam": "str"},
-    "lsa_theory.parameter_pair": {"W_KQ": "None str", "W_PV": "None str"},
-    "lsa_theory.gamma_matrix": {"Lam": "str"},
-    "lsa_theory.global_minimum": {"Lam": "str"},
-    "lsa_theory.minimum_loss": {"Lam": "str"},
-    "lsa_theory.sigma_max": {"Lam": "str"},
-    "lsa_theory.manifold_point": {"Lam": "str", "delta": "None str nan numpy empty"},
-    "lsa_theory.pl_constant": {"Lam": "str", "sigma": "2.5", "W_KQ0": "None str -1 0 2.5 nan empty"},
-    "lsa_theory.population_loss": {"W_KQ": "None str", "W_PV": "None str", "Lam": "str"},
-    "lsa_theory.restricted_loss": {"U": "str", "c": "None str nan numpy empty", "Lam": "str"},
-    "lsa_theory.restricted_gradient": {"U": "str", "c": "None str nan numpy empty", "Lam": "str"},
-    "lsa_theory.restricted_hessian": {"U": "str", "c": "None str nan numpy empty", "Lam": "str"},
-    "lsa_theory.square": {
-        "name": "None str -1 0 2.5 nan numpy empty", "U": "str", "d": "None str -1 0 2.5 nan numpy empty",
-    },
-    "lsa_theory.task_moments": {"task": "numpy", "w": "str", "Lam": "str"},
-    "lsa_theory.prediction_error": {"Lam": "str", "a": "str", "Sigma": "str"},
-    "lsa_theory.shift_error": {"Lam": "str"},
-    "lsa_theory.corollary43_thresholds": {"Lam": "str", "eps": "2.5"},
-    "lsa_theory.moment_triple": {"gamma": "str", "xi": "str", "zeta": "str"},
-    "lsa_theory.random_cov_loss": {
-        "U": "str", "c": "None str nan numpy empty", "gamma": "str", "xi": "str", "zeta": "str",
-    },
-    "lsa_theory.random_cov_gradient": {
-        "U": "str", "c": "None str nan numpy empty", "gamma": "str", "xi": "str", "zeta": "str",
-    },
+    "lsa_theory.square": {"name": "str"},
+    "lsa_theory.task_moments": {"task": "numpy", "w": "str"},
+    "lsa_theory.prediction_error": {"a": "str", "Sigma": "str"},
 }.items() for parameter, bads in parameters.items() for bad in bads.split()}
 
 

@@ -58,6 +58,27 @@ def positive_number(name: str, value, *, allow_zero: bool = False) -> float:
     return number
 
 
+def array_like(name: str, value, *, what: str = ""):
+    """``value`` itself if it is a tensor, a NumPy array, a list or a tuple (what ``torch.as_tensor`` takes
+    without guessing); ``what`` describes the expected shape in the message."""
+    import torch
+
+    _label(name)
+    if not isinstance(value, (torch.Tensor, np.ndarray, list, tuple)):
+        raise TypeError(f"{name} must be a tensor or array{f' {what}' if what else ''}, got {type(value).__name__}")
+    return value
+
+
+def real_number(name: str, value) -> float:
+    """``value`` as a ``float`` if it is a finite real number (any sign; not a bool, an array or a string)."""
+    _label(name)
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    if not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
 def one_of(name: str, value, allowed: Iterable):
     """``value`` itself if it is one of ``allowed`` (e.g. the names of an optimiser)."""
     _label(name)
