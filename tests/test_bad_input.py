@@ -169,6 +169,7 @@ VALID = {
     "validation.str_list": lambda: dict(name="paper_lines", value=["a line"]),
     "validation.array_like": lambda: dict(name="X", value=np.ones(2)),
     "validation.real_number": lambda: dict(name="c", value=0.5),
+    "validation.index_array": lambda: dict(name="tokens", value=[0, 2], size=3),
     "plotting.use_house_style": lambda: {},
     "plotting.figure": lambda: {},
     "plotting.show_table": lambda: dict(header=["a", "b"], rows=[[1, 2]]),
@@ -402,6 +403,9 @@ ACCEPTED = {
     "coverage.quote_found": {"quote": {"str"}},  # a quote is any text
     "validation.array_like": {"value": {"numpy", "empty"}},  # it checks the type only; shapes are the caller's
     "validation.real_number": {"value": REAL},
+    "validation.index_array": {"value": {"0"}},  # a token id may be 0
+    "scan_snap.embedding_objective": {"query": {"0"}, "next_token": {"0"}},  # token 0 exists
+    "scan_snap.yz_objective": {"query": {"0"}, "next_token": {"0"}},
     "validation.real_array": {"value": REAL | {"numpy"}},  # a real scalar or array is what it checks for
     "induction_common.induction_weights": {"alpha": REAL, "beta": REAL, "gamma": REAL},  # Eq. 9's free coordinates
     "induction_common.three_param_point": {"alpha": REAL, "beta": REAL, "gamma": REAL},
@@ -488,6 +492,7 @@ KNOWN_GAPS = {f"{function}:{parameter}:{bad}" for function, parameters in {
     "validation.one_of": {"value": "numpy", "allowed": "numpy"},
     "validation.non_empty": {"values": "numpy"},
     "validation.int_array": {"value": "numpy empty"},
+    "validation.index_array": {"size": "None str 2.5 nan numpy empty"},
     "plotting.show_table": {"header": "None -1 0 2.5 nan numpy", "rows": "None -1 0 2.5 nan numpy empty"},
     "plotting.log_log_slope": {"y": "str"},
     "plotting.block_heatmap": {
@@ -526,25 +531,6 @@ KNOWN_GAPS = {f"{function}:{parameter}:{bad}" for function, parameters in {
     "balance.linear_sgd_runs": {"u0": "str", "w0": "str", "M_star": "str"},
     "scan_snap.make_classes": {"P": "str empty"},
     "scan_snap.count_mixture": {"counts": "str", "z": "None str -1 0 2.5 nan"},
-    "scan_snap.embedding_objective": {
-        "U": "None str -1 0 2.5 nan numpy empty", "W_Q": "None str -1 0 2.5 nan numpy empty",
-        "W_K": "None str -1 0 2.5 nan numpy empty", "W_V": "None str -1 0 2.5 nan numpy empty",
-        "tokens": "None str -1 0 2.5 nan numpy empty", "query": "None str -1 0 2.5 nan numpy empty",
-        "next_token": "None str -1 0 2.5 nan numpy empty",
-    },
-    "scan_snap.yz_objective": {
-        "Y": "None str -1 0 2.5 nan numpy empty", "Z": "None str -1 0 2.5 nan numpy empty",
-        "tokens": "None str -1 0 2.5 nan numpy empty", "query": "None str -1 0 2.5 nan numpy empty",
-        "next_token": "None str -1 0 2.5 nan numpy empty",
-    },
-    "scan_snap.lemma1_gradient_counts": {
-        "spec": "None str -1 0 2.5 nan numpy empty", "classes": "None str -1 0 2.5 nan numpy empty",
-        "counts": "None str -1 0 2.5 nan numpy empty",
-    },
-    "scan_snap.lemma1_gradient_sequences": {
-        "spec": "None str -1 0 2.5 nan numpy empty", "classes": "None str -1 0 2.5 nan numpy empty",
-        "tokens": "None str -1 0 2.5 nan numpy empty",
-    },
     "scan_snap.attention_distribution": {"Z": "str"},
     "scan_snap.distinct_token_entropy": {"Z": "str"},
     "scan_snap.distinct_token_recall": {"attention": "str", "thresholds": "None str -1 0 2.5 nan numpy empty"},

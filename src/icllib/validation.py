@@ -194,6 +194,18 @@ def str_list(name: str, value) -> list[str]:
     return list(value)
 
 
+def index_array(name: str, value, size: int, *, ndim: int | None = None) -> np.ndarray:
+    """``value`` (an integer or a non-empty integer array, e.g. token ids or class labels) as an int64 array
+    if every entry lies in ``[0, size)`` and, if given, it has ``ndim`` axes."""
+    _label(name)
+    array = np.asarray(value) if isinstance(value, (numbers.Integral, np.ndarray, list, tuple)) else None
+    if (isinstance(value, bool) or array is None or array.dtype.kind not in "iu" or array.size == 0
+            or (ndim is not None and array.ndim != ndim) or array.min() < 0 or array.max() >= size):
+        axes = f"{ndim}-d array of " if ndim else ""
+        raise ValueError(f"{name} must be a non-empty {axes}integers in [0, {size}), got {value!r}")
+    return array.astype(np.int64)
+
+
 def fraction(name: str, value, *, upper: float = 1.0) -> float:
     """``value`` as a ``float`` if it lies in the open interval ``(0, upper)`` (a probability, a tolerance)."""
     value = positive_number(name, value)
