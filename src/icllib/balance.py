@@ -29,7 +29,7 @@ import torch
 from torch.func import grad, grad_and_value, vmap
 
 from icllib.config import progress
-from icllib.validation import numpy_generator_arg, positive_int, positive_number, torch_generator_arg
+from icllib.validation import numpy_generator_arg, positive_int, positive_number, real_array, torch_generator_arg
 
 LAYERS = (0, 1)
 PARAM_NAMES = ("Wq0", "Wk0", "Wv0", "Wq1", "Wk1", "Wv1")
@@ -67,7 +67,7 @@ def eq7_bounds(C1, C2):
 
     The upper bound is ``inf`` when C1 is singular (the paper's bound is then void).
     """
-    C1, C2 = (np.asarray(C, dtype=float) for C in (C1, C2))
+    C1, C2 = (real_array(n, C) for n, C in (("C1", C1), ("C2", C2)))
     for name, C in (("C1", C1), ("C2", C2)):
         if C.ndim != 2 or C.shape[0] != C.shape[1] or not np.allclose(C, C.T, atol=1e-12 * max(1.0, np.abs(C).max())):
             raise ValueError(f"{name} must be a symmetric square matrix, got shape {C.shape}")
@@ -466,7 +466,7 @@ def rank_agreement(predicted, measured, *, generator, permutations=100_000):
     """
     from scipy.stats import rankdata
 
-    x, y = (np.asarray(a, dtype=float).ravel() for a in (predicted, measured))
+    x, y = (real_array(n, a).ravel() for n, a in (("predicted", predicted), ("measured", measured)))
     if x.size != y.size or x.size < 3:
         raise ValueError(f"predicted and measured must hold the same number (>= 3) of values, got {x.size} and {y.size}")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
@@ -498,7 +498,7 @@ def linear_C1_C2(u, w, M_star, sigma):
     ``C2 = E[A A^T] - E[A] E[A]^T = 4[(|Delta|_F^2 + d_o sigma^2) I_d + Delta^T Delta]`` (acts on ``w``).
     Returns ``(C1, C2)``.
     """
-    u, w, M_star = (np.asarray(a, dtype=float) for a in (u, w, M_star))
+    u, w, M_star = (real_array(n, a) for n, a in (("u", u), ("w", w), ("M_star", M_star)))
     sigma = positive_number("sigma", sigma, allow_zero=True)
     if u.ndim != 1 or w.ndim != 1:
         raise ValueError(f"u and w must be vectors, got shapes {u.shape} and {w.shape}")
@@ -525,7 +525,7 @@ def linear_balance_ratio(C1, C2, u, w):
     ``a^2 u_hat^T C1 u_hat = b^2 w_hat^T C2 w_hat``, i.e. ``a^2 / b^2 = (w_hat^T C2 w_hat) / (u_hat^T C1 u_hat)``.
     At the minimum of the linear model ``C1 = 4 d sigma^2 I``, ``C2 = 4 d_o sigma^2 I`` and this is ``d_o / d``.
     """
-    C1, C2, u, w = (np.asarray(a, dtype=float) for a in (C1, C2, u, w))
+    C1, C2, u, w = (real_array(n, a) for n, a in (("C1", C1), ("C2", C2), ("u", u), ("w", w)))
     if u.ndim != 1 or w.ndim != 1 or C1.shape != (u.size, u.size) or C2.shape != (w.size, w.size):
         raise ValueError(f"C1 must be ({u.size}, {u.size}) and C2 ({w.size}, {w.size}) for vectors u, w")
     if not (np.any(u) and np.any(w)):
@@ -573,7 +573,7 @@ def linear_sgd_runs(u0, w0, M_star, *, sigma, lr, batch_size, steps, runs, gener
     Returns ``(t_steps, ratio, C_band)``: record steps, ``|u|^2 / |w|^2`` of shape ``(records, runs)`` and
     the Eq. 7 band ``(records, runs, 2)`` computed from the exact C1, C2 at each recorded point.
     """
-    u0, w0, M_star = (np.asarray(a, dtype=float) for a in (u0, w0, M_star))
+    u0, w0, M_star = (real_array(n, a) for n, a in (("u0", u0), ("w0", w0), ("M_star", M_star)))
     if u0.ndim != 1 or w0.ndim != 1 or M_star.shape != (u0.size, w0.size):
         raise ValueError(f"M_star must have shape ({u0.size}, {w0.size}) for vectors u0, w0")
     sigma = positive_number("sigma", sigma, allow_zero=True)

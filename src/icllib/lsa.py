@@ -32,8 +32,8 @@ from scipy.integrate import solve_ivp
 from icllib.config import progress
 from icllib.lsa_theory import (covariance, moment_triple, parameter_pair, population_loss, random_cov_gradient,
                                random_cov_loss, restricted_gradient, restricted_loss, square)
-from icllib.validation import (array_like, numpy_generator_arg, one_of, positive_int, positive_number, real_number,
-                               torch_generator_arg)
+from icllib.validation import (array_like, numpy_generator_arg, one_of, positive_int, positive_number, real_array,
+                               real_number, torch_generator_arg)
 
 # --------------------------------------------------------------------------------------------------
 # Input checks
@@ -74,7 +74,7 @@ def make_lambda(eigenvalues, *, generator: np.random.Generator | None = None) ->
 
     A rotated (non-diagonal) Lambda checks that nothing relies on Lambda being diagonal.
     """
-    eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
+    eigenvalues = real_array("eigenvalues", eigenvalues)
     if eigenvalues.ndim != 1 or eigenvalues.size < 1 or not np.all(np.isfinite(eigenvalues)) or eigenvalues.min() <= 0:
         raise ValueError(f"eigenvalues must be a non-empty 1-d array of positive numbers, got {eigenvalues!r}")
     if generator is None:

@@ -243,7 +243,7 @@ def task_moments(task, w, Lam, *, noise=0.0) -> tuple[np.ndarray, np.ndarray, fl
     (y = z^2). Derived by writing x = Lam w z / s^2 + x_perp, s^2 = w^T Lam w (spec 3).
     """
     Lam = covariance(Lam)
-    w = np.asarray(w, dtype=np.float64)
+    w = real_array("w", w)
     if w.shape != (Lam.shape[0],):
         raise ValueError(f"w must have shape ({Lam.shape[0]},), got {w.shape}")
     noise = positive_number("noise", noise, allow_zero=True)
@@ -270,8 +270,8 @@ def prediction_error(Lam, N, M, *, a, Sigma, best=0.0) -> float:
     Lam = covariance(Lam)
     M = positive_int("M", M)
     Gi = np.linalg.inv(gamma_matrix(Lam, N))
-    a = np.asarray(a, dtype=np.float64)
-    Sigma = np.asarray(Sigma, dtype=np.float64)
+    a = real_array("a", a)
+    Sigma = real_array("Sigma", Sigma)
     d = Lam.shape[0]
     if a.shape != (d,) or Sigma.shape != (d, d):
         raise ValueError(f"a must be ({d},) and Sigma ({d}, {d}), got {a.shape} and {Sigma.shape}")
@@ -304,7 +304,7 @@ def shift_error(Lam, N, M, *, Lam_test=None, Lam_query=None, w=None, tau2=None, 
     K = Gi @ Lt - np.eye(d)
     GqG = Gi @ Lq @ Gi
     if w is not None:
-        w = np.asarray(w, dtype=np.float64)
+        w = real_array("w", w)
         if w.shape != (d,):
             raise ValueError(f"w must have shape ({d},), got {w.shape}")
         Kw = K @ w

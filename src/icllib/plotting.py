@@ -11,6 +11,8 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
+from icllib.validation import real_array
+
 # Colour-blind-safe qualitative palette (Okabe and Ito), in the order the series are drawn.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 
@@ -82,7 +84,7 @@ def show_table(header, rows) -> None:
 
 def log_log_slope(x, y) -> float:
     """Least-squares slope of ``log y`` against ``log x`` (for scaling laws); inputs must be positive."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x, y = real_array("x", x), real_array("y", y)
     if x.shape != y.shape or x.ndim != 1 or x.size < 2:
         raise ValueError(f"x and y must be 1-d arrays of the same length >= 2, got {x.shape} and {y.shape}")
     if np.any(x <= 0) or np.any(y <= 0):

@@ -197,8 +197,8 @@ def count_mixture(counts, z) -> np.ndarray:
     one row per sequence. As T grows, the counts divided by T - 1 tend to P(l|n) (Lemma 18) and this tends to
     c_n of Eq. 5 (Lemma 2).
     """
-    counts = np.asarray(counts, dtype=np.float64)
-    z = np.asarray(z, dtype=np.float64)
+    counts = real_array("counts", counts)
+    z = real_array("z", z)
     if counts.ndim < 1 or np.any(counts < 0) or np.any(counts.sum(axis=-1) <= 0):
         raise ValueError("counts must be non-negative with a positive sum in every row")
     if z.shape[-1] != counts.shape[-1] or not np.all(np.isfinite(z)):
@@ -507,7 +507,7 @@ def attention_distribution(spec: SequenceClasses, Z) -> np.ndarray:
     returns a (K, M) array whose rows sum to 1 (the long-sequence limit of X^T b_T, Lemma 2).
     """
     spec = _check_classes(spec)
-    Z = np.asarray(Z, dtype=np.float64)
+    Z = real_array("Z", Z)
     if Z.shape == (spec.M, spec.M):
         rows = Z[spec.query]
     elif Z.shape == (spec.K, spec.M):
@@ -652,8 +652,8 @@ def distinct_token_recall(spec: SequenceClasses, attention, thresholds) -> np.nd
     """Recall of Figs. 11-12 (App. G): the fraction of a class's distinct tokens whose attention weight is at
     least the threshold, averaged over classes; ``attention`` is (..., K, M), the result (..., len(thresholds))."""
     spec = _check_classes(spec)
-    attention = np.asarray(attention, dtype=np.float64)
-    thresholds = np.asarray(thresholds, dtype=np.float64)
+    attention = real_array("attention", attention)
+    thresholds = real_array("thresholds", thresholds)
     if attention.shape[-2:] != (spec.K, spec.M):
         raise ValueError(f"attention must end with shape ({spec.K}, {spec.M}), got {attention.shape}")
     above = attention[..., None] >= thresholds

@@ -25,7 +25,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.special import wrightomega
 
-from icllib.validation import fraction, numpy_generator_arg, one_of, positive_int, positive_number
+from icllib.validation import fraction, numpy_generator_arg, one_of, positive_int, positive_number, real_array
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def decoder_clock_h(s, M: int, eta_Y: float):
     """
     M = positive_int("M", M, minimum=2)
     eta_Y = positive_number("eta_Y", eta_Y)
-    s_array = np.asarray(s, dtype=np.float64)
+    s_array = real_array("s", s)
     if np.any(~np.isfinite(s_array)) or np.any(s_array < 0):
         raise ValueError("s must be finite and non-negative")
     x = (M * eta_Y * s_array + 1.0) / (M - 1)
@@ -101,7 +101,7 @@ def speed_control_gamma(t, K: int, M: int, eta_Y: float, *, discrete: bool = Fal
     """gamma(t) = (M-1)^2 h / ((M-1) + exp(M h)) at h = h(t/K) (or h(ceil(t/K)) with ``discrete``; Eq. 85,
     note scan_snap.N5)."""
     K = positive_int("K", K)
-    t = np.asarray(t, dtype=np.float64)
+    t = real_array("t", t)
     s = np.ceil(t / K) if discrete else t / K
     h = decoder_clock_h(s, M, eta_Y)
     return (M - 1) ** 2 * h / ((M - 1) + np.exp(M * h))
@@ -133,7 +133,7 @@ def decoder_residual_norm(h, M: int):
     Evaluated as sqrt(M (M-1)) exp(-M h) / ((M-1) exp(-M h) + 1), which does not overflow for large M h.
     """
     M = positive_int("M", M, minimum=2)
-    h_array = np.asarray(h, dtype=np.float64)
+    h_array = real_array("h", h)
     if np.any(~np.isfinite(h_array)) or np.any(h_array < 0):
         raise ValueError("h must be finite and non-negative")
     decay = np.exp(-M * h_array)
@@ -165,7 +165,7 @@ def residual_time(eps, M: int, eta_Y: float):
     """
     M = positive_int("M", M, minimum=2)
     eta_Y = positive_number("eta_Y", eta_Y)
-    eps_array = np.asarray(eps, dtype=np.float64)
+    eps_array = real_array("eps", eps)
     for value in eps_array.ravel():
         fraction("eps", float(value))
     x = np.maximum((M - 1) * (np.sqrt(M / (M - 1)) / eps_array - 1.0), 1.0)
@@ -249,7 +249,7 @@ def class_count_sigma(counts, M: int, eta_Y: float) -> np.ndarray:
 def e_prime(E) -> np.ndarray:
     """E' = I - (I + E)^{-1} for one (K, K) matrix or a stack (..., K, K) (App. D.1 as Lemma 14 and the
     proofs use it; the definition printed at line 500 is not this, erratum scan_snap.E4)."""
-    E = np.asarray(E, dtype=np.float64)
+    E = real_array("E", E)
     if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.all(np.isfinite(E)):
         raise ValueError(f"E must be a finite (..., K, K) array, got shape {E.shape}")
     identity = np.eye(E.shape[-1])
@@ -299,7 +299,7 @@ def e_prime_checks(E) -> dict:
       of min_i lambda_i^2/(1 - abs(lambda_1)) + E'_nn: the lower bound on -E'_nn used in the proof of
       Theorem 1(a) (line 974), with the valid factor and with the printed one.
     """
-    E = np.asarray(E, dtype=np.float64)
+    E = real_array("E", E)
     if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.allclose(E, np.swapaxes(E, -1, -2), atol=1e-14):
         raise ValueError("E must be a stack of symmetric (K, K) matrices")
     if np.abs(np.diagonal(E, axis1=-2, axis2=-1)).max() > 0:
@@ -332,7 +332,7 @@ def e_prime_checks(E) -> dict:
 
 
 def _check_F(F) -> np.ndarray:
-    F = np.asarray(F, dtype=np.float64)
+    F = real_array("F", F)
     if F.ndim != 2 or F.shape[1] > F.shape[0] or np.any(F < 0):
         raise ValueError("F must be an (M, K) non-negative array with K <= M")
     if not np.allclose(np.linalg.norm(F, axis=0), 1.0, atol=1e-12):
@@ -369,7 +369,7 @@ def span_coefficients(F, A) -> np.ndarray:
     """coef[n] = A (e_n - alpha_n) with W = F^T F A and alpha_n = softmax(w_n): the back-propagated gradient of
     class n is g_n = Y (e_n - alpha_n) = F coef[n] = gamma (iota_n f_n - sum_n' beta_nn' f_n') (Eq. 9)."""
     F = _check_F(F)
-    A = np.asarray(A, dtype=np.float64)
+    A = real_array("A", A)
     M, K = F.shape
     if A.shape != (K, M):
         raise ValueError(f"A must have shape ({K}, {M}), got {A.shape}")
@@ -448,13 +448,13 @@ def integrate_scan(P, t_eval, *, K_clock: int, M_decoder: int, eta_Y: float, eta
 
     Returns (z, B, zdot, xi) at ``t_eval``, shapes (len(t), M), (len(t), K), (len(t), M), (len(t), K).
     """
-    P = np.asarray(P, dtype=np.float64)
+    P = real_array("P", P)
     if P.ndim != 2 or np.any(P < 0) or not np.allclose(P.sum(axis=1), 1.0, atol=1e-12):
         raise ValueError("P must be a (K, M) array of distributions")
     eta_Z = positive_number("eta_Z", eta_Z)
-    t_eval = np.asarray(t_eval, dtype=np.float64)
+    t_eval = real_array("t_eval", t_eval)
     K, M = P.shape
-    z0 = np.zeros(M) if z0 is None else np.asarray(z0, dtype=np.float64)
+    z0 = np.zeros(M) if z0 is None else real_array("z0", z0)
 
     def rhs(t, state):
         gamma = float(speed_control_gamma(t, K_clock, M_decoder, eta_Y))
@@ -482,7 +482,7 @@ def snap_Gamma(t, *, K: int, M: int, eta_Y: float, eta_Z: float):
     K = positive_int("K", K)
     eta_Y = positive_number("eta_Y", eta_Y)
     eta_Z = positive_number("eta_Z", eta_Z)
-    h = decoder_clock_h(np.asarray(t, dtype=np.float64) / K, M, eta_Y)
+    h = decoder_clock_h(real_array("t", t) / K, M, eta_Y)
     return eta_Z / eta_Y * K * (M - 1) ** 2 * h**2 / 2.0
 
 
@@ -499,7 +499,7 @@ def snap_B_ode(t_eval, *, K: int, M: int, eta_Y: float, eta_Z: float, C0: float 
     """B(t) from the ODE dB/dt = C0^{-1} eta_Z gamma(t) exp(-4 B), B(0) = 0 (Eq. 13 with z = -B)."""
     C0 = positive_number("C0", C0)
     eta_Z = positive_number("eta_Z", eta_Z)
-    t_eval = np.asarray(t_eval, dtype=np.float64)
+    t_eval = real_array("t_eval", t_eval)
 
     def rhs(t, B):
         return eta_Z * speed_control_gamma(t, K, M, eta_Y) * np.exp(-4.0 * B) / C0
