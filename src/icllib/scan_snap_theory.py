@@ -25,7 +25,8 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.special import wrightomega
 
-from icllib.validation import fraction, numpy_generator_arg, one_of, positive_int, positive_number, real_array
+from icllib.validation import (fraction, numpy_generator_arg, one_of, positive_int, positive_number, real_array,
+                               real_number)
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,11 @@ SNAP_FIGURES = SnapFigures()
 
 
 def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The softmax along ``axis``, shifted by the maximum (no overflow)."""
+    """The softmax along ``axis``, shifted by the maximum (no overflow); ``-inf`` logits get weight 0."""
+    if not isinstance(logits, np.ndarray) or logits.size == 0 or np.isnan(logits).any() \
+            or np.isposinf(logits).any() or np.isneginf(logits.max(axis=axis)).any():
+        raise ValueError("logits must be a non-empty numpy array without NaN or +inf, each slice along axis with "
+                         f"a finite entry, got {logits!r}")
     shifted = np.exp(logits - logits.max(axis=axis, keepdims=True))
     return shifted / shifted.sum(axis=axis, keepdims=True)
 
@@ -419,6 +424,11 @@ def theorem5_coefficients(F, counts, eta_Y: float):
 
 def normalised_attention(P, z) -> np.ndarray:
     """f_n = c_n / ||c_n|| for every class, c_n of Eq. 5 with logits z (one query token)."""
+    P, z = real_array("P", P), real_array("z", z)
+    if P.ndim != 2 or np.any(P < 0) or np.any(P.sum(axis=1) == 0):
+        raise ValueError(f"P must be a (K, M) array of non-negative rows, none all zero, got shape {P.shape}")
+    if z.shape != P.shape[1:]:
+        raise ValueError(f"z must hold one logit per token, shape ({P.shape[1]},), got {z.shape}")
     c = P * np.exp(z - z.max())
     return c / np.linalg.norm(c, axis=1, keepdims=True)
 
@@ -431,6 +441,8 @@ def population_zdot(P, z, *, gamma: float, eta_Z: float, class_weight: float = 1
     ``class_weight`` w is 1 for the literal Eq. 10 and 1/K for the expectation over uniform classes (Eq. 10 omits the class probability).
     Returns (zdot, xi) with xi_n = gamma sum_{n' != n} beta_nn' f_n^T f_n' (Theorem 1(a)).
     """
+    real_number("gamma", gamma)
+    positive_number("eta_Z", eta_Z, allow_zero=True)
     F = normalised_attention(P, z).T  # (M, K)
     gram = F.T @ F
     K = gram.shape[0]
@@ -452,7 +464,8 @@ def integrate_scan(P, t_eval, *, K_clock: int, M_decoder: int, eta_Y: float, eta
     if P.ndim != 2 or np.any(P < 0) or not np.allclose(P.sum(axis=1), 1.0, atol=1e-12):
         raise ValueError("P must be a (K, M) array of distributions")
     eta_Z = positive_number("eta_Z", eta_Z)
-    t_eval = real_array("t_eval", t_eval)
+    t_eval = _times("t_eval", t_eval, ordered=True)
+    positive_int("K_clock", K_clock), positive_int("M_decoder", M_decoder, minimum=2)
     K, M = P.shape
     z0 = np.zeros(M) if z0 is None else real_array("z0", z0)
 
@@ -477,12 +490,21 @@ def integrate_scan(P, t_eval, *, K_clock: int, M_decoder: int, eta_Y: float, eta
 # 4. Snap: Theorem 4
 
 
+def _times(name, value, *, ordered=False) -> np.ndarray:
+    """Times ``>= 0`` as a float64 array; ``ordered``: a 1-d non-decreasing grid (the ``t_eval`` of an ODE)."""
+    times = real_array(name, value)
+    if np.any(times < 0) or ordered and (times.ndim != 1 or np.any(np.diff(times) < 0)):
+        raise ValueError(f"{name} must be {'a 1-d non-decreasing grid of ' if ordered else ''}times >= 0, "
+                         f"got {value!r}")
+    return times
+
+
 def snap_Gamma(t, *, K: int, M: int, eta_Y: float, eta_Z: float):
     """Gamma(t) = eta_Z int_0^t gamma = (eta_Z/eta_Y) K (M-1)^2 h^2(t/K) / 2 (Eq. 124-128)."""
     K = positive_int("K", K)
     eta_Y = positive_number("eta_Y", eta_Y)
     eta_Z = positive_number("eta_Z", eta_Z)
-    h = decoder_clock_h(real_array("t", t) / K, M, eta_Y)
+    h = decoder_clock_h(_times("t", t) / K, M, eta_Y)
     return eta_Z / eta_Y * K * (M - 1) ** 2 * h**2 / 2.0
 
 
@@ -499,7 +521,7 @@ def snap_B_ode(t_eval, *, K: int, M: int, eta_Y: float, eta_Z: float, C0: float 
     """B(t) from the ODE dB/dt = C0^{-1} eta_Z gamma(t) exp(-4 B), B(0) = 0 (Eq. 13 with z = -B)."""
     C0 = positive_number("C0", C0)
     eta_Z = positive_number("eta_Z", eta_Z)
-    t_eval = real_array("t_eval", t_eval)
+    t_eval = _times("t_eval", t_eval, ordered=True)
 
     def rhs(t, B):
         return eta_Z * speed_control_gamma(t, K, M, eta_Y) * np.exp(-4.0 * B) / C0

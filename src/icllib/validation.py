@@ -70,8 +70,13 @@ def array_like(name: str, value, *, what: str = ""):
 
 
 def real_number(name: str, value) -> float:
-    """``value`` as a ``float`` if it is a finite real number (any sign; not a bool, an array or a string)."""
+    """``value`` as a ``float`` if it is a finite real number (any sign; not a bool, a string or an array with
+    axes; a 0-d array or tensor counts as its number)."""
     _label(name)
+    import torch
+
+    if isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 0:
+        value = value.item()
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     if not math.isfinite(float(value)):
