@@ -170,6 +170,7 @@ VALID = {
     "validation.array_like": lambda: dict(name="X", value=np.ones(2)),
     "validation.real_number": lambda: dict(name="c", value=0.5),
     "validation.index_array": lambda: dict(name="tokens", value=[0, 2], size=3),
+    "validation.token_source": lambda: dict(name="source", value=_text_source()),
     "plotting.use_house_style": lambda: {},
     "plotting.figure": lambda: {},
     "plotting.show_table": lambda: dict(header=["a", "b"], rows=[[1, 2]]),
@@ -409,15 +410,8 @@ ACCEPTED = {
     "validation.real_array": {"value": REAL | {"numpy"}},  # a real scalar or array is what it checks for
     "induction_common.induction_weights": {"alpha": REAL, "beta": REAL, "gamma": REAL},  # Eq. 9's free coordinates
     "induction_common.three_param_point": {"alpha": REAL, "beta": REAL, "gamma": REAL},
-    "induction_common.three_param_loss": {"alpha": REAL, "beta": REAL, "gamma": REAL},
-    "induction_common.three_param_grad": {"alpha": REAL, "beta": REAL, "gamma": REAL},
     "induction_common.full_model_loss_and_grad": {"alpha": REAL, "beta": REAL, "gamma": REAL},
     "induction_emergence.full_matrix_step": {"alpha": REAL, "beta": REAL, "gamma": REAL},
-    "scan_snap_theory.decoder_clock_h": {"s": {"0", "2.5"}},  # a time s >= 0, scalar or array
-    "scan_snap_theory.speed_control_gamma": {"t": {"0", "2.5"}},  # a time t >= 0, scalar or array
-    "scan_snap_theory.snap_Gamma": {"t": {"0", "2.5"}},
-    "scan_snap_theory.snap_B": {"t": {"0", "2.5"}},
-    "scan_snap_theory.decoder_residual_norm": {"h": REAL},  # the clock h is any real
     "lsa_theory.restricted_loss": {"c": REAL},  # the scalar c of W_PV's corner is any real
     "lsa_theory.restricted_gradient": {"c": REAL},
     "lsa_theory.restricted_hessian": {"c": REAL},
@@ -427,6 +421,27 @@ ACCEPTED = {
     "lsa.restricted_gd": {"c0": REAL},
     "lsa.random_cov_flow": {"c0": REAL},
     "lsa_theory.manifold_point": {"delta": REAL},  # the balance gap delta is any real
+    "induction_common.three_param_loss": {"alpha": REAL | {"numpy"}, "beta": REAL | {"numpy"},  # vectorised
+                                          "gamma": REAL | {"numpy"}, "N": {"numpy"}},  # N: whole floats count
+    "induction_common.three_param_grad": {"alpha": REAL | {"numpy"}, "beta": REAL | {"numpy"},
+                                          "gamma": REAL | {"numpy"}, "N": {"numpy"}},
+    "induction_emergence.three_param_flow": {"N": {"numpy"}},
+    "validation.non_empty": {"values": {"numpy"}},  # an array is a non-empty sequence of its rows
+    "validation.int_array": {"value": {"numpy"}},  # whole floats count as integers
+    "lsa_theory.square": {"name": {"str"}},  # the name used in the message
+    "balance.eq7_bounds": {"C1": {"numpy"}, "C2": {"numpy"}},  # a 2 x 2 positive semi-definite matrix
+    "balance.linear_balance_ratio": {"C2": {"numpy"}},  # a 2 x 2 matrix, as w has 2 entries
+    "plotting.block_heatmap": {"matrix": {"numpy"},  # a 2 x 2 matrix in 2 x 2 blocks
+                               "title": {"str"}, "xlabel": {"str"}, "ylabel": {"str"}},  # "x" is a label
+    "scan_snap_text.attention_row_entropy": {"weights": {"numpy"}},  # two rows of attention over two positions
+    "scan_snap_theory.softmax": {"logits": {"numpy"}},  # the softmax of each row
+    "scan_snap_theory.decoder_clock_h": {"s": {"0", "2.5", "numpy"}},  # a time s >= 0, scalar or array
+    "scan_snap_theory.speed_control_gamma": {"t": {"0", "2.5", "numpy"}},  # a time t >= 0, scalar or array
+    "scan_snap_theory.snap_Gamma": {"t": {"0", "2.5", "numpy"}},
+    "scan_snap_theory.snap_B": {"t": {"0", "2.5", "numpy"}},
+    "scan_snap_theory.decoder_residual_norm": {"h": REAL | {"numpy"}},  # the clock h is any real, or an array
+    "scan_snap_theory.e_prime": {"E": {"numpy"}},  # I + E is invertible
+    "scan_snap_theory.population_zdot": {"gamma": REAL, "eta_Z": {"0", "2.5"}},  # gamma(t) is any real
     "balance.linear_C1_C2": {"sigma": {"0"}}, "balance.linear_sgd_runs": {"sigma": {"0"}},  # noiseless labels
     "scan_snap.train_yz": {"eta_Y": {"0"}, "eta_Z": {"0"}},  # a zero step size freezes that layer
     "scan_snap_text.make_transformer_lm": {"dropout": {"0"}},  # no dropout
@@ -483,64 +498,9 @@ for _function, _names in POSITIVE_REALS.items():
         ACCEPTED.setdefault(_function, {}).setdefault(_name, set()).add("2.5")
 
 
-# Gaps not fixed yet (strict xfail): {function: {parameter: the bad values it mishandles}}.
-# Each raises a raw internal error (IndexError, AttributeError, torch RuntimeError, ...), names another
-# parameter, or returns; fixing one makes its case pass, and strict xfail then asks to remove it here.
-KNOWN_GAPS = {f"{function}:{parameter}:{bad}" for function, parameters in {
-    "claims.parse_registry": {"files": "None str -1 0 2.5 nan numpy empty"},
-    "claims.check_claim": {"claim_id": "numpy"},
-    "validation.one_of": {"value": "numpy", "allowed": "numpy"},
-    "validation.non_empty": {"values": "numpy"},
-    "validation.int_array": {"value": "numpy empty"},
-    "validation.index_array": {"size": "None str 2.5 nan numpy empty"},
-    "plotting.show_table": {"header": "None -1 0 2.5 nan numpy", "rows": "None -1 0 2.5 nan numpy empty"},
-    "plotting.block_heatmap": {
-        "ax": "None str -1 0 2.5 nan numpy empty", "matrix": "str numpy",
-        "title": "None str -1 0 2.5 nan numpy empty", "xlabel": "None str -1 0 2.5 nan numpy empty",
-        "ylabel": "None str -1 0 2.5 nan numpy empty",
-    },
-    "induction_common.three_param_loss": {"alpha": "numpy", "beta": "numpy", "gamma": "numpy", "N": "numpy empty"},
-    "induction_common.three_param_grad": {"alpha": "numpy", "beta": "numpy", "gamma": "numpy", "N": "numpy empty"},
-    "induction_emergence.three_param_flow": {"N": "numpy empty"},
-    "balance.eq7_bounds": {"C1": "numpy", "C2": "numpy"},
-    "balance.implicit_midpoint_run": {"h": "2.5"},
-    "balance.linear_balance_ratio": {"C2": "numpy"},
-    "scan_snap.make_classes": {"P": "str empty"},
-    "scan_snap.count_mixture": {"z": "-1 0 2.5"},
-    "scan_snap.distinct_token_recall": {"thresholds": "-1 0 2.5 numpy"},
-    "scan_snap_theory.softmax": {"logits": "numpy"},
-    "scan_snap_theory.decoder_clock_h": {"s": "numpy"},
-    "scan_snap_theory.speed_control_gamma": {"t": "-1 numpy"},
-    "scan_snap_theory.decoder_residual_norm": {"h": "numpy"},
-    "scan_snap_theory.e_prime": {"E": "numpy"},
-    "scan_snap_theory.decoder_in_span": {"update": "numpy"},
-    "scan_snap_theory.decoder_run": {"update": "numpy"},
-    "scan_snap_theory.normalised_attention": {"P": "numpy"},
-    "scan_snap_theory.population_zdot": {"P": "numpy", "gamma": "-1 0 2.5", "eta_Z": "0"},
-    "scan_snap_theory.snap_Gamma": {"t": "numpy"},
-    "scan_snap_theory.snap_B": {"t": "numpy"},
-    "scan_snap_text.make_transformer_lm": {"dropout": "None str numpy empty"},
-    "scan_snap_text.attention_row_entropy": {"weights": "None str -1 0 2.5 nan numpy empty"},
-    "scan_snap_text.train_transformer_lm": {
-        "model": "None str -1 0 2.5 nan numpy empty", "train_source": "None str -1 0 2.5 nan numpy empty",
-        "valid_source": "None str -1 0 2.5 nan numpy empty",
-    },
-    "scan_snap_text.bptt_windows_torch": {
-        "source": "None str -1 0 2.5 nan numpy empty", "bptt": "None str -1 0 2.5 nan numpy empty",
-    },
-    "scan_snap_text.yz_text_logits": {
-        "Y": "None str -1 0 2.5 nan numpy empty", "Z": "None str -1 0 2.5 nan numpy empty",
-        "tokens": "None str -1 0 2.5 nan numpy empty",
-    },
-    "scan_snap_text.train_yz_text": {
-        "train_source": "None str -1 0 2.5 nan numpy empty", "valid_source": "None str -1 0 2.5 nan numpy empty",
-    },
-    "text.bptt_windows": {
-        "source": "None str -1 0 2.5 nan numpy empty", "bptt": "None str -1 0 2.5 nan numpy empty",
-    },
-    "lsa_theory.square": {"name": "str"},
-    "lsa_theory.task_moments": {"task": "numpy"},
-}.items() for parameter, bads in parameters.items() for bad in bads.split()}
+# Gaps not fixed yet, as "module.function:parameter:bad value" (strict xfail: a case that starts passing
+# fails until it leaves this list). None are left.
+KNOWN_GAPS: set[str] = set()
 
 
 def _cases():
@@ -601,7 +561,7 @@ def test_bad_argument_is_rejected_by_name(case):
     accepted = bad in ACCEPTED.get(name, {}).get(parameter, ()) or (
         name.startswith("validation.") and parameter == "name" and bad == "str")  # "x" is a parameter's name
     # a shared check names the caller's parameter, which it is given as ``name``
-    named = kwargs["name"] if name.startswith("validation.") and parameter != "name" else parameter
+    named = kwargs["name"] if name.startswith("validation.") and parameter in ("value", "values") else parameter
     try:
         function(**kwargs)
     except (ValueError, TypeError) as error:

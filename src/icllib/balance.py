@@ -333,7 +333,7 @@ def implicit_midpoint_run(params, X, y, *, h, steps, tol=1e-15, max_iter=100):
 
     A Gauss-Legendre method: it keeps every quadratic invariant of the flow, so each
     ``D_i = theta^T S_i theta`` (with ``theta^T S_i grad L(theta) = 0``) is conserved up to the residual of
-    the fixed-point iteration. Raises ``RuntimeError`` if the iteration does not converge (``h`` too large).
+    the fixed-point iteration. Raises ``ValueError`` naming ``h`` if the iteration does not converge (``h`` too large for the data).
     """
     _check_data(params, X, y)
     h = positive_number("h", h)
@@ -353,7 +353,8 @@ def implicit_midpoint_run(params, X, y, *, h, steps, tol=1e-15, max_iter=100):
             if change <= tol:
                 break
         else:
-            raise RuntimeError(f"implicit midpoint: fixed point not reached in {max_iter} iterations at h={h}")
+            raise ValueError(f"h = {h} is too large: the implicit midpoint's fixed point was not reached in "
+                             f"{max_iter} iterations")
         iterations.append(it)
         theta = {k: v.detach() for k, v in nxt.items()}
         D.append(column_imbalance(theta))

@@ -27,7 +27,7 @@ import math
 import numpy as np
 import torch
 
-from icllib.validation import array_like, positive_int, positive_number, real_array, real_number
+from icllib.validation import array_like, one_of, positive_int, positive_number, real_array, real_number
 
 # --------------------------------------------------------------------------------------------------
 # Input checks shared with icllib.lsa
@@ -242,6 +242,7 @@ def task_moments(task, w, Lam, *, noise=0.0) -> tuple[np.ndarray, np.ndarray, fl
     ``task``: ``"linear"`` (y = z + N(0, noise^2)), ``"relu"`` (y = max(z, 0)) or ``"quadratic"``
     (y = z^2). Derived by writing x = Lam w z / s^2 + x_perp, s^2 = w^T Lam w (spec 3).
     """
+    task = one_of("task", task, ("linear", "relu", "quadratic"))
     Lam = covariance(Lam)
     w = real_array("w", w)
     if w.shape != (Lam.shape[0],):
@@ -256,9 +257,7 @@ def task_moments(task, w, Lam, *, noise=0.0) -> tuple[np.ndarray, np.ndarray, fl
         raise ValueError("noise is only defined for task='linear'")
     if task == "relu":
         return w / 2, 0.75 * outer + 0.5 * s2 * Lam, s2 / 4
-    if task == "quadratic":
-        return np.zeros_like(w), 12 * s2 * outer + 3 * s2**2 * Lam, 3 * s2**2
-    raise ValueError(f"task must be 'linear', 'relu' or 'quadratic', got {task!r}")
+    return np.zeros_like(w), 12 * s2 * outer + 3 * s2**2 * Lam, 3 * s2**2  # task == "quadratic"
 
 
 def prediction_error(Lam, N, M, *, a, Sigma, best=0.0) -> float:

@@ -70,6 +70,10 @@ def show_table(header, rows) -> None:
 
     from IPython.display import HTML, display
 
+    if isinstance(header, (str, np.ndarray)) or not isinstance(header, (list, tuple)) or not header:
+        raise ValueError(f"header must be a non-empty list of column titles, got {header!r}")
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(row, (list, tuple)) for row in rows):
+        raise ValueError(f"rows must be a list of rows (lists), got {rows!r}")
     header = list(header)
     rows = [list(row) for row in rows]
     if any(len(row) != len(header) for row in rows):
@@ -95,7 +99,12 @@ def log_log_slope(x, y) -> float:
 def block_heatmap(ax, matrix, block: int, *, title: str, xlabel: str, ylabel: str, colorbar: bool = True):
     """Draw ``matrix`` as a heat map on a symmetric diverging scale (0 is white), with lines between its
     ``block x block`` sub-blocks: the picture of weights in a block basis (e.g. App. C of Musat 2025)."""
-    values = np.asarray(matrix, dtype=float)
+    if not isinstance(ax, mpl.axes.Axes):
+        raise TypeError(f"ax must be a matplotlib Axes (from icllib.plotting.figure), got {type(ax).__name__}")
+    for name, label in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
+        if not isinstance(label, str):
+            raise TypeError(f"{name} must be a str, got {type(label).__name__}")
+    values = real_array("matrix", matrix)
     if values.ndim != 2:
         raise ValueError(f"matrix must be 2-dimensional, got shape {values.shape}")
     if not isinstance(block, (int, np.integer)) or block < 1:

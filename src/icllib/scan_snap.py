@@ -72,7 +72,7 @@ class SequenceClasses:
 
 def make_classes(P, query, next_token, *, name: str = "custom") -> SequenceClasses:
     """Validate and build a :class:`SequenceClasses`; rows of ``P`` must be distributions over [M]."""
-    P = np.array(P, dtype=np.float64)
+    P = np.array(real_array("P", P))  # a copy: the classes must not change with the caller's array
     if P.ndim != 2 or P.shape[0] < 1 or P.shape[1] < 2:
         raise ValueError(f"P must be a (K, M) array with M >= 2, got shape {P.shape}")
     if not np.all(np.isfinite(P)) or np.any(P < 0):
@@ -201,7 +201,7 @@ def count_mixture(counts, z) -> np.ndarray:
     z = real_array("z", z)
     if counts.ndim < 1 or np.any(counts < 0) or np.any(counts.sum(axis=-1) <= 0):
         raise ValueError("counts must be non-negative with a positive sum in every row")
-    if z.shape[-1] != counts.shape[-1] or not np.all(np.isfinite(z)):
+    if z.ndim < 1 or z.shape[-1] != counts.shape[-1] or not np.all(np.isfinite(z)):
         raise ValueError(f"z must be finite logits over the last axis of counts ({counts.shape[-1]} tokens)")
     weights = counts * np.exp(z - z.max(axis=-1, keepdims=True))
     return weights / weights.sum(axis=-1, keepdims=True)
@@ -654,6 +654,8 @@ def distinct_token_recall(spec: SequenceClasses, attention, thresholds) -> np.nd
     spec = _check_classes(spec)
     attention = real_array("attention", attention)
     thresholds = real_array("thresholds", thresholds)
+    if thresholds.ndim != 1:
+        raise ValueError(f"thresholds must be a 1-d array of attention levels, got shape {thresholds.shape}")
     if attention.shape[-2:] != (spec.K, spec.M):
         raise ValueError(f"attention must end with shape ({spec.K}, {spec.M}), got {attention.shape}")
     above = attention[..., None] >= thresholds

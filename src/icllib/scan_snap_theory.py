@@ -106,7 +106,7 @@ def speed_control_gamma(t, K: int, M: int, eta_Y: float, *, discrete: bool = Fal
     """gamma(t) = (M-1)^2 h / ((M-1) + exp(M h)) at h = h(t/K) (or h(ceil(t/K)) with ``discrete``; Eq. 85,
     note scan_snap.N5)."""
     K = positive_int("K", K)
-    t = real_array("t", t)
+    t = _times("t", t)
     s = np.ceil(t / K) if discrete else t / K
     h = decoder_clock_h(s, M, eta_Y)
     return (M - 1) ** 2 * h / ((M - 1) + np.exp(M * h))
@@ -428,7 +428,7 @@ def normalised_attention(P, z) -> np.ndarray:
     if P.ndim != 2 or np.any(P < 0) or np.any(P.sum(axis=1) == 0):
         raise ValueError(f"P must be a (K, M) array of non-negative rows, none all zero, got shape {P.shape}")
     if z.shape != P.shape[1:]:
-        raise ValueError(f"z must hold one logit per token, shape ({P.shape[1]},), got {z.shape}")
+        raise ValueError(f"z must hold one logit per token of P, shape ({P.shape[1]},), got {z.shape}")
     c = P * np.exp(z - z.max())
     return c / np.linalg.norm(c, axis=1, keepdims=True)
 

@@ -87,10 +87,12 @@ def real_number(name: str, value) -> float:
 def one_of(name: str, value, allowed: Iterable):
     """``value`` itself if it is one of ``allowed`` (e.g. the names of an optimiser)."""
     _label(name)
-    if isinstance(allowed, str) or not isinstance(allowed, Iterable):
+    if isinstance(allowed, (str, np.ndarray)) or not isinstance(allowed, Iterable):
         raise TypeError(f"allowed must be a collection of the values {name} may take, got {allowed!r}")
     allowed = tuple(allowed)
-    if value not in allowed:
+    if not allowed:
+        raise ValueError(f"allowed must name at least one value {name} may take")
+    if isinstance(value, np.ndarray) or value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
     return value
 
@@ -173,9 +175,11 @@ def int_array(name: str, value, minimum: int = 1) -> np.ndarray:
     that are whole numbers count as integers."""
     message = f"{name} must be an integer >= {minimum} (or a non-empty array of them), got {value!r}"
     _label(name)
-    if isinstance(value, bool) or np.size(value) == 0:
+    if isinstance(value, bool):
         raise ValueError(message)
     array = np.asarray(value)
+    if array.size == 0:
+        raise ValueError(message)
     if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
         array = array.astype(np.int64)
     if array.dtype.kind not in "iu" or np.any(array < minimum):
@@ -203,12 +207,25 @@ def index_array(name: str, value, size: int, *, ndim: int | None = None) -> np.n
     """``value`` (an integer or a non-empty integer array, e.g. token ids or class labels) as an int64 array
     if every entry lies in ``[0, size)`` and, if given, it has ``ndim`` axes."""
     _label(name)
+    size = positive_int("size", size)
     array = np.asarray(value) if isinstance(value, (numbers.Integral, np.ndarray, list, tuple)) else None
     if (isinstance(value, bool) or array is None or array.dtype.kind not in "iu" or array.size == 0
             or (ndim is not None and array.ndim != ndim) or array.min() < 0 or array.max() >= size):
         axes = f"{ndim}-d array of " if ndim else ""
         raise ValueError(f"{name} must be a non-empty {axes}integers in [0, {size}), got {value!r}")
     return array.astype(np.int64)
+
+
+def token_source(name: str, value):
+    """``value`` itself if it is a batchified token stream: a 2-d array (or tensor) of non-negative integer
+    token ids, ``(steps, batch)`` with at least two steps (inputs and their next tokens)."""
+    _label(name)
+    array = value.detach().cpu().numpy() if type(value).__name__ == "Tensor" else value
+    if (not isinstance(array, np.ndarray) or array.dtype.kind not in "iu" or array.ndim != 2
+            or array.shape[0] < 2 or array.shape[1] < 1 or array.min() < 0):
+        raise ValueError(f"{name} must be a (steps >= 2, batch) array of token ids (text.batchify), "
+                         f"got {value!r}")
+    return value
 
 
 def fraction(name: str, value, *, upper: float = 1.0) -> float:
