@@ -6,7 +6,8 @@ where the page lists them), found with :mod:`inspect`; a new public function is 
 own, but must have an entry in ``VALID`` (the sweep fails without one). Dataclasses are records of values,
 not functions, and are left out. Each required argument of a valid call is replaced by each value of
 ``BAD``; the call must raise ``ValueError`` or ``TypeError`` whose message names that parameter, unless
-``ACCEPTED`` says why the value is in fact valid there (and then the call must return). ``KNOWN_GAPS`` lists the cases not fixed yet
+``ACCEPTED`` says why the value is in fact valid there (and then the call must return). ``KNOWN_GAPS`` lists
+the cases not fixed yet
 (strict xfail: a fixed gap fails the sweep until it leaves the list).
 """
 
@@ -129,6 +130,15 @@ def _claims_registry():
     return claims.registry()
 
 
+def _rotation():
+    return isp.random_rotation(4, generator=torch_generator(0))
+
+
+def _P():
+    """Two classes' token distributions over three tokens (Eq. 5)."""
+    return np.array([[0.3, 0.3, 0.4], [0.3, 0.2, 0.5]])
+
+
 def _spec():
     return ss.syn_small()
 
@@ -146,7 +156,8 @@ VALID = {
     "config.rng": lambda: dict(seed=0),
     "config.torch_generator": lambda: dict(seed=0),
     "config.progress": lambda: dict(iterable=range(2)),
-    "claims.check_claim": lambda: dict(claim_id=next(iter(_claims_registry().claims)), measured=1.0, lower=-10, upper=10,
+    "claims.check_claim": lambda: dict(claim_id=next(iter(_claims_registry().claims)), measured=1.0,
+                                       lower=-10, upper=10,
                                           why="a valid call"),
     "claims.registry": lambda: {},
     "claims.parse_registry": lambda: dict(files=sorted((Path(balance.__file__).parent / "registry").glob("*.yaml"))),
@@ -216,8 +227,8 @@ VALID = {
     "induction_subspace.random_rotation": lambda: dict(D=4, generator=torch_generator(0)),
     "induction_subspace.sympy_propositions": lambda: {},
     "induction_subspace.rotate_data": lambda: dict(X=_icl()[0], y=_icl()[1],
-                                                   **dict(zip("EF", isp.random_rotation(4, generator=torch_generator(0))))),
-    "induction_subspace.rho": lambda: dict(**dict(zip("EF", isp.random_rotation(4, generator=torch_generator(0)))),
+                                                   **dict(zip("EF", _rotation()))),
+    "induction_subspace.rho": lambda: dict(**dict(zip("EF", _rotation())),
                                            **dict(zip(("W1", "W2", "W3"), _W()))),
     "induction_subspace.hadamard_cyclic_group": lambda: dict(d=4),
     "induction_subspace.orbit_rotations": lambda: dict(D=4),
@@ -227,7 +238,8 @@ VALID = {
     "induction_subspace.standard_task": lambda: dict(batch=2, generator=torch_generator(0)),
     "induction_subspace.StandardTransformer": lambda: dict(D=8, generator=torch_generator(0)),
     "induction_subspace.train_standard": lambda: dict(D=8, steps=1, batch=2, generator=torch_generator(0)),
-    "induction_subspace.standard_accuracy": lambda: dict(model=_standard_model(), batch=2, generator=torch_generator(0)),
+    "induction_subspace.standard_accuracy": lambda: dict(model=_standard_model(), batch=2,
+                                                         generator=torch_generator(0)),
     # balance
     "balance.noise_terms": lambda: dict(grads_u=rng(0).normal(size=(5, 2)), grads_w=rng(1).normal(size=(5, 3))),
     "balance.eq7_bounds": lambda: dict(C1=2 * np.eye(3), C2=6 * np.eye(4)),
@@ -283,7 +295,8 @@ VALID = {
     "scan_snap.fig6_sweep": lambda: dict(grid=ss.Fig6Grid(num_last=(1,), eta_Z=(1.0,), ratios=(1,), seeds=(1,)),
                                          run=ss.RunSize(steps=2, batch_size=4, T=8)),
     "scan_snap.distinct_token_recall": lambda: dict(
-        spec=_spec(), attention=ss.attention_distribution(_spec(), np.zeros((_spec().M, _spec().M))), thresholds=[0.0, 0.5]),
+        spec=_spec(), attention=ss.attention_distribution(_spec(), np.zeros((_spec().M, _spec().M))),
+        thresholds=[0.0, 0.5]),
     "scan_snap_theory.softmax": lambda: dict(logits=np.array([0.0, 1.0])),
     "scan_snap_theory.decoder_clock_h_star": lambda: dict(steps=5, M=10, eta_Y=0.7),
     "scan_snap_theory.decoder_row_dynamics": lambda: dict(steps=5, M=10, eta_Y=0.7),
@@ -307,9 +320,9 @@ VALID = {
     "scan_snap_theory.decoder_run": lambda: dict(F=np.eye(4)[:, :2], eta_Y=0.5, steps=3, update="modified",
                                                  generator=rng(0)),
     "scan_snap_theory.theorem5_coefficients": lambda: dict(F=np.eye(3)[:, :2], counts=np.array([1, 2]), eta_Y=0.5),
-    "scan_snap_theory.normalised_attention": lambda: dict(P=np.array([[0.3, 0.3, 0.4], [0.3, 0.2, 0.5]]), z=np.zeros(3)),
-    "scan_snap_theory.population_zdot": lambda: dict(P=np.array([[0.3, 0.3, 0.4], [0.3, 0.2, 0.5]]), z=np.zeros(3), gamma=2.0, eta_Z=0.5),
-    "scan_snap_theory.integrate_scan": lambda: dict(P=np.array([[0.3, 0.3, 0.4], [0.3, 0.2, 0.5]]), t_eval=np.array([1.0, 2.0]), K_clock=2,
+    "scan_snap_theory.normalised_attention": lambda: dict(P=_P(), z=np.zeros(3)),
+    "scan_snap_theory.population_zdot": lambda: dict(P=_P(), z=np.zeros(3), gamma=2.0, eta_Z=0.5),
+    "scan_snap_theory.integrate_scan": lambda: dict(P=_P(), t_eval=np.array([1.0, 2.0]), K_clock=2,
                                                     M_decoder=10, eta_Y=1.0, eta_Z=0.5),
     "scan_snap_theory.snap_Gamma": lambda: dict(t=np.array([1.0, 2.0]), K=10, M=100, eta_Y=1.0, eta_Z=0.5),
     "scan_snap_theory.snap_B": lambda: dict(t=np.array([1.0, 2.0]), K=10, M=100, eta_Y=1.0, eta_Z=0.5),
@@ -335,13 +348,16 @@ VALID = {
     "lsa.embed": lambda: dict(zip(("X", "y", "x_query"), _prompts())),
     "lsa.lsa_forward": lambda: dict(W_KQ=_lsa_tensors()[0][0], W_PV=_lsa_tensors()[1][0],
                                     E=lsa.embed(*_prompts()), rho=4),
-    "lsa.predict": lambda: dict(W_KQ=_lsa_tensors()[0][0], W_PV=_lsa_tensors()[1][0], **dict(zip(("X", "y", "x_query"), _prompts()))),
+    "lsa.predict": lambda: dict(W_KQ=_lsa_tensors()[0][0], W_PV=_lsa_tensors()[1][0],
+                                **dict(zip(("X", "y", "x_query"), _prompts()))),
     "lsa.quadratic_form_prediction": lambda: dict(W_KQ=_lsa_tensors()[0][0], W_PV=_lsa_tensors()[1][0],
                                                   **dict(zip(("X", "y", "x_query"), _prompts()))),
     "lsa.ols_predict": lambda: dict(zip(("X", "y", "x_query"), _prompts())),
     "lsa.assumption33_init": lambda: dict(d=3, sigma=0.1, generator=rng(0)),
-    "lsa.gradient_flow": lambda: dict(U0=_lsa_pair()[0][:3, :3], c0=_lsa_pair()[1][3, 3], Lam=LAM, N=4, T=1.0, n_eval=3),
-    "lsa.restricted_gd": lambda: dict(U0=_lsa_pair()[0][:3, :3], c0=_lsa_pair()[1][3, 3], Lam=LAM, N=4, lr=0.1, steps=2),
+    "lsa.gradient_flow": lambda: dict(U0=_lsa_pair()[0][:3, :3], c0=_lsa_pair()[1][3, 3], Lam=LAM, N=4, T=1.0,
+                                      n_eval=3),
+    "lsa.restricted_gd": lambda: dict(U0=_lsa_pair()[0][:3, :3], c0=_lsa_pair()[1][3, 3], Lam=LAM, N=4, lr=0.1,
+                                      steps=2),
     "lsa.relevant_mask": lambda: dict(d=3),
     "lsa.gradient_descent": lambda: dict(W_KQ=_lsa_tensors()[0], W_PV=_lsa_tensors()[1], Lam=LAM, N=4, lr=0.05,
                                          steps=2),
@@ -373,18 +389,20 @@ VALID = {
     "lsa_theory.restricted_hessian": lambda: dict(U=np.eye(3), c=0.5, Lam=LAM, N=4),
     "lsa_theory.square": lambda: dict(name="U", U=np.eye(3), d=3),
     "lsa_theory.task_moments": lambda: dict(task="linear", w=np.ones(3), Lam=LAM),
-    "lsa_theory.prediction_error": lambda: dict(Lam=LAM, N=4, M=5, **dict(zip(("a", "Sigma"),
-                                                                          lsat.task_moments("linear", np.ones(3), LAM)))),
+    "lsa_theory.prediction_error": lambda: dict(
+        Lam=LAM, N=4, M=5, **dict(zip(("a", "Sigma"), lsat.task_moments("linear", np.ones(3), LAM)))),
     "lsa_theory.shift_error": lambda: dict(Lam=LAM, N=4, M=5, w=np.ones(3)),
     "lsa_theory.corollary43_thresholds": lambda: dict(Lam=np.eye(3), eps=0.01),
     "lsa_theory.exp1_moments": lambda: dict(d=3, N=20),
     "lsa_theory.moment_triple": lambda: dict(zip(("gamma", "xi", "zeta"), _moments())),
     "lsa_theory.random_cov_loss": lambda: dict(U=np.eye(3), c=0.5, **dict(zip(("gamma", "xi", "zeta"), _moments()))),
-    "lsa_theory.random_cov_gradient": lambda: dict(U=np.eye(3), c=0.5, **dict(zip(("gamma", "xi", "zeta"), _moments()))),
+    "lsa_theory.random_cov_gradient": lambda: dict(U=np.eye(3), c=0.5,
+                                                   **dict(zip(("gamma", "xi", "zeta"), _moments()))),
     # the coverage script
     "coverage.named_results": lambda: dict(text="Theorem 1 and Lemma 2"),
     "coverage.paper_results": lambda: dict(text="Theorem 1. The loss decreases."),
-    "coverage.quote_found": lambda: dict(paper_lines=["Theorem 1. The loss decreases."], quote="loss decreases", line=1),
+    "coverage.quote_found": lambda: dict(paper_lines=["Theorem 1. The loss decreases."], quote="loss decreases",
+                                         line=1),
     "coverage.paper_coverage": lambda: dict(papers=coverage.DEFAULT_PAPERS),
     "coverage.quote_problems": lambda: dict(papers=coverage.DEFAULT_PAPERS),
     "coverage.main": lambda: dict(argv=["--papers", str(coverage.DEFAULT_PAPERS)]),

@@ -12,8 +12,9 @@ CHAPTER = ROOT / "notebooks" / "induction_emergence.py"  # the fastest chapter (
 
 
 def _run_chapter(results: Path) -> list[tuple[str, str]]:
-    """Execute the chapter (each cell a test, through the nbval collector of conftest.py) and return its records as ``(id, measured)`` pairs;
-    ``measured`` is kept as its JSON text, which writes floats exactly (shortest round-trip repr)."""
+    """Execute the chapter (each cell a test, through the nbval collector of conftest.py) and return its
+    records as ``(id, measured)`` pairs; ``measured`` is kept as its JSON text, which writes floats exactly
+    (the shortest repr that round-trips), so equal text is equal bits."""
     env = {**os.environ, "ICLLIB_MODE": "quick", "ICLLIB_RESULTS": str(results)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
                            str(CHAPTER)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

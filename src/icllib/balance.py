@@ -333,7 +333,8 @@ def implicit_midpoint_run(params, X, y, *, h, steps, tol=1e-15, max_iter=100):
 
     A Gauss-Legendre method: it keeps every quadratic invariant of the flow, so each
     ``D_i = theta^T S_i theta`` (with ``theta^T S_i grad L(theta) = 0``) is conserved up to the residual of
-    the fixed-point iteration. Raises ``ValueError`` naming ``h`` if the iteration does not converge (``h`` too large for the data).
+    the fixed-point iteration. Raises ``ValueError`` naming ``h`` if the iteration does not converge (``h``
+    too large for the data).
     """
     _check_data(params, X, y)
     h = positive_number("h", h)
