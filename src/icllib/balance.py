@@ -29,7 +29,8 @@ import torch
 from torch.func import grad, grad_and_value, vmap
 
 from icllib.config import progress
-from icllib.validation import numpy_generator_arg, positive_int, positive_number, torch_generator_arg
+from icllib.validation import (array_like, numpy_generator_arg, positive_int, positive_number, real_array, tensor_arg,
+                               torch_generator_arg)
 
 LAYERS = (0, 1)
 PARAM_NAMES = ("Wq0", "Wk0", "Wv0", "Wq1", "Wk1", "Wv1")
@@ -49,7 +50,7 @@ def noise_terms(grads_u, grads_w):
     ``u^T C1 u = tr Cov[grad_w l]`` and ``w^T C2 w = tr Cov[grad_u l]`` (unbiased, ``n - 1``).
     Works for numpy arrays and torch tensors; returns two floats.
     """
-    gu, gw = (torch.as_tensor(g) for g in (grads_u, grads_w))
+    gu, gw = (torch.as_tensor(array_like(n, g)) for n, g in (("grads_u", grads_u), ("grads_w", grads_w)))
     for name, g in (("grads_u", gu), ("grads_w", gw)):
         if g.ndim != 2:
             raise ValueError(f"{name} must have shape (n, dim), got {tuple(g.shape)}")
@@ -67,7 +68,7 @@ def eq7_bounds(C1, C2):
 
     The upper bound is ``inf`` when C1 is singular (the paper's bound is then void).
     """
-    C1, C2 = (np.asarray(C, dtype=float) for C in (C1, C2))
+    C1, C2 = (real_array(n, C) for n, C in (("C1", C1), ("C2", C2)))
     for name, C in (("C1", C1), ("C2", C2)):
         if C.ndim != 2 or C.shape[0] != C.shape[1] or not np.allclose(C, C.T, atol=1e-12 * max(1.0, np.abs(C).max())):
             raise ValueError(f"{name} must be a symmetric square matrix, got shape {C.shape}")
@@ -138,8 +139,9 @@ def init_attention(*, generator, width=6, imbalance=1.0, dtype=torch.float32):
 
 
 def _check_params(params) -> None:
-    if not isinstance(params, dict) or set(params) != set(PARAM_NAMES):
-        raise ValueError(f"params must be a dict with keys {PARAM_NAMES}")
+    if not isinstance(params, dict) or set(params) != set(PARAM_NAMES) \
+            or not all(isinstance(p, torch.Tensor) for p in params.values()):
+        raise ValueError(f"params must be a dict of tensors with keys {PARAM_NAMES}")
     shape = params["Wq0"].shape
     if len(shape) != 2 or shape[0] != shape[1] or any(p.shape != shape for p in params.values()):
         raise ValueError("params must hold square matrices of one shape")
@@ -148,8 +150,10 @@ def _check_params(params) -> None:
 def _check_data(params, X, y) -> None:
     _check_params(params)
     width = params["Wq0"].shape[0]
+    tensor_arg("X", X, what=f"of shape (n, tokens, {width})")
     if X.ndim != 3 or X.shape[2] != width:
         raise ValueError(f"X must have shape (n, tokens, {width}), got {tuple(X.shape)}")
+    tensor_arg("y", y, what=f"of shape ({X.shape[0]},)")
     if y.shape != X.shape[:1]:
         raise ValueError(f"y must have shape ({X.shape[0]},), got {tuple(y.shape)}")
 
@@ -170,6 +174,16 @@ def _forward_logits(logit_matrices, values, X):
 
 def attention_forward(params, X):
     """The network of App. B.11; its logits see ``W_Q^l, W_K^l`` only through ``W_Q^l W_K^l^T`` (Eq. 114)."""
+    _check_params(params)
+    width = params["Wq0"].shape[0]
+    tensor_arg("X", X, min_ndim=2, what=f"of shape (..., tokens, {width})")
+    if X.shape[-1] != width:
+        raise ValueError(f"X must have shape (..., tokens, {width}), got {tuple(X.shape)}")
+    return _prediction(params, X)
+
+
+def _prediction(params, X):
+    """:func:`attention_forward` without the checks (it runs under ``vmap`` and in every step)."""
     return _forward_logits(
         [params[f"Wq{l}"] @ params[f"Wk{l}"].T for l in LAYERS], [params[f"Wv{l}"] for l in LAYERS], X
     )
@@ -178,11 +192,11 @@ def attention_forward(params, X):
 def attention_loss(params, X, y):
     """Mean over the batch of the per-sample squared error ``(y_hat - y)^2``."""
     _check_data(params, X, y)
-    return ((attention_forward(params, X) - y) ** 2).mean()
+    return ((_prediction(params, X) - y) ** 2).mean()
 
 
 def _sample_loss(params, x, target):
-    return (attention_forward(params, x) - target) ** 2
+    return (_prediction(params, x) - target) ** 2
 
 
 def per_sample_grads(params, X, y):
@@ -197,7 +211,7 @@ def rescale_columns(params, lambdas):
     ``lambdas`` has shape ``(2, width)`` (layer, column) and must be positive.
     """
     _check_params(params)
-    lambdas = torch.as_tensor(lambdas, dtype=params["Wq0"].dtype)
+    lambdas = torch.as_tensor(array_like("lambdas", lambdas), dtype=params["Wq0"].dtype)
     width = params["Wq0"].shape[0]
     if lambdas.shape != (len(LAYERS), width) or not bool((lambdas > 0).all()):
         raise ValueError(f"lambdas must be positive with shape (2, {width}), got {tuple(lambdas.shape)}")
@@ -319,7 +333,8 @@ def implicit_midpoint_run(params, X, y, *, h, steps, tol=1e-15, max_iter=100):
 
     A Gauss-Legendre method: it keeps every quadratic invariant of the flow, so each
     ``D_i = theta^T S_i theta`` (with ``theta^T S_i grad L(theta) = 0``) is conserved up to the residual of
-    the fixed-point iteration. Raises ``RuntimeError`` if the iteration does not converge (``h`` too large).
+    the fixed-point iteration. Raises ``ValueError`` naming ``h`` if the iteration does not converge (``h``
+    too large for the data).
     """
     _check_data(params, X, y)
     h = positive_number("h", h)
@@ -339,7 +354,8 @@ def implicit_midpoint_run(params, X, y, *, h, steps, tol=1e-15, max_iter=100):
             if change <= tol:
                 break
         else:
-            raise RuntimeError(f"implicit midpoint: fixed point not reached in {max_iter} iterations at h={h}")
+            raise ValueError(f"h = {h} is too large: the implicit midpoint's fixed point was not reached in "
+                             f"{max_iter} iterations")
         iterations.append(it)
         theta = {k: v.detach() for k, v in nxt.items()}
         D.append(column_imbalance(theta))
@@ -402,7 +418,7 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
         out["gQ_se"].append(spread(gQ))
 
     def half_batch_loss(params_, X_, y_):
-        return ((attention_forward(params_, X_) - y_) ** 2).mean()
+        return ((_prediction(params_, X_) - y_) ** 2).mean()
 
     # both half-batch gradients in one vectorised call: (2, width, width) per weight matrix
     half_batch_grads = vmap(grad_and_value(half_batch_loss), in_dims=(None, 0, 0))
@@ -443,6 +459,8 @@ def law_prediction(run, *, lr, batch_size, skip=1):
     """
     lr = positive_number("lr", lr)
     batch_size = positive_int("batch_size", batch_size)
+    if not isinstance(run, dict) or not {"checkpoints", "gK", "gQ", "D", "dD_noise"} <= set(run):
+        raise ValueError("run must be the dict train_attention_sgd returns")
     steps = np.asarray(run["checkpoints"])
     skip = positive_int("skip", skip, minimum=0)
     if skip >= len(steps) - 1:
@@ -466,7 +484,7 @@ def rank_agreement(predicted, measured, *, generator, permutations=100_000):
     """
     from scipy.stats import rankdata
 
-    x, y = (np.asarray(a, dtype=float).ravel() for a in (predicted, measured))
+    x, y = (real_array(n, a).ravel() for n, a in (("predicted", predicted), ("measured", measured)))
     if x.size != y.size or x.size < 3:
         raise ValueError(f"predicted and measured must hold the same number (>= 3) of values, got {x.size} and {y.size}")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
@@ -498,7 +516,7 @@ def linear_C1_C2(u, w, M_star, sigma):
     ``C2 = E[A A^T] - E[A] E[A]^T = 4[(|Delta|_F^2 + d_o sigma^2) I_d + Delta^T Delta]`` (acts on ``w``).
     Returns ``(C1, C2)``.
     """
-    u, w, M_star = (np.asarray(a, dtype=float) for a in (u, w, M_star))
+    u, w, M_star = (real_array(n, a) for n, a in (("u", u), ("w", w), ("M_star", M_star)))
     sigma = positive_number("sigma", sigma, allow_zero=True)
     if u.ndim != 1 or w.ndim != 1:
         raise ValueError(f"u and w must be vectors, got shapes {u.shape} and {w.shape}")
@@ -525,7 +543,7 @@ def linear_balance_ratio(C1, C2, u, w):
     ``a^2 u_hat^T C1 u_hat = b^2 w_hat^T C2 w_hat``, i.e. ``a^2 / b^2 = (w_hat^T C2 w_hat) / (u_hat^T C1 u_hat)``.
     At the minimum of the linear model ``C1 = 4 d sigma^2 I``, ``C2 = 4 d_o sigma^2 I`` and this is ``d_o / d``.
     """
-    C1, C2, u, w = (np.asarray(a, dtype=float) for a in (C1, C2, u, w))
+    C1, C2, u, w = (real_array(n, a) for n, a in (("C1", C1), ("C2", C2), ("u", u), ("w", w)))
     if u.ndim != 1 or w.ndim != 1 or C1.shape != (u.size, u.size) or C2.shape != (w.size, w.size):
         raise ValueError(f"C1 must be ({u.size}, {u.size}) and C2 ({w.size}, {w.size}) for vectors u, w")
     if not (np.any(u) and np.any(w)):
@@ -573,7 +591,7 @@ def linear_sgd_runs(u0, w0, M_star, *, sigma, lr, batch_size, steps, runs, gener
     Returns ``(t_steps, ratio, C_band)``: record steps, ``|u|^2 / |w|^2`` of shape ``(records, runs)`` and
     the Eq. 7 band ``(records, runs, 2)`` computed from the exact C1, C2 at each recorded point.
     """
-    u0, w0, M_star = (np.asarray(a, dtype=float) for a in (u0, w0, M_star))
+    u0, w0, M_star = (real_array(n, a) for n, a in (("u0", u0), ("w0", w0), ("M_star", M_star)))
     if u0.ndim != 1 or w0.ndim != 1 or M_star.shape != (u0.size, w0.size):
         raise ValueError(f"M_star must have shape ({u0.size}, {w0.size}) for vectors u0, w0")
     sigma = positive_number("sigma", sigma, allow_zero=True)

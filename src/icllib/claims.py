@@ -191,6 +191,9 @@ def parse_registry(files: list[Path]) -> Registry:
     claims: dict[str, Claim] = {}
     passages: dict[str, dict[str, Erratum]] = {"erratum": {}, "note": {}}
     chapters: dict[str, dict] = {}
+    if isinstance(files, (str, Path)) or not isinstance(files, (list, tuple)) or not files \
+            or not all(isinstance(path, Path) and path.is_file() for path in files):
+        raise ValueError(f"files must be a non-empty list of paths of registry files, got {files!r}")
     for path in files:
         document = yaml.safe_load(path.read_text()) or {}
         header = {key: _require(document, key, path.name) for key in ("chapter", "title", "page", "paper")}
@@ -325,6 +328,8 @@ def check_claim(
     tolerance, a tolerance or bound without ``why``, or no criterion at all; raises ``AssertionError`` quoting the claim when the check fails.
     The record is written before the assertion, so failures are in the results file too.
     """
+    if not isinstance(claim_id, str):
+        raise TypeError(f"claim_id must be a str (a claim's id in the registry), got {type(claim_id).__name__}")
     claims = registry().claims
     if claim_id not in claims:
         raise ValueError(f"claim_id {claim_id!r} is not in the claims registry (icllib/registry/*.yaml)")

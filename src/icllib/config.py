@@ -62,4 +62,6 @@ def progress(iterable: Iterable[T], *, total: int | None = None, desc: str | Non
     """Wrap a long loop in a tqdm progress bar, except in ``quick`` mode where it stays silent."""
     from tqdm.auto import tqdm
 
+    if not isinstance(iterable, Iterable):
+        raise TypeError(f"iterable must be an iterable (the loop to show), got {iterable!r}")
     return tqdm(iterable, total=total, desc=desc, disable=mode() == "quick", leave=False)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icllib.claims import Registry, registry
+from icllib.validation import directory_arg, path_arg, positive_int, str_list
 
 # Each spelling of a kind, singular and plural, mapped to the name the ledger uses.
 KINDS = {
@@ -109,8 +110,10 @@ def quote_found(paper_lines: list[str], quote: str, line: int, window: int = QUO
 
     `` ... `` in the quote marks an elision: its parts must appear in order, the first near ``line``.
     """
-    if not isinstance(line, int) or line < 1:
-        raise ValueError(f"line must be a positive int, got {line!r}")
+    paper_lines = str_list("paper_lines", paper_lines)
+    if not isinstance(quote, str):
+        raise TypeError(f"quote must be a str, got {type(quote).__name__}")
+    line = positive_int("line", line)
     parts = [_normalise(part) for part in re.split(r"\s*(?:\.\.\.|…)\s*", quote) if part.strip()]
     if not parts:
         raise ValueError("quote must hold some words of the paper")
@@ -161,11 +164,14 @@ def _chapters_by_paper_file(book: Registry) -> dict[str, list[str]]:
 
 def texts_at_hand(papers: Path, book: Registry | None = None) -> bool:
     """Whether every paper text the registry names is in ``papers``."""
-    return all((Path(papers) / name).is_file() for name in _chapters_by_paper_file(book or registry()))
+    papers = path_arg("papers", papers)
+    names = _chapters_by_paper_file(book or registry())
+    return papers.is_dir() and all((papers / name).is_file() for name in names)
 
 
 def results_list_from_texts(papers: Path, book: Registry | None = None) -> dict[str, dict]:
     """``{paper file: {"sha256": ..., "results": [...]}}`` read from the texts themselves."""
+    papers = directory_arg("papers", papers)
     listing = {}
     for name in _chapters_by_paper_file(book or registry()):
         data = (Path(papers) / name).read_bytes()
@@ -185,6 +191,7 @@ def paper_coverage(papers: Path | None, book: Registry | None = None) -> list[Pa
     The numbered results come from the texts in ``papers`` when they are all there, else from the
     committed list (``papers=None`` asks for the list).
     """
+    papers = None if papers is None else directory_arg("papers", papers)
     book = book or registry()
     from_texts = papers is not None and texts_at_hand(papers, book)
     listing = results_list_from_texts(papers, book) if from_texts else committed_results_list()
@@ -206,6 +213,7 @@ def paper_coverage(papers: Path | None, book: Registry | None = None) -> list[Pa
 
 def quote_problems(papers: Path, book: Registry | None = None) -> list[str]:
     """Errata and notes whose quote is not verbatim near their line, or that no ledger row names."""
+    papers = directory_arg("papers", papers)
     book = book or registry()
     problems = []
     cited = {claim.erratum for claim in book.claims.values()} | {claim.note for claim in book.claims.values()}

@@ -29,8 +29,8 @@ import numpy as np
 import torch
 from scipy.special import expit
 
-from icllib.validation import (even_int, int_array, positive_int, real_array, square_matrices, tensor_arg,
-                               torch_generator_arg)
+from icllib.validation import (even_int, int_array, positive_int, real_array, real_number, square_matrices,
+                               tensor_arg, torch_generator_arg)
 
 # ---------------------------------------------------------------------------------------------------
 # 1. The task (Sec. 3.2) and its theory variant (Assumptions 7-8)
@@ -62,6 +62,11 @@ def _assemble(a, b, p, q_index) -> tuple[torch.Tensor, torch.Tensor]:
 
 def haar_rows(n_rows: int, dim: int, batch: int, generator: torch.Generator) -> torch.Tensor:
     """``(batch, n_rows, dim)``: per batch element, ``n_rows`` orthonormal rows of a Haar-random orthogonal matrix."""
+    dim = positive_int("dim", dim)
+    n_rows, batch = positive_int("n_rows", n_rows), positive_int("batch", batch)
+    if n_rows > dim:
+        raise ValueError(f"n_rows must be at most dim = {dim} (orthonormal rows), got {n_rows}")
+    generator = torch_generator_arg("generator", generator)
     G = torch.randn(batch, dim, dim, dtype=torch.float64, generator=generator)
     Q, R = torch.linalg.qr(G)
     Q = Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1)).unsqueeze(-2)  # the sign fix makes Q Haar-distributed
@@ -264,6 +269,8 @@ def structured_weights(coeffs, D: int):
 
 def induction_weights(alpha, beta, gamma, D: int):
     """The three-parameter restriction (Assumption 4): only ``alpha_3, beta_2, gamma_3`` are non-zero."""
+    for name, value in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
+        real_number(name, value)  # a float or a 0-d tensor (autograd flows through it)
     return structured_weights({"alpha3": alpha, "beta2": beta, "gamma3": gamma}, D)
 
 
@@ -284,6 +291,7 @@ def full_model_loss_and_grad(alpha: float, beta: float, gamma: float, X: torch.T
     """Loss ``||y - z||^2`` of Eq. 1 at the three-parameter weights and its autograd gradient in
     ``(alpha, beta, gamma)``; returns ``(loss, (dL/dalpha, dL/dbeta, dL/dgamma))`` as floats."""
     point = three_param_point(alpha, beta, gamma, X)
+    tensor_arg("y", y, shape=(X.shape[-1] // 2,), what=f"of shape (D,) = ({X.shape[-1] // 2},)")
     params = [torch.tensor(value, dtype=torch.float64, requires_grad=True) for value in point]
     z = disentangled_forward(X, *induction_weights(*params, X.shape[-1] // 2), strict=strict)
     loss = ((y - z) ** 2).sum()

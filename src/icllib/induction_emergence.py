@@ -27,7 +27,7 @@ from scipy.special import erf
 
 from icllib.induction_common import (disentangled_forward, induction_coordinates, induction_weights,
                                      three_param_grad, three_param_loss, three_param_point)
-from icllib.validation import int_array, positive_int, positive_number, real_array
+from icllib.validation import int_array, positive_int, positive_number, real_array, tensor_arg
 
 #: Definition 1's emergence thresholds for (alpha, beta, gamma).
 DEFINITION1_THRESHOLDS = (0.5, 0.5, 0.5)
@@ -85,6 +85,7 @@ def full_matrix_step(alpha: float, beta: float, gamma: float, X: torch.Tensor, y
     """
     lr = positive_number("lr", lr)
     point = three_param_point(alpha, beta, gamma, X)
+    tensor_arg("y", y, shape=(X.shape[-1] // 2,), what=f"of shape (D,) = ({X.shape[-1] // 2},)")
     weights = [W.detach().requires_grad_(True) for W in induction_weights(*point, X.shape[-1] // 2)]
     loss = ((y - disentangled_forward(X, *weights)) ** 2).sum()
     grads = torch.autograd.grad(loss, weights)

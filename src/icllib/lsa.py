@@ -32,13 +32,16 @@ from scipy.integrate import solve_ivp
 from icllib.config import progress
 from icllib.lsa_theory import (covariance, moment_triple, parameter_pair, population_loss, random_cov_gradient,
                                random_cov_loss, restricted_gradient, restricted_loss, square)
-from icllib.validation import numpy_generator_arg, one_of, positive_int, positive_number, torch_generator_arg
+from icllib.validation import (array_like, numpy_generator_arg, one_of, positive_int, positive_number, real_array,
+                               real_number, torch_generator_arg)
 
 # --------------------------------------------------------------------------------------------------
 # Input checks
 
 
 def _prompt(X, y, x_query) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    for name, value in (("X", X), ("y", y), ("x_query", x_query)):
+        array_like(name, value)
     X = torch.as_tensor(X)
     dtype = X.dtype if X.dtype in (torch.float32, torch.float64) else torch.float64
     X, y, x_query = (torch.as_tensor(t, dtype=dtype) for t in (X, y, x_query))
@@ -71,7 +74,7 @@ def make_lambda(eigenvalues, *, generator: np.random.Generator | None = None) ->
 
     A rotated (non-diagonal) Lambda checks that nothing relies on Lambda being diagonal.
     """
-    eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
+    eigenvalues = real_array("eigenvalues", eigenvalues)
     if eigenvalues.ndim != 1 or eigenvalues.size < 1 or not np.all(np.isfinite(eigenvalues)) or eigenvalues.min() <= 0:
         raise ValueError(f"eigenvalues must be a non-empty 1-d array of positive numbers, got {eigenvalues!r}")
     if generator is None:
@@ -125,7 +128,7 @@ def embed(X, y, x_query) -> torch.Tensor:
 def lsa_forward(W_KQ, W_PV, E, rho) -> torch.Tensor:
     """The whole output f_LSA(E) = E + W_PV E (E^T W_KQ E) / rho of Eq. (3.3), shape (B, d+1, M+1)."""
     W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
-    E = torch.as_tensor(E)
+    E = torch.as_tensor(array_like("E", E))
     if E.ndim != 3 or E.shape[1] != W_KQ.shape[-1]:
         raise ValueError(f"E must have shape (B, d+1, M+1) with d+1 = {W_KQ.shape[-1]}, got {tuple(E.shape)}")
     rho = positive_number("rho", rho)
@@ -212,7 +215,7 @@ def _invariant_set_flow(gradient, U0, c0, *, T, n_eval, rtol, atol):
         return -np.append(dU.ravel(), dc)
 
     t_eval = np.concatenate([[0.0], np.geomspace(1e-3, T, n_eval - 1)])
-    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), float(c0)), method="LSODA", t_eval=t_eval,
+    sol = solve_ivp(rhs, (0.0, T), np.append(U0.ravel(), real_number("c0", c0)), method="LSODA", t_eval=t_eval,
                     rtol=rtol, atol=atol)
     if not sol.success:
         raise RuntimeError(f"gradient flow failed: {sol.message}")
@@ -249,7 +252,7 @@ def restricted_gd(U0, c0, Lam, N, *, lr, steps) -> dict:
     """
     Lam = covariance(Lam)
     U = square("U0", U0, Lam.shape[0]).copy()
-    c = float(c0)
+    c = real_number("c0", c0)
     lr = positive_number("lr", lr)
     steps = positive_int("steps", steps)
     drift = 0.0
@@ -350,6 +353,7 @@ def sgd_full(W_KQ, W_PV, Lam, N, *, lr, batch, steps, generator, dtype=torch.flo
     batch, steps = positive_int("batch", batch), positive_int("steps", steps)
     Lam = covariance(Lam)
     N = positive_int("N", N)
+    generator = torch_generator_arg("generator", generator)
     chol = torch.as_tensor(np.linalg.cholesky(Lam), dtype=dtype)
     d = Lam.shape[0]
     K = W_KQ.detach().to(dtype).clone().requires_grad_(True)
@@ -434,7 +438,7 @@ def mc_loss_and_gradient(W_KQ, W_PV, Lam, N, *, n, generator, chunk=50_000) -> d
     and the per-entry standard errors, from ``n`` fresh prompts (summed in chunks to bound memory).
     """
     W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
-    n, chunk = positive_int("n", n), positive_int("chunk", chunk)
+    N, n, chunk = positive_int("N", N), positive_int("n", n), positive_int("chunk", chunk)
     s1 = s2 = 0.0
     g1 = g2 = 0.0
     done = 0

@@ -27,7 +27,7 @@ import math
 import numpy as np
 import torch
 
-from icllib.validation import positive_int, positive_number
+from icllib.validation import array_like, one_of, positive_int, positive_number, real_array, real_number
 
 # --------------------------------------------------------------------------------------------------
 # Input checks shared with icllib.lsa
@@ -37,7 +37,7 @@ def covariance(Lam, name: str = "Lam") -> np.ndarray:
     """Return ``Lam`` as a float64 array after checking it is square, symmetric and positive definite."""
     if isinstance(Lam, torch.Tensor):
         Lam = Lam.detach().cpu().numpy()
-    Lam = np.asarray(Lam, dtype=np.float64)
+    Lam = real_array(name, Lam)
     if Lam.ndim != 2 or Lam.shape[0] != Lam.shape[1] or Lam.shape[0] < 1:
         raise ValueError(f"{name} must be a square (d, d) matrix, got shape {Lam.shape}")
     if not np.all(np.isfinite(Lam)):
@@ -51,6 +51,8 @@ def covariance(Lam, name: str = "Lam") -> np.ndarray:
 
 def parameter_pair(W_KQ, W_PV) -> tuple[torch.Tensor, torch.Tensor]:
     """Both parameter matrices as float64 tensors of a common shape ``(..., d+1, d+1)`` (autograd kept)."""
+    for name, W in (("W_KQ", W_KQ), ("W_PV", W_PV)):
+        array_like(name, W, what="of shape (..., d+1, d+1)")
     W_KQ = torch.as_tensor(W_KQ, dtype=torch.float64)
     W_PV = torch.as_tensor(W_PV, dtype=torch.float64)
     for name, W in (("W_KQ", W_KQ), ("W_PV", W_PV)):
@@ -101,6 +103,7 @@ def sigma_max(Lam, N):
 
 def manifold_point(Lam, N, delta) -> tuple[np.ndarray, float]:
     """The global minimum (U, c) with imbalance c^2 - ||U||_F^2 = delta: c^2 = (delta + sqrt(delta^2 + 4||G^-1||^2))/2."""
+    real_number("delta", delta)
     Gi = np.linalg.inv(gamma_matrix(Lam, N))
     c = math.sqrt((delta + math.sqrt(delta**2 + 4 * np.sum(Gi**2))) / 2)
     return Gi / c, c
@@ -112,7 +115,10 @@ def pl_constant(Lam, N, sigma, W_KQ0) -> float:
     sigma = positive_number("sigma", sigma)
     d = Lam.shape[0]
     G = gamma_matrix(Lam, N)
-    U0 = square("W_KQ0[:d, :d]", np.asarray(W_KQ0)[:d, :d], d)
+    W_KQ0 = real_array("W_KQ0", W_KQ0)
+    if W_KQ0.ndim != 2:
+        raise ValueError(f"W_KQ0 must be a (d+1, d+1) matrix, got shape {W_KQ0.shape}")
+    U0 = square("W_KQ0[:d, :d]", W_KQ0[:d, :d], d)
     LT = np.trace(Lam @ U0 @ Lam) / sigma
     Gop, Lop = np.linalg.norm(G, 2), np.linalg.norm(Lam, 2)
     Li = np.linalg.inv(Lam)
@@ -178,6 +184,7 @@ def restricted_loss(U, c, Lam, N) -> float:
 
     L(U_11, u_{-1}) = c^2 tr(Gamma Lam U Lam U^T)/2 - c tr(Lam^2 U^T) + tr(Lam)/2 with c = u_{-1} (spec 1.5).
     """
+    real_number("c", c)
     Lam = covariance(Lam)
     G = gamma_matrix(Lam, N)
     U = square("U", U, Lam.shape[0])
@@ -187,6 +194,7 @@ def restricted_loss(U, c, Lam, N) -> float:
 
 def restricted_gradient(U, c, Lam, N) -> tuple[np.ndarray, float]:
     """(dL/dU_11, dL/du_{-1}); gradient flow dU/dt = -dL/dU is Eq. (5.4) of Lemma 5.2."""
+    real_number("c", c)
     Lam = covariance(Lam)
     G = gamma_matrix(Lam, N)
     U = square("U", U, Lam.shape[0])
@@ -202,6 +210,7 @@ def restricted_hessian(U, c, Lam, N) -> np.ndarray:
     At W* it has one zero eigenvalue (the rescaling U -> U/s, c -> s c); the smallest non-zero one sets
     the local convergence rate of the flow (the loss gap decays at twice that rate).
     """
+    real_number("c", c)
     Lam = covariance(Lam)
     d = Lam.shape[0]
     U = square("U", U, d)
@@ -216,7 +225,8 @@ def restricted_hessian(U, c, Lam, N) -> np.ndarray:
 
 
 def square(name, U, d) -> np.ndarray:
-    U = np.asarray(U, dtype=np.float64)
+    """``U`` as a float64 ``(d, d)`` array; ``name`` is the parameter's name in the message."""
+    U, d = real_array(name, U), positive_int("d", d)
     if U.shape != (d, d):
         raise ValueError(f"{name} must have shape ({d}, {d}), got {U.shape}")
     return U
@@ -232,8 +242,9 @@ def task_moments(task, w, Lam, *, noise=0.0) -> tuple[np.ndarray, np.ndarray, fl
     ``task``: ``"linear"`` (y = z + N(0, noise^2)), ``"relu"`` (y = max(z, 0)) or ``"quadratic"``
     (y = z^2). Derived by writing x = Lam w z / s^2 + x_perp, s^2 = w^T Lam w (spec 3).
     """
+    task = one_of("task", task, ("linear", "relu", "quadratic"))
     Lam = covariance(Lam)
-    w = np.asarray(w, dtype=np.float64)
+    w = real_array("w", w)
     if w.shape != (Lam.shape[0],):
         raise ValueError(f"w must have shape ({Lam.shape[0]},), got {w.shape}")
     noise = positive_number("noise", noise, allow_zero=True)
@@ -246,9 +257,7 @@ def task_moments(task, w, Lam, *, noise=0.0) -> tuple[np.ndarray, np.ndarray, fl
         raise ValueError("noise is only defined for task='linear'")
     if task == "relu":
         return w / 2, 0.75 * outer + 0.5 * s2 * Lam, s2 / 4
-    if task == "quadratic":
-        return np.zeros_like(w), 12 * s2 * outer + 3 * s2**2 * Lam, 3 * s2**2
-    raise ValueError(f"task must be 'linear', 'relu' or 'quadratic', got {task!r}")
+    return np.zeros_like(w), 12 * s2 * outer + 3 * s2**2 * Lam, 3 * s2**2  # task == "quadratic"
 
 
 def prediction_error(Lam, N, M, *, a, Sigma, best=0.0) -> float:
@@ -260,8 +269,8 @@ def prediction_error(Lam, N, M, *, a, Sigma, best=0.0) -> float:
     Lam = covariance(Lam)
     M = positive_int("M", M)
     Gi = np.linalg.inv(gamma_matrix(Lam, N))
-    a = np.asarray(a, dtype=np.float64)
-    Sigma = np.asarray(Sigma, dtype=np.float64)
+    a = real_array("a", a)
+    Sigma = real_array("Sigma", Sigma)
     d = Lam.shape[0]
     if a.shape != (d,) or Sigma.shape != (d, d):
         raise ValueError(f"a must be ({d},) and Sigma ({d}, {d}), got {a.shape} and {Sigma.shape}")
@@ -294,7 +303,7 @@ def shift_error(Lam, N, M, *, Lam_test=None, Lam_query=None, w=None, tau2=None, 
     K = Gi @ Lt - np.eye(d)
     GqG = Gi @ Lq @ Gi
     if w is not None:
-        w = np.asarray(w, dtype=np.float64)
+        w = real_array("w", w)
         if w.shape != (d,):
             raise ValueError(f"w must have shape ({d},), got {w.shape}")
         Kw = K @ w
@@ -342,7 +351,7 @@ def exp1_moments(d, N) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def moment_triple(gamma, xi, zeta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(gamma, xi, zeta)`` of Eq. (C.3) as float64 arrays after checking their shapes (zeta carries gamma on its
     diagonal)."""
-    gamma, xi, zeta = (np.asarray(t, dtype=np.float64) for t in (gamma, xi, zeta))
+    gamma, xi, zeta = (real_array(n, t) for n, t in (("gamma", gamma), ("xi", xi), ("zeta", zeta)))
     d = gamma.size
     if xi.shape != (d,) or zeta.shape != (d, d) or not np.allclose(np.diag(zeta), gamma):
         raise ValueError("gamma and xi must be (d,) and zeta (d, d) with gamma on its diagonal")
@@ -355,6 +364,7 @@ def random_cov_loss(U, c, gamma, xi, zeta) -> float:
     ``zeta`` carries gamma on its diagonal (as returned by :func:`exp1_moments`). The population loss (4.9)
     on the invariant set is this plus E tr(Lambda_tau) / 2.
     """
+    real_number("c", c)
     gamma, xi, zeta = moment_triple(gamma, xi, zeta)
     U = square("U", U, gamma.size)
     return float(0.5 * c**2 * np.sum(zeta * U**2) - c * np.sum(xi * np.diag(U)))
@@ -362,6 +372,7 @@ def random_cov_loss(U, c, gamma, xi, zeta) -> float:
 
 def random_cov_gradient(U, c, gamma, xi, zeta) -> tuple[np.ndarray, float]:
     """(d l_rdm / dU_11, d l_rdm / du_{-1}) of Eq. (C.5); minus it is the right-hand side of (C.4)."""
+    real_number("c", c)
     gamma, xi, zeta = moment_triple(gamma, xi, zeta)
     U = square("U", U, gamma.size)
     return c**2 * zeta * U - c * np.diag(xi), float(c * np.sum(zeta * U**2) - np.sum(xi * np.diag(U)))

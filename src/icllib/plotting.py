@@ -11,6 +11,8 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
+from icllib.validation import real_array
+
 # Colour-blind-safe qualitative palette (Okabe and Ito), in the order the series are drawn.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 
@@ -68,6 +70,10 @@ def show_table(header, rows) -> None:
 
     from IPython.display import HTML, display
 
+    if isinstance(header, (str, np.ndarray)) or not isinstance(header, (list, tuple)) or not header:
+        raise ValueError(f"header must be a non-empty list of column titles, got {header!r}")
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(row, (list, tuple)) for row in rows):
+        raise ValueError(f"rows must be a list of rows (lists), got {rows!r}")
     header = list(header)
     rows = [list(row) for row in rows]
     if any(len(row) != len(header) for row in rows):
@@ -82,7 +88,7 @@ def show_table(header, rows) -> None:
 
 def log_log_slope(x, y) -> float:
     """Least-squares slope of ``log y`` against ``log x`` (for scaling laws); inputs must be positive."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x, y = real_array("x", x), real_array("y", y)
     if x.shape != y.shape or x.ndim != 1 or x.size < 2:
         raise ValueError(f"x and y must be 1-d arrays of the same length >= 2, got {x.shape} and {y.shape}")
     if np.any(x <= 0) or np.any(y <= 0):
@@ -93,7 +99,12 @@ def log_log_slope(x, y) -> float:
 def block_heatmap(ax, matrix, block: int, *, title: str, xlabel: str, ylabel: str, colorbar: bool = True):
     """Draw ``matrix`` as a heat map on a symmetric diverging scale (0 is white), with lines between its
     ``block x block`` sub-blocks: the picture of weights in a block basis (e.g. App. C of Musat 2025)."""
-    values = np.asarray(matrix, dtype=float)
+    if not isinstance(ax, mpl.axes.Axes):
+        raise TypeError(f"ax must be a matplotlib Axes (from icllib.plotting.figure), got {type(ax).__name__}")
+    for name, label in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
+        if not isinstance(label, str):
+            raise TypeError(f"{name} must be a str, got {type(label).__name__}")
+    values = real_array("matrix", matrix)
     if values.ndim != 2:
         raise ValueError(f"matrix must be 2-dimensional, got shape {values.shape}")
     if not isinstance(block, (int, np.integer)) or block < 1:

@@ -28,7 +28,8 @@ from scipy.stats import binom
 
 from icllib.config import progress, rng
 from icllib.scan_snap_theory import softmax
-from icllib.validation import fraction, non_empty, numpy_generator_arg, one_of, positive_int, positive_number
+from icllib.validation import (fraction, index_array, non_empty, numpy_generator_arg, one_of, positive_int,
+                               positive_number, real_array)
 
 # 1. Sequence classes (Sec. 3.2) and the authors' synthetic vocabularies
 
@@ -71,7 +72,7 @@ class SequenceClasses:
 
 def make_classes(P, query, next_token, *, name: str = "custom") -> SequenceClasses:
     """Validate and build a :class:`SequenceClasses`; rows of ``P`` must be distributions over [M]."""
-    P = np.array(P, dtype=np.float64)
+    P = np.array(real_array("P", P))  # a copy: the classes must not change with the caller's array
     if P.ndim != 2 or P.shape[0] < 1 or P.shape[1] < 2:
         raise ValueError(f"P must be a (K, M) array with M >= 2, got shape {P.shape}")
     if not np.all(np.isfinite(P)) or np.any(P < 0):
@@ -196,11 +197,11 @@ def count_mixture(counts, z) -> np.ndarray:
     one row per sequence. As T grows, the counts divided by T - 1 tend to P(l|n) (Lemma 18) and this tends to
     c_n of Eq. 5 (Lemma 2).
     """
-    counts = np.asarray(counts, dtype=np.float64)
-    z = np.asarray(z, dtype=np.float64)
+    counts = real_array("counts", counts)
+    z = real_array("z", z)
     if counts.ndim < 1 or np.any(counts < 0) or np.any(counts.sum(axis=-1) <= 0):
         raise ValueError("counts must be non-negative with a positive sum in every row")
-    if z.shape[-1] != counts.shape[-1] or not np.all(np.isfinite(z)):
+    if z.ndim < 1 or z.shape[-1] != counts.shape[-1] or not np.all(np.isfinite(z)):
         raise ValueError(f"z must be finite logits over the last axis of counts ({counts.shape[-1]} tokens)")
     weights = counts * np.exp(z - z.max(axis=-1, keepdims=True))
     return weights / weights.sum(axis=-1, keepdims=True)
@@ -263,8 +264,15 @@ def _log_softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def embedding_objective(U, W_Q, W_K, W_V, tokens, query, next_token) -> float:
     """J of Eq. 2 for one sequence, in the embedding parameterisation (U, W_Q, W_K, W_V), 1/sqrt(d) included."""
-    U = np.asarray(U, dtype=np.float64)
-    d = U.shape[1]
+    U = real_array("U", U)
+    if U.ndim != 2:
+        raise ValueError(f"U must be an (M, d) array, got shape {U.shape}")
+    M, d = U.shape
+    W_K, W_Q = (_matrix(name, W, (d, None), "rows = d, the columns of U") for name, W in (("W_K", W_K), ("W_Q", W_Q)))
+    if W_Q.shape != W_K.shape:
+        raise ValueError(f"W_Q must have the shape of W_K {W_K.shape}, got {W_Q.shape}")
+    W_V = _matrix("W_V", W_V, (d, d), "(d, d), d the columns of U")
+    tokens, query, next_token = _sequence(tokens, query, next_token, M)
     logits = U[tokens] @ W_K @ W_Q.T @ U[query] / np.sqrt(d)
     b = softmax(logits)
     mixture = np.bincount(tokens, weights=b, minlength=U.shape[0])  # X^T b_T
@@ -275,10 +283,27 @@ def embedding_objective(U, W_Q, W_K, W_V, tokens, query, next_token) -> float:
 
 def yz_objective(Y, Z, tokens, query, next_token) -> float:
     """J of Eq. 15 for one sequence: x_{T+1}^T Y^T LN(X^T b_T) - log 1^T exp(Y^T LN(X^T b_T))."""
+    Y = _matrix("Y", Y, (None, None), "(M, M)")
+    Z = _matrix("Z", Z, Y.shape, f"{Y.shape}, the shape of Y")
+    tokens, query, next_token = _sequence(tokens, query, next_token, Y.shape[0])
     b = softmax(Z[query, tokens])
     mixture = np.bincount(tokens, weights=b, minlength=Y.shape[0])
     f = mixture / np.linalg.norm(mixture)
     return float(_log_softmax(Y.T @ f)[next_token])
+
+
+def _matrix(name, value, shape, what) -> np.ndarray:
+    """``value`` as a finite float64 matrix whose axes match ``shape`` (``None``: any size)."""
+    value = real_array(name, value)
+    if value.ndim != 2 or any(n is not None and n != m for n, m in zip(shape, value.shape)):
+        raise ValueError(f"{name} must be a matrix {what}, got shape {value.shape}")
+    return value
+
+
+def _sequence(tokens, query, next_token, M):
+    """One sequence's token ids (1-d), its query and next token, each checked to lie in [0, M)."""
+    return (index_array("tokens", tokens, M, ndim=1), int(index_array("query", query, M, ndim=0)),
+            int(index_array("next_token", next_token, M, ndim=0)))
 
 
 def _check_YZ(spec: SequenceClasses, Y, Z):
@@ -294,8 +319,12 @@ def lemma1_gradient_counts(spec: SequenceClasses, Y, Z, classes, counts):
     X^T diag(b_T) X = diag(v) (rows of X are one-hot; note scan_snap.N1) turns Eq. 4 into
     dJ/dz_m = f * (g - (f^T g) f), g = Y (e_n - alpha); and dJ/dY = f (e_n - alpha)^T (Eq. 3).
     """
-    _check_YZ(spec, Y, Z)
-    counts = np.asarray(counts, dtype=np.float64)
+    _check_YZ(_check_classes(spec), Y, Z)
+    classes = index_array("classes", classes, spec.K, ndim=1)
+    counts = real_array("counts", counts)
+    if counts.shape != (classes.size, spec.M) or np.any(counts < 0) or np.any(counts.sum(axis=1) == 0):
+        raise ValueError(f"counts must be a ({classes.size}, {spec.M}) array of token counts, each row non-zero, "
+                         f"got shape {counts.shape}")
     queries = spec.query[classes]
     targets = spec.next_token[classes]
     logits = Z[queries]
@@ -319,7 +348,11 @@ def lemma1_gradient_counts(spec: SequenceClasses, Y, Z, classes, counts):
 def lemma1_gradient_sequences(spec: SequenceClasses, Y, Z, classes, tokens):
     """The same batch-mean J and gradients, computed literally from Eq. 3-4 with the one-hot matrices X,
     the projection P^perp and X^T diag(b_T) X; the reference for :func:`lemma1_gradient_counts`."""
-    _check_YZ(spec, Y, Z)
+    _check_YZ(_check_classes(spec), Y, Z)
+    classes = index_array("classes", classes, spec.K, ndim=1)
+    tokens = index_array("tokens", tokens, spec.M, ndim=2)
+    if tokens.shape[0] != classes.size:
+        raise ValueError(f"tokens must have one row per class label ({classes.size}), got shape {tokens.shape}")
     batch, length = tokens.shape
     X = np.zeros((batch, length, spec.M))
     X[np.arange(batch)[:, None], np.arange(length)[None, :], tokens] = 1.0
@@ -474,7 +507,7 @@ def attention_distribution(spec: SequenceClasses, Z) -> np.ndarray:
     returns a (K, M) array whose rows sum to 1 (the long-sequence limit of X^T b_T, Lemma 2).
     """
     spec = _check_classes(spec)
-    Z = np.asarray(Z, dtype=np.float64)
+    Z = real_array("Z", Z)
     if Z.shape == (spec.M, spec.M):
         rows = Z[spec.query]
     elif Z.shape == (spec.K, spec.M):
@@ -619,8 +652,10 @@ def distinct_token_recall(spec: SequenceClasses, attention, thresholds) -> np.nd
     """Recall of Figs. 11-12 (App. G): the fraction of a class's distinct tokens whose attention weight is at
     least the threshold, averaged over classes; ``attention`` is (..., K, M), the result (..., len(thresholds))."""
     spec = _check_classes(spec)
-    attention = np.asarray(attention, dtype=np.float64)
-    thresholds = np.asarray(thresholds, dtype=np.float64)
+    attention = real_array("attention", attention)
+    thresholds = real_array("thresholds", thresholds)
+    if thresholds.ndim != 1:
+        raise ValueError(f"thresholds must be a 1-d array of attention levels, got shape {thresholds.shape}")
     if attention.shape[-2:] != (spec.K, spec.M):
         raise ValueError(f"attention must end with shape ({spec.K}, {spec.M}), got {attention.shape}")
     above = attention[..., None] >= thresholds

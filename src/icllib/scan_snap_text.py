@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from icllib.config import progress
-from icllib.validation import numpy_generator_arg, positive_int, positive_number, torch_generator_arg
+from icllib.validation import (array_like, numpy_generator_arg, positive_int, positive_number, tensor_arg,
+                               token_source, torch_generator_arg)
 
 
 def _torch():
@@ -57,7 +58,7 @@ def make_transformer_lm(vocab_size: int, *, d_model: int, d_hidden: int, n_layer
     for name, value in (("vocab_size", vocab_size), ("d_model", d_model), ("d_hidden", d_hidden),
                         ("n_layers", n_layers)):
         positive_int(name, value)
-    if not 0 <= dropout < 1:
+    if positive_number("dropout", dropout, allow_zero=True) >= 1:
         raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
     generator = torch_generator_arg("generator", generator)
 
@@ -106,7 +107,15 @@ def attention_row_entropy(weights, *, min_row: int = 5) -> float:
     """Mean Shannon entropy (nats) of attention rows ``min_row`` and later (short causal rows are trivially
     peaked); ``weights`` is (..., length, length) with rows summing to 1."""
     torch = _torch()
-    weights = torch.as_tensor(weights)
+    weights = torch.as_tensor(array_like("weights", weights))
+    if weights.ndim < 2 or weights.numel() == 0 or not bool(torch.isfinite(weights).all()):
+        raise ValueError(f"weights must be finite attention rows (..., rows, length), got {tuple(weights.shape)}")
+    return _row_entropy(weights, min_row)
+
+
+def _row_entropy(weights, min_row):
+    """:func:`attention_row_entropy` without the checks (a diverged run reports NaN, it does not stop)."""
+    torch = _torch()
     rows = weights[..., min_row:, :]
     return float(-(rows * torch.log(rows.clamp_min(1e-30))).sum(dim=-1).mean())
 
@@ -132,6 +141,9 @@ def train_transformer_lm(model, train_source, valid_source, *, steps: int, lr: f
     array of token ids, evaluated without dropout). Dropout draws from the ``torch.Generator`` ``generator``.
     """
     torch = _torch()
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (make_transformer_lm), got {type(model).__name__}")
+    token_source("train_source", train_source), token_source("valid_source", valid_source)
     generator = torch_generator_arg("generator", generator)
     steps = positive_int("steps", steps)
     lr = positive_number("lr", lr)
@@ -146,7 +158,7 @@ def train_transformer_lm(model, train_source, valid_source, *, steps: int, lr: f
     def probe_entropy():
         model.eval()
         with torch.no_grad():
-            value = attention_row_entropy(model.first_layer_attention(probe))
+            value = _row_entropy(model.first_layer_attention(probe), 5)
         model.train()
         return value
 
@@ -173,7 +185,7 @@ def train_transformer_lm(model, train_source, valid_source, *, steps: int, lr: f
         for inputs, targets in bptt_windows_torch(valid_source, bptt):
             if inputs.shape[1] <= 5:
                 continue
-            valid_entropy += attention_row_entropy(model.first_layer_attention(inputs))
+            valid_entropy += _row_entropy(model.first_layer_attention(inputs), 5)
             logits = model(inputs)
             valid_loss += float(loss_fn(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)))
             count += 1
@@ -182,9 +194,14 @@ def train_transformer_lm(model, train_source, valid_source, *, steps: int, lr: f
 
 
 def bptt_windows_torch(source, bptt: int):
-    """(inputs, targets) as (batch, length) int64 tensors from a batchified (steps, batch) source."""
+    """(inputs, targets) as (batch, length) int64 tensors from a batchified (steps, batch) source, one by one;
+    the arguments are checked at the call (not at the first window)."""
+    bptt = positive_int("bptt", bptt)
+    return _windows_torch(np.asarray(token_source("source", source)), bptt)
+
+
+def _windows_torch(source, bptt):
     torch = _torch()
-    source = np.asarray(source)
     for start in range(0, source.shape[0] - 1, bptt):
         length = min(bptt, source.shape[0] - 1 - start)
         yield (torch.as_tensor(source[start:start + length].T.copy()),
@@ -200,6 +217,16 @@ def yz_text_logits(Y, Z, tokens):
     positions s < t with logits Z[x_t, x_s] (itself excluded, as the query in Eq. 1), mixes their one-hot
     vectors, l2-normalises the mixture and decodes with Y^T. Returns logits (batch, length - 1, V) for the
     next token of positions 1..length-1, and the attention (batch, length - 1, length)."""
+    tensor_arg("Y", Y, min_ndim=2, what="(V, V)")
+    tensor_arg("Z", Z, shape=Y.shape, what=f"of the shape of Y {tuple(Y.shape)}")
+    tensor_arg("tokens", tokens, min_ndim=2, what="(batch, length) of token ids")
+    if tokens.ndim != 2 or tokens.is_floating_point() or tokens.min() < 0 or tokens.max() >= Y.shape[0]:
+        raise ValueError(f"tokens must be a (batch, length) tensor of token ids in [0, {Y.shape[0]})")
+    return _yz_logits(Y, Z, tokens)
+
+
+def _yz_logits(Y, Z, tokens):
+    """:func:`yz_text_logits` without the checks (it runs in every training step)."""
     torch = _torch()
     batch, length = tokens.shape
     scores = Z[tokens[:, :, None], tokens[:, None, :]]  # (batch, query t, key s)
@@ -218,6 +245,7 @@ def train_yz_text(train_source, valid_source, vocab_size: int, *, eta_Y: float, 
     attention-row entropy (rows >= 5) and the loss on validation."""
     torch = _torch()
     vocab_size = positive_int("vocab_size", vocab_size, minimum=2)
+    token_source("train_source", train_source), token_source("valid_source", valid_source)
     eta_Y = positive_number("eta_Y", eta_Y)
     eta_Z = positive_number("eta_Z", eta_Z)
     steps = positive_int("steps", steps)
@@ -229,7 +257,7 @@ def train_yz_text(train_source, valid_source, vocab_size: int, *, eta_Y: float, 
     order = generator.permutation(len(windows))
     for step in range(steps):
         inputs, _ = windows[order[step % len(windows)]]
-        logits, _ = yz_text_logits(Y, Z, inputs)
+        logits, _ = _yz_logits(Y, Z, inputs)
         loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, vocab_size), inputs[:, 2:].reshape(-1))
         optimiser.zero_grad()
         loss.backward()
@@ -239,8 +267,8 @@ def train_yz_text(train_source, valid_source, vocab_size: int, *, eta_Y: float, 
         for inputs, _ in bptt_windows_torch(valid_source, bptt):
             if inputs.shape[1] <= 7:
                 continue
-            logits, b = yz_text_logits(Y, Z, inputs)
+            logits, b = _yz_logits(Y, Z, inputs)
             losses.append(float(torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, vocab_size),
                                                                   inputs[:, 2:].reshape(-1))))
-            entropies.append(attention_row_entropy(b[:, :, :], min_row=5))
+            entropies.append(_row_entropy(b[:, :, :], 5))
     return float(np.mean(entropies)), float(np.mean(losses))

@@ -25,7 +25,8 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.special import wrightomega
 
-from icllib.validation import fraction, numpy_generator_arg, one_of, positive_int, positive_number
+from icllib.validation import (fraction, numpy_generator_arg, one_of, positive_int, positive_number, real_array,
+                               real_number)
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,11 @@ SNAP_FIGURES = SnapFigures()
 
 
 def softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
-    """The softmax along ``axis``, shifted by the maximum (no overflow)."""
+    """The softmax along ``axis``, shifted by the maximum (no overflow); ``-inf`` logits get weight 0."""
+    if not isinstance(logits, np.ndarray) or logits.size == 0 or np.isnan(logits).any() \
+            or np.isposinf(logits).any() or np.isneginf(logits.max(axis=axis)).any():
+        raise ValueError("logits must be a non-empty numpy array without NaN or +inf, each slice along axis with "
+                         f"a finite entry, got {logits!r}")
     shifted = np.exp(logits - logits.max(axis=axis, keepdims=True))
     return shifted / shifted.sum(axis=axis, keepdims=True)
 
@@ -90,7 +95,7 @@ def decoder_clock_h(s, M: int, eta_Y: float):
     """
     M = positive_int("M", M, minimum=2)
     eta_Y = positive_number("eta_Y", eta_Y)
-    s_array = np.asarray(s, dtype=np.float64)
+    s_array = real_array("s", s)
     if np.any(~np.isfinite(s_array)) or np.any(s_array < 0):
         raise ValueError("s must be finite and non-negative")
     x = (M * eta_Y * s_array + 1.0) / (M - 1)
@@ -102,7 +107,7 @@ def speed_control_gamma(t, K: int, M: int, eta_Y: float, *, discrete: bool = Fal
     """gamma(t) = (M-1)^2 h / ((M-1) + exp(M h)) at h = h(t/K) (or h(ceil(t/K)) with ``discrete``; Eq. 85,
     note scan_snap.N5)."""
     K = positive_int("K", K)
-    t = np.asarray(t, dtype=np.float64)
+    t = _times("t", t)
     s = np.ceil(t / K) if discrete else t / K
     h = decoder_clock_h(s, M, eta_Y)
     return (M - 1) ** 2 * h / ((M - 1) + np.exp(M * h))
@@ -134,7 +139,7 @@ def decoder_residual_norm(h, M: int):
     Evaluated as sqrt(M (M-1)) exp(-M h) / ((M-1) exp(-M h) + 1), which does not overflow for large M h.
     """
     M = positive_int("M", M, minimum=2)
-    h_array = np.asarray(h, dtype=np.float64)
+    h_array = real_array("h", h)
     if np.any(~np.isfinite(h_array)) or np.any(h_array < 0):
         raise ValueError("h must be finite and non-negative")
     decay = np.exp(-M * h_array)
@@ -166,7 +171,7 @@ def residual_time(eps, M: int, eta_Y: float):
     """
     M = positive_int("M", M, minimum=2)
     eta_Y = positive_number("eta_Y", eta_Y)
-    eps_array = np.asarray(eps, dtype=np.float64)
+    eps_array = real_array("eps", eps)
     for value in eps_array.ravel():
         fraction("eps", float(value))
     x = np.maximum((M - 1) * (np.sqrt(M / (M - 1)) / eps_array - 1.0), 1.0)
@@ -250,7 +255,7 @@ def class_count_sigma(counts, M: int, eta_Y: float) -> np.ndarray:
 def e_prime(E) -> np.ndarray:
     """E' = I - (I + E)^{-1} for one (K, K) matrix or a stack (..., K, K) (App. D.1 as Lemma 14 and the
     proofs use it; the definition printed at line 500 is not this, erratum scan_snap.E4)."""
-    E = np.asarray(E, dtype=np.float64)
+    E = real_array("E", E)
     if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.all(np.isfinite(E)):
         raise ValueError(f"E must be a finite (..., K, K) array, got shape {E.shape}")
     identity = np.eye(E.shape[-1])
@@ -300,7 +305,7 @@ def e_prime_checks(E) -> dict:
       of min_i lambda_i^2/(1 - abs(lambda_1)) + E'_nn: the lower bound on -E'_nn used in the proof of
       Theorem 1(a) (line 974), with the valid factor and with the printed one.
     """
-    E = np.asarray(E, dtype=np.float64)
+    E = real_array("E", E)
     if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.allclose(E, np.swapaxes(E, -1, -2), atol=1e-14):
         raise ValueError("E must be a stack of symmetric (K, K) matrices")
     if np.abs(np.diagonal(E, axis1=-2, axis2=-1)).max() > 0:
@@ -333,7 +338,7 @@ def e_prime_checks(E) -> dict:
 
 
 def _check_F(F) -> np.ndarray:
-    F = np.asarray(F, dtype=np.float64)
+    F = real_array("F", F)
     if F.ndim != 2 or F.shape[1] > F.shape[0] or np.any(F < 0):
         raise ValueError("F must be an (M, K) non-negative array with K <= M")
     if not np.allclose(np.linalg.norm(F, axis=0), 1.0, atol=1e-12):
@@ -370,7 +375,7 @@ def span_coefficients(F, A) -> np.ndarray:
     """coef[n] = A (e_n - alpha_n) with W = F^T F A and alpha_n = softmax(w_n): the back-propagated gradient of
     class n is g_n = Y (e_n - alpha_n) = F coef[n] = gamma (iota_n f_n - sum_n' beta_nn' f_n') (Eq. 9)."""
     F = _check_F(F)
-    A = np.asarray(A, dtype=np.float64)
+    A = real_array("A", A)
     M, K = F.shape
     if A.shape != (K, M):
         raise ValueError(f"A must have shape ({K}, {M}), got {A.shape}")
@@ -420,6 +425,11 @@ def theorem5_coefficients(F, counts, eta_Y: float):
 
 def normalised_attention(P, z) -> np.ndarray:
     """f_n = c_n / ||c_n|| for every class, c_n of Eq. 5 with logits z (one query token)."""
+    P, z = real_array("P", P), real_array("z", z)
+    if P.ndim != 2 or np.any(P < 0) or np.any(P.sum(axis=1) == 0):
+        raise ValueError(f"P must be a (K, M) array of non-negative rows, none all zero, got shape {P.shape}")
+    if z.shape != P.shape[1:]:
+        raise ValueError(f"z must hold one logit per token of P, shape ({P.shape[1]},), got {z.shape}")
     c = P * np.exp(z - z.max())
     return c / np.linalg.norm(c, axis=1, keepdims=True)
 
@@ -432,6 +442,8 @@ def population_zdot(P, z, *, gamma: float, eta_Z: float, class_weight: float = 1
     ``class_weight`` w is 1 for the literal Eq. 10 and 1/K for the expectation over uniform classes (Eq. 10 omits the class probability).
     Returns (zdot, xi) with xi_n = gamma sum_{n' != n} beta_nn' f_n^T f_n' (Theorem 1(a)).
     """
+    real_number("gamma", gamma)
+    positive_number("eta_Z", eta_Z, allow_zero=True)
     F = normalised_attention(P, z).T  # (M, K)
     gram = F.T @ F
     K = gram.shape[0]
@@ -449,13 +461,14 @@ def integrate_scan(P, t_eval, *, K_clock: int, M_decoder: int, eta_Y: float, eta
 
     Returns (z, B, zdot, xi) at ``t_eval``, shapes (len(t), M), (len(t), K), (len(t), M), (len(t), K).
     """
-    P = np.asarray(P, dtype=np.float64)
+    P = real_array("P", P)
     if P.ndim != 2 or np.any(P < 0) or not np.allclose(P.sum(axis=1), 1.0, atol=1e-12):
         raise ValueError("P must be a (K, M) array of distributions")
     eta_Z = positive_number("eta_Z", eta_Z)
-    t_eval = np.asarray(t_eval, dtype=np.float64)
+    t_eval = _times("t_eval", t_eval, ordered=True)
+    positive_int("K_clock", K_clock), positive_int("M_decoder", M_decoder, minimum=2)
     K, M = P.shape
-    z0 = np.zeros(M) if z0 is None else np.asarray(z0, dtype=np.float64)
+    z0 = np.zeros(M) if z0 is None else real_array("z0", z0)
 
     def rhs(t, state):
         gamma = float(speed_control_gamma(t, K_clock, M_decoder, eta_Y))
@@ -478,12 +491,21 @@ def integrate_scan(P, t_eval, *, K_clock: int, M_decoder: int, eta_Y: float, eta
 # 4. Snap: Theorem 4
 
 
+def _times(name, value, *, ordered=False) -> np.ndarray:
+    """Times ``>= 0`` as a float64 array; ``ordered``: a 1-d non-decreasing grid (the ``t_eval`` of an ODE)."""
+    times = real_array(name, value)
+    if np.any(times < 0) or ordered and (times.ndim != 1 or np.any(np.diff(times) < 0)):
+        raise ValueError(f"{name} must be {'a 1-d non-decreasing grid of ' if ordered else ''}times >= 0, "
+                         f"got {value!r}")
+    return times
+
+
 def snap_Gamma(t, *, K: int, M: int, eta_Y: float, eta_Z: float):
     """Gamma(t) = eta_Z int_0^t gamma = (eta_Z/eta_Y) K (M-1)^2 h^2(t/K) / 2 (Eq. 124-128)."""
     K = positive_int("K", K)
     eta_Y = positive_number("eta_Y", eta_Y)
     eta_Z = positive_number("eta_Z", eta_Z)
-    h = decoder_clock_h(np.asarray(t, dtype=np.float64) / K, M, eta_Y)
+    h = decoder_clock_h(_times("t", t) / K, M, eta_Y)
     return eta_Z / eta_Y * K * (M - 1) ** 2 * h**2 / 2.0
 
 
@@ -500,7 +522,7 @@ def snap_B_ode(t_eval, *, K: int, M: int, eta_Y: float, eta_Z: float, C0: float 
     """B(t) from the ODE dB/dt = C0^{-1} eta_Z gamma(t) exp(-4 B), B(0) = 0 (Eq. 13 with z = -B)."""
     C0 = positive_number("C0", C0)
     eta_Z = positive_number("eta_Z", eta_Z)
-    t_eval = np.asarray(t_eval, dtype=np.float64)
+    t_eval = _times("t_eval", t_eval, ordered=True)
 
     def rhs(t, B):
         return eta_Z * speed_control_gamma(t, K, M, eta_Y) * np.exp(-4.0 * B) / C0

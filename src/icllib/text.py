@@ -18,6 +18,8 @@ from functools import cache
 
 import numpy as np
 
+from icllib.validation import positive_int, token_source
+
 WIKI_SAMPLE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 TOKEN_PATTERN = re.compile(r"[a-z]+(?:'[a-z]+)?|[0-9]+|[.,;:!?()\"-]")
 UNK = "<unk>"
@@ -100,9 +102,13 @@ def batchify(ids, batch_size: int) -> np.ndarray:
 
 
 def bptt_windows(source: np.ndarray, bptt: int):
-    """Yield (inputs, targets) windows of ``bptt`` rows of a batchified source; targets are shifted by one."""
-    if isinstance(bptt, bool) or not isinstance(bptt, (int, np.integer)) or bptt < 1:
-        raise ValueError(f"bptt must be a positive integer, got {bptt!r}")
+    """(inputs, targets) windows of ``bptt`` rows of a batchified source, one by one; targets are shifted by one.
+    The arguments are checked at the call (not at the first window)."""
+    bptt = positive_int("bptt", bptt)
+    return _windows(token_source("source", source), bptt)
+
+
+def _windows(source, bptt):
     for start in range(0, source.shape[0] - 1, bptt):
         length = min(bptt, source.shape[0] - 1 - start)
         yield source[start:start + length], source[start + 1:start + 1 + length]

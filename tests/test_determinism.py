@@ -1,0 +1,30 @@
+"""A chapter measures the same numbers every time: the quickest chapter, run twice in separate processes in
+``quick`` mode, records every claim with the same measured value, bit for bit and in the same order."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER = ROOT / "notebooks" / "induction_emergence.py"  # the fastest chapter (about 20 s in quick mode)
+
+
+def _run_chapter(results: Path) -> list[tuple[str, str]]:
+    """Execute the chapter (each cell a test, through the nbval collector of conftest.py) and return its
+    records as ``(id, measured)`` pairs; ``measured`` is kept as its JSON text, which writes floats exactly
+    (the shortest repr that round-trips), so equal text is equal bits."""
+    env = {**os.environ, "ICLLIB_MODE": "quick", "ICLLIB_RESULTS": str(results)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
+                           str(CHAPTER)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    return [(record["id"], json.dumps(record.get("measured"))) for record in records]
+
+
+def test_quick_chapter_measures_the_same_numbers_twice(tmp_path):
+    first = _run_chapter(tmp_path / "first.jsonl")
+    second = _run_chapter(tmp_path / "second.jsonl")
+    assert first, "the chapter recorded no claims"
+    assert first == second
