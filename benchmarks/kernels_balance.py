@@ -34,7 +34,7 @@ def _g_loop():
 
 def _sgd_chapter(batch_size):
     return lambda: balance.train_attention_sgd(_PARAMS, lr=4e-3, batch_size=batch_size, steps=100,
-                                               generator=torch_generator(2), checkpoint_every=1000, g_samples=2)
+                                               generator=torch_generator(2), checkpoint_every=1000, g_samples=4)
 
 
 def _sgd_plain(batch_size):

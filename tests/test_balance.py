@@ -222,7 +222,8 @@ def test_sgd_bookkeeping():
 
 
 @pytest.mark.parametrize("kwargs, match", [({"batch_size": 3}, "even"), ({"batch_size": 1}, "batch_size"),
-                                           ({"lr": 0.0}, "lr"), ({"g_samples": 1}, "g_samples")])
+                                           ({"lr": 0.0}, "lr"), ({"g_samples": 1}, "g_samples"),
+                                           ({"g_samples": 5, "g_chunk": 2}, "whole number of chunks")])
 def test_train_attention_sgd_bad_input(kwargs, match):
     params = balance.init_attention(generator=torch_generator(0))
     args = dict(lr=1e-3, batch_size=4, steps=1, generator=torch_generator(0), checkpoint_every=1, g_samples=4)

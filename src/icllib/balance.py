@@ -376,7 +376,7 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
     into a *GD part* (``g_a . g_b``, unbiased for the full-gradient term) and a *noise part*
     (``|g_a - g_b|^2 / 4``, unbiased for ``-lr T (g_K^i - g_Q^i)``, the law). Every ``checkpoint_every``
     steps, ``g_K^i, g_Q^i`` are estimated from ``g_samples`` fresh sequences (per-sample gradients, in
-    chunks of ``g_chunk``; the per-chunk values give an error bar).
+    whole chunks of ``g_chunk``, at least two; the spread of the per-chunk values gives the error bar).
 
     Returns a dict of numpy arrays: ``loss`` (steps,), ``D`` (steps + 1, 2, width), ``dD_gd``, ``dD_noise``
     (steps, 2, width), ``identity_residual`` (accumulated ``|D_k - D_0 - sum dD|`` max), ``checkpoints``,
@@ -389,8 +389,11 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
         raise ValueError(f"batch_size must be even (two half batches), got {batch_size}")
     steps = positive_int("steps", steps)
     checkpoint_every = positive_int("checkpoint_every", checkpoint_every)
-    g_samples = positive_int("g_samples", g_samples, minimum=2)
-    g_chunk = positive_int("g_chunk", min(g_chunk, g_samples), minimum=2)
+    g_samples = positive_int("g_samples", g_samples, minimum=4)
+    g_chunk = positive_int("g_chunk", min(g_chunk, g_samples // 2), minimum=2)
+    if g_samples % g_chunk:
+        raise ValueError(f"g_samples must be a whole number of chunks of g_chunk (each chunk one estimate), "
+                         f"got g_samples = {g_samples}, g_chunk = {g_chunk}")
     generator = torch_generator_arg("generator", generator)
     dtype = params["Wq0"].dtype
     half = batch_size // 2
@@ -413,9 +416,8 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
         out["checkpoints"].append(k)
         out["gK"].append(gK.mean(0))
         out["gQ"].append(gQ.mean(0))
-        spread = (lambda g: g.std(0) / math.sqrt(len(g))) if len(chunks) > 1 else (lambda g: torch.full_like(g[0], math.nan))
-        out["gK_se"].append(spread(gK))
-        out["gQ_se"].append(spread(gQ))
+        out["gK_se"].append(gK.std(0) / math.sqrt(len(chunks)))
+        out["gQ_se"].append(gQ.std(0) / math.sqrt(len(chunks)))
 
     def half_batch_loss(params_, X_, y_):
         return ((_prediction(params_, X_) - y_) ** 2).mean()
