@@ -162,7 +162,7 @@ VALID = {
     "claims.registry": lambda: {},
     "claims.parse_registry": lambda: dict(files=sorted((Path(balance.__file__).parent / "registry").glob("*.yaml"))),
     "claims.results_path": lambda: {},
-    "claims.read_results": lambda: {},
+    "claims.read_all_results": lambda: {},
     "validation.positive_int": lambda: dict(name="n", value=3),
     "validation.even_int": lambda: dict(name="D", value=4),
     "validation.power_of_two": lambda: dict(name="d", value=8),

@@ -158,13 +158,6 @@ def test_inverted_bounds_raise(demo_registry):
         claims.check_claim("demo.exact", 2.0, lower=3.0, upper=1.0, why="test")
 
 
-def test_read_results_keeps_the_latest_record(demo_registry):
-    _, results = demo_registry
-    claims.check_claim("demo.exact", 2.0, expected=2, atol=0, why="test")
-    claims.check_claim("demo.exact", 2.0 + 1e-14, expected=2, atol=1e-12, why="test")
-    assert claims.read_results(results)["demo.exact"]["measured"] == 2.0 + 1e-14
-
-
 @pytest.mark.parametrize("bound", [{"expected": 2, "atol": 0}, {"lower": 1.0}, {"upper": 3.0},
                                    {"expected": 2, "rtol": 0.1, "why": "  "}])
 def test_a_tolerance_or_bound_without_why_raises(demo_registry, bound):

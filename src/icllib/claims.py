@@ -417,14 +417,3 @@ def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:
                     runs[record["id"]] = [record]
     return runs
 
-
-def read_results(path: Path | None = None) -> dict[str, dict]:
-    """The latest record of each claim id in a results file (empty if the file does not exist)."""
-    path = path or results_path()
-    latest: dict[str, dict] = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                latest[record["id"]] = record
-    return latest
