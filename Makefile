@@ -7,6 +7,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 JB_FLAGS := -W -n --keep-going
+# Chapters run side by side, one per core, each kernel on one thread (_ext/executions.py).
+JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+EXECUTE := $(BIN)/python _ext/executions.py --jobs $(JOBS)
 PIP := $(BIN)/python -m pip -q --disable-pip-version-check
 # This machine's pip configuration names local indexes that may be absent: drop those warnings only.
 QUIET_PIP := { grep -v "^WARNING: Location" || true; }
@@ -26,21 +29,26 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/python -c "import icllib, torch, jupyter_book"
 	touch $@
 
-# The website, in `default` mode unless ICLLIB_MODE says otherwise, from a clean build directory.
+# The website, in `default` mode unless ICLLIB_MODE says otherwise. The chapters whose code, icllib modules,
+# registry or pins changed since their stored execution run first, side by side; the pages are then built
+# afresh from the stored executions (a prose edit re-executes nothing).
 book: check-mode $(VENV)/.installed
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/claims
+	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(EXECUTE)
 	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/jupyter-book build . $(JB_FLAGS)
 
-# Unit tests, every chapter notebook in `quick` mode, the ledger's coverage of the papers (every numbered
-# result has a row, every erratum quotes its paper verbatim), then a quick build of the site and its checks.
+# Unit tests and every chapter notebook in `quick` mode, side by side (a notebook's cells stay on one worker),
+# the ledger's coverage of the papers (every numbered result has a row, every erratum quotes its paper
+# verbatim), then a quick build of the site from the notebook tests' stored executions, and its checks.
 test: check-mode $(VENV)/.installed
-	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(BIN)/pytest tests notebooks
+	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(BIN)/pytest -n $(JOBS) --dist loadfile tests notebooks
 	$(BIN)/python -m icllib.coverage
 	$(MAKE) site-quick
 	$(BIN)/pytest site_tests --site=_build/quick/_build/html
 
 site-quick: check-mode $(VENV)/.installed
 	rm -rf _build/quick
+	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(EXECUTE)
 	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(BIN)/jupyter-book build . --path-output _build/quick $(JB_FLAGS)
 
 # The checks on the published site (run by CI after `make book`).
@@ -54,6 +62,7 @@ chapter: check-mode $(VENV)/.installed
 	mkdir -p _build/chapter-$(CHAPTER)
 	printf 'format: jb-book\nroot: book/intro\nchapters:\n  - file: notebooks/%s\n  - file: book/claims\n  - file: book/errata\n  - file: book/status\n  - file: book/api\n  - file: book/references\n' $(CHAPTER) > _build/chapter-$(CHAPTER)/_toc.yml
 	rm -rf _build/chapter-$(CHAPTER)/_build
+	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(EXECUTE) notebooks/$(CHAPTER).py
 	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/jupyter-book build . --toc _build/chapter-$(CHAPTER)/_toc.yml \
 	  --path-output _build/chapter-$(CHAPTER) -n --keep-going 2>&1 | tee _build/chapter-$(CHAPTER)/build.log
 	@! grep "WARNING\|ERROR" _build/chapter-$(CHAPTER)/build.log | grep -v "IPKernelApp\|intro.md:[0-9]*: WARNING: unknown document"

@@ -1,16 +1,25 @@
 """Run every chapter notebook as a test: nbval on the jupytext text sources, no ``.ipynb`` written.
 
-Each code cell is a test item; the kernel starts in ``notebooks/`` as in the book build. Text notebooks
-carry no outputs, so nothing is compared: the checks are the assertions (``check_claim``) in the cells.
-Tests run in ``quick`` mode unless ``ICLLIB_MODE`` says otherwise; a bad mode stops pytest at once.
+Each code cell is a test item; the kernel starts in ``notebooks/`` as in the book build, with one thread
+(``_ext/executions.py``). Text notebooks carry no outputs, so nothing is compared: the checks are the
+assertions (``check_claim``) in the cells. When every cell of a notebook passed, its outputs and records
+are stored in the execution cache, so the book build that follows (``make test``'s quick site) executes the
+notebook no second time. Tests run in ``quick`` mode unless ``ICLLIB_MODE`` says otherwise; a bad mode stops
+pytest at once.
 """
 
 import os
+import sys
+import tempfile
+from pathlib import Path
 from unittest import mock
 
 import jupytext
 import pytest
 from nbval.plugin import IPyNbFile
+
+sys.path.insert(0, str(Path(__file__).parent / "_ext"))
+import executions  # noqa: E402  (the book's execution cache lives with the Sphinx extension)
 
 os.environ.setdefault("ICLLIB_MODE", "quick")
 
@@ -33,7 +42,52 @@ class TextNotebook(IPyNbFile):
 
     def collect(self):
         with mock.patch("nbval.plugin.nbformat.read", lambda path, as_version: jupytext.read(path)):
-            yield from super().collect()
+            self.cell_items = list(super().collect())
+        self.all_passed = True
+        yield from self.cell_items
+
+    def setup(self):
+        from icllib.config import mode
+
+        handle, name = tempfile.mkstemp(prefix="icllib-records-", suffix=".jsonl")
+        os.close(handle)
+        self.records_file = Path(name)
+        saved = dict(os.environ)
+        os.environ.update(executions.kernel_environment(mode(), self.records_file))
+        try:
+            super().setup()  # the kernel starts here and keeps these variables
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        client = self.kernel.kc
+        # As a notebook front-end (and nbclient) does: with nbval's store_history=False, IPython reads a
+        # stale input for the trailing-semicolon rule and echoes values the page must not show.
+        self.kernel.execute_cell_input = lambda source, allow_stdin=None: client.execute(
+            source, store_history=True, allow_stdin=allow_stdin, stop_on_error=False)
+
+    def teardown(self):
+        from icllib.claims import results_path
+        from icllib.config import mode
+
+        super().teardown()
+        records = self.records_file.read_text().splitlines()
+        self.records_file.unlink(missing_ok=True)
+        executions.pass_on(records, results_path())
+        ran_every_cell = all(item.test_outputs is not None for item in self.cell_items)
+        if self.all_passed and ran_every_cell:
+            notebook = executions.read_source(Path(self.fspath))
+            for count, (cell, item) in enumerate(zip(executions.code_cells(notebook), self.cell_items,
+                                                     strict=True), start=1):
+                cell.outputs, cell.execution_count = item.test_outputs, count
+            executions.store(notebook, mode(), records, {"notebook": Path(self.fspath).name,
+                                                         "executed by": "the notebook tests (nbval)"})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if isinstance(item.parent, TextNotebook) and report.outcome != "passed":
+        item.parent.all_passed = False
 
 
 class NotAModule(pytest.File):

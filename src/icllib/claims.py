@@ -402,7 +402,8 @@ def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:
     """Every record of each claim id from the latest run that checked it, in the order they were made.
 
     A run is one Python process (one executed notebook); records of earlier runs of the same claim, left
-    in the file by a rebuild, are dropped.
+    in the file by a rebuild, are dropped, and so is a second copy of a record (a stored execution read
+    again by an incremental build).
     """
     path = path or results_path()
     runs: dict[str, list[dict]] = {}
@@ -412,7 +413,8 @@ def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:
                 record = json.loads(line)
                 earlier = runs.get(record["id"], [])
                 if earlier and earlier[-1].get("run") == record.get("run"):
-                    earlier.append(record)
+                    if record not in earlier:
+                        earlier.append(record)
                 else:
                     runs[record["id"]] = [record]
     return runs

@@ -1,0 +1,176 @@
+"""The execution cache never serves a stale number and never re-runs a chapter for a prose edit.
+
+Unit tests of the key on a made-up package, the real chapters' dependencies, and then the whole loop on a
+tiny book whose icllib is a copy the test may edit: a prose edit rebuilds without executing, an edit to a
+module the chapter imports re-executes it (the page shows the new output), an edit to a module it does not
+import does not, and the notebook tests' run is what the build that follows shows.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT / "_ext"))
+import executions  # noqa: E402
+from test_failing_notebook import make_tiny_book  # noqa: E402
+
+
+def make_package(folder: Path) -> Path:
+    package = folder / "icllib"
+    (package / "registry").mkdir(parents=True)
+    (package / "__init__.py").write_text('"""A made-up icllib."""\n')
+    (package / "chapter.py").write_text("from icllib.helpers import helper\n")
+    (package / "helpers.py").write_text("from .base import BASE\n\ndef helper():\n    return BASE\n")
+    (package / "base.py").write_text("BASE = 1\n")
+    (package / "other.py").write_text("OTHER = 1\n")
+    (package / "registry" / "chapter.yaml").write_text("claims: []\n")
+    (folder / "requirements.txt").write_text("numpy==2.4.6\n")
+    return package
+
+
+def notebook(code: str = "from icllib import chapter\nchapter.helper()", prose: str = "Some prose."):
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(prose),
+                                           nbformat.v4.new_code_cell(code)])
+
+
+@pytest.fixture
+def package(tmp_path):
+    return make_package(tmp_path)
+
+
+def key_of(package, nb=None, mode="quick"):
+    return executions.key(nb or notebook(), mode, root=package.parent, package=package)
+
+
+def test_prose_does_not_change_the_key_but_code_and_mode_do(package):
+    first = key_of(package)
+    assert key_of(package, notebook(prose="Other prose, $x^2$.")) == first
+    assert key_of(package, notebook(code="from icllib import chapter\nchapter.helper() + 1")) != first
+    assert key_of(package, mode="default") != first
+
+
+@pytest.mark.parametrize(("changed", "changes_key"), [
+    ("chapter.py", True), ("helpers.py", True), ("base.py", True),   # imported, through a relative import too
+    ("__init__.py", True), ("registry/chapter.yaml", True), ("other.py", False)])
+def test_a_module_changes_the_key_exactly_when_the_chapter_imports_it(package, changed, changes_key):
+    before = key_of(package)
+    with (package / changed).open("a") as stream:
+        stream.write("# edited\n")
+    assert (key_of(package) != before) is changes_key
+
+
+def test_the_pins_change_the_key(package):
+    before = key_of(package)
+    (package.parent / "requirements.txt").write_text("numpy==2.4.7\n")
+    assert key_of(package) != before
+
+
+@pytest.mark.parametrize("code", ["import icllib", "from icllib import *", "%time import icllib.chapter"])
+def test_code_that_may_reach_any_module_depends_on_all_of_them(package, code):
+    before = key_of(package, notebook(code))
+    (package / "other.py").write_text("OTHER = 2\n")
+    assert key_of(package, notebook(code)) != before
+
+
+@pytest.mark.parametrize("chapter", sorted(path.stem for path in (ROOT / "notebooks").glob("*.py")))
+def test_each_chapter_depends_on_its_own_module_and_the_shared_ones_only(chapter):
+    source = executions.read_source(ROOT / "notebooks" / f"{chapter}.py")
+    files = {path.name for path in executions.dependencies([cell.source for cell in
+                                                            executions.code_cells(source)])}
+    assert {"__init__.py", "claims.py", "config.py", "validation.py", "balance.yaml"} <= files
+    assert f"{chapter}.py" in files
+    chapter_modules = {path.stem for path in (ROOT / "notebooks").glob("*.py")}
+    assert not {f"{other}.py" for other in chapter_modules - {chapter}} & files
+
+
+# --- The whole loop on a tiny book ------------------------------------------------------------------------
+
+NOTEBOOK = """# %% [markdown]
+# # A tiny chapter
+#
+# {prose}
+
+# %%
+from icllib import config
+from icllib.claims import check_claim
+
+print("mark:", getattr(config, "BUILD_MARK", "first"))
+check_claim("tiny.two", 2.0, expected=2.0, atol=1e-12, why="exact arithmetic")
+"""
+
+
+@pytest.fixture
+def tiny_book(tmp_path):
+    env = make_tiny_book(tmp_path, 2.0)
+    shutil.copytree(ROOT / "src" / "icllib", tmp_path / "src" / "icllib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "requirements.txt", tmp_path / "requirements.txt")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path / "src"), env.get("PYTHONPATH")]))
+    env.pop("ICLLIB_RESULTS", None)
+    env.pop("ICLLIB_EXECUTIONS", None)
+    return tmp_path, env
+
+
+def write_chapter(folder: Path, prose: str) -> None:
+    (folder / "notebooks" / "tiny.py").write_text(NOTEBOOK.format(prose=prose))
+
+
+def build(folder: Path, env) -> str:
+    shutil.rmtree(folder / "_build" / "html", ignore_errors=True)
+    shutil.rmtree(folder / "_build" / ".doctrees", ignore_errors=True)
+    done = subprocess.run([str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"], cwd=folder,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    page = (folder / "_build" / "html" / "notebooks" / "tiny.html").read_text()
+    ledger = (folder / "_build" / "html" / "book" / "claims.html").read_text()
+    assert "tiny.two" in ledger and "FAILED" not in ledger
+    return page
+
+
+def stored(folder: Path) -> list[Path]:
+    return sorted((folder / "_build" / "executions").glob("*.ipynb"))
+
+
+def test_a_prose_edit_reuses_the_execution_and_a_module_edit_re_executes(tiny_book):
+    folder, env = tiny_book
+    write_chapter(folder, "Prose one.")
+    page = build(folder, env)
+    assert "mark: first" in page and "Prose one." in page
+    assert len(stored(folder)) == 1
+    executed_at = stored(folder)[0].stat().st_mtime_ns
+
+    write_chapter(folder, "Prose two.")
+    page = build(folder, env)
+    assert "Prose two." in page and "mark: first" in page
+    assert len(stored(folder)) == 1 and stored(folder)[0].stat().st_mtime_ns == executed_at
+
+    with (folder / "src" / "icllib" / "balance.py").open("a") as stream:  # a module the chapter never imports
+        stream.write("\nBUILD_MARK = 'unused'\n")
+    build(folder, env)
+    assert len(stored(folder)) == 1
+
+    with (folder / "src" / "icllib" / "config.py").open("a") as stream:
+        stream.write("\nBUILD_MARK = 'second'\n")
+    page = build(folder, env)
+    assert "mark: second" in page and "mark: first" not in page
+    assert len(stored(folder)) == 2
+
+
+def test_the_build_after_the_notebook_tests_executes_nothing(tiny_book):
+    folder, env = tiny_book
+    write_chapter(folder, "Prose one.")
+    tests = subprocess.run([str(BIN / "pytest"), "-p", "no:cacheprovider", "notebooks/tiny.py"], cwd=folder,
+                           env=env, capture_output=True, text=True, timeout=600)
+    assert tests.returncode == 0, tests.stdout[-3000:]
+    [execution] = stored(folder)
+    assert "nbval" in execution.with_suffix(".json").read_text()
+    page = build(folder, env)
+    assert "mark: first" in page
+    assert stored(folder) == [execution]
