@@ -30,6 +30,7 @@ from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+import executions
 from icllib import claims as claims_module
 from icllib import coverage as coverage_module
 from icllib.config import mode
@@ -291,6 +292,8 @@ class BuildInfo(SphinxDirective):
             )),
             _table(("Package", "Version"), versions),
         ]
+        output.extend(self._chapter_executions())
+        output.extend(self._build_times())
         benchmark_file = Path(self.env.srcdir) / "benchmarks" / "results.json"
         if benchmark_file.is_file():
             results = json.loads(benchmark_file.read_text())
@@ -307,6 +310,53 @@ class BuildInfo(SphinxDirective):
             if kernel_rows:
                 output.append(_table(("Kernel", "fast (s)", "reference (s)", "speed-up"), kernel_rows))
         return output
+
+
+    def _chapter_executions(self) -> list[nodes.Node]:
+        """Where each chapter's outputs on this site come from: the stored execution the build read."""
+        root = Path(self.env.srcdir)
+        rows = []
+        for name, header in claims_module.registry().chapters.items():
+            source = root / f"{header['page']}.py"
+            if not source.is_file():
+                continue
+            execution = executions.load(executions.read_source(source), mode())
+            if execution is None:
+                continue
+            facts = execution.facts
+            slowest = facts.get("slowest cells") or []
+            rows.append([name, _format_number(facts.get("seconds")),
+                         facts.get("executed by", f"make book, chapters side by side, {facts.get('threads', '?')} "
+                                                  "thread each"),
+                         "; ".join(f"cell {cell['cell']}: {cell['seconds']:.0f} s" for cell in slowest),
+                         f"{facts.get('date', '')}, {facts.get('machine', '')}"])
+        if not rows:
+            return []
+        return [nodes.rubric(text=f"Chapter executions behind this site (mode '{mode()}')"),
+                nodes.paragraph(text="Each chapter's outputs come from its stored execution for today's code "
+                                     "(_ext/executions.py): a chapter runs again only when its code cells, the icllib "
+                                     "modules it imports, the registry or the pins change."),
+                _table(("Chapter", "seconds", "executed by", "slowest cells", "when, where"), rows)]
+
+    def _build_times(self) -> list[nodes.Node]:
+        times_file = Path(self.env.srcdir) / "benchmarks" / "build_times.json"
+        if not times_file.is_file():
+            return []
+        times = json.loads(times_file.read_text())
+        before, after = times["before"], times["after"]
+        rows = []
+        for command, target in times["targets_s"].items():
+            if command in after:
+                earlier = before.get(command, {}).get("seconds")
+                rows.append([command, _format_number(earlier), _format_number(after[command]["seconds"]),
+                             _format_number(target), _format_number(times["speed-up"].get(command))])
+        return [nodes.rubric(text="Build times (python -m benchmarks.build_times)"),
+                nodes.paragraph(text=(
+                    f"Measured {times['date']} on {times['machine']}, each commit on a fresh clone (make test "
+                    f"includes installing the environment from a warm pip cache): before = {before['commit']}, "
+                    f"after = {after['commit']}. A prose edit adds a sentence to a chapter's markdown and to the "
+                    f"home page.")),
+                _table(("Command", "before (s)", "after (s)", "target (s)", "speed-up"), rows)]
 
 
 def _results_file(app) -> Path:

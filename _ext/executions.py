@@ -7,7 +7,8 @@ A notebook's key is a SHA-256 of what its outputs depend on:
 - every ``icllib`` module it imports, followed through the package's own imports, and every data file of the
   package (the claims registry, the list of the papers' numbered results), or the registry that
   ``ICLLIB_REGISTRY`` names;
-- the pins (``requirements.txt``, ``pyproject.toml``), the Python version, and this file.
+- the pins (``requirements.txt``, ``pyproject.toml``), the Python version, and the code here that runs a
+  kernel and stores what it printed.
 
 An execution stored under a key is the executed notebook, the ``check_claim`` records its run wrote, and a
 few facts about the run (seconds, date, machine). Three things store executions: ``python
@@ -25,6 +26,7 @@ import argparse
 import ast
 import copy
 import hashlib
+import inspect
 import json
 import os
 import platform
@@ -32,6 +34,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import jupytext
@@ -133,6 +136,14 @@ def code_cells(notebook) -> list:
     return [cell for cell in notebook.cells if cell.cell_type == "code"]
 
 
+@cache
+def executor_fingerprint() -> bytes:
+    """The code here that runs a kernel and stores what it printed, as this process first read it."""
+    functions = (kernel_environment, execute, store)
+    return ("".join(inspect.getsource(function) for function in functions)
+            + repr((KERNEL_THREADS, THREAD_VARIABLES))).encode()
+
+
 def key(notebook, mode: str, root: Path | None = None, package: Path | None = None) -> str:
     """The SHA-256 (hex) under which an execution of ``notebook`` in ``mode`` is stored."""
     root = root or book_root()
@@ -147,7 +158,7 @@ def key(notebook, mode: str, root: Path | None = None, package: Path | None = No
     add("kernel", json.dumps(notebook.metadata.get("kernelspec", {}), sort_keys=True).encode())
     add("mode", mode.encode())
     add("python", platform.python_version().encode())
-    add("executor", Path(__file__).read_bytes())
+    add("executor", executor_fingerprint())
     for path in dependencies([cell.source for cell in code_cells(notebook)], package):
         add(f"icllib/{path.relative_to(package)}", path.read_bytes())
     registry_override = os.environ.get("ICLLIB_REGISTRY")
@@ -193,6 +204,7 @@ def store(notebook, mode: str, records: list[str], facts: dict, folder: Path | N
     executed.metadata.setdefault("language_info", {"name": "python", "pygments_lexer": "ipython3",
                                                    "version": platform.python_version()})
     for cell in code_cells(executed):
+        cell.metadata.pop("execution", None)  # timing stamps: in the facts, not in the download
         cell.outputs = [output for output in cell.get("outputs", [])
                         if not (output.get("output_type") == "stream" and output.get("name") == "stderr")]
     notebook_file, records_file, facts_file = _files(folder, notebook_key)
@@ -257,7 +269,7 @@ def execute(path: Path, mode: str, folder: Path | None = None) -> tuple[str, flo
     os.environ.update(kernel_environment(mode, records_file))
     started = time.perf_counter()
     try:
-        client = NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3", record_timing=False,
+        client = NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                                 resources={"metadata": {"path": str(path.parent)}})
         client.execute()
         failure = None
@@ -276,8 +288,25 @@ def execute(path: Path, mode: str, folder: Path | None = None) -> tuple[str, flo
     if failure is not None:
         raise RuntimeError(f"{path} failed in mode {mode!r}:\n{failure}") from None
     facts = {"notebook": path.name, "seconds": round(seconds, 1), "threads": KERNEL_THREADS,
-             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine()}
+             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
+             "slowest cells": slowest_cells(notebook)}
     return store(notebook, mode, records, facts, folder, notebook_key), seconds
+
+
+def slowest_cells(notebook, count: int = 3) -> list[dict]:
+    """The ``count`` code cells that took longest (nbclient's timing metadata), slowest first."""
+    from datetime import datetime
+
+    timed = []
+    for number, cell in enumerate(code_cells(notebook), start=1):
+        stamps = cell.metadata.get("execution", {})
+        if "iopub.execute_input" in stamps and "shell.execute_reply" in stamps:
+            start, end = (datetime.fromisoformat(stamps[name].replace("Z", "+00:00"))
+                          for name in ("iopub.execute_input", "shell.execute_reply"))
+            first_line = next((line for line in cell.source.splitlines() if line.strip()), "")
+            timed.append({"cell": number, "seconds": round((end - start).total_seconds(), 1),
+                          "first line": first_line[:80]})
+    return sorted(timed, key=lambda entry: -entry["seconds"])[:count]
 
 
 def pass_on(records: list[str], target: str | Path | None) -> None:
@@ -288,7 +317,15 @@ def pass_on(records: list[str], target: str | Path | None) -> None:
             stream.writelines(line + "\n" for line in records)
 
 
+def last_seconds(path: Path, mode: str, folder: Path) -> float:
+    """How long the latest stored execution of this chapter in this mode took (0 if none)."""
+    runs = [json.loads(facts.read_text()) for facts in folder.glob("*.json")]
+    runs = [run for run in runs if run.get("notebook") == path.name and run.get("mode") == mode and "seconds" in run]
+    return max(runs, key=lambda run: run["date"])["seconds"] if runs else 0.0
+
+
 def _execute_in_worker(path: str, mode: str, folder: str) -> tuple[str, float]:
+    print(f"[executions] {Path(path).name}: executing (mode {mode})", flush=True)
     return execute(Path(path), mode, Path(folder))
 
 
@@ -297,13 +334,12 @@ def execute_changed(paths: list[Path], mode: str, jobs: int, folder: Path | None
     code; print a line per chapter. Returns the notebooks that failed (every one runs to its end)."""
     folder = folder or cache_folder()
     changed = [path for path in paths if load(read_source(path), mode, folder) is None]
+    changed.sort(key=lambda path: -last_seconds(path, mode, folder))  # the longest first: they end together
     for path in sorted(set(paths) - set(changed)):
         print(f"[executions] {path.name}: stored execution reused (mode {mode})", flush=True)
     failed = []
     with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(changed) or 1))) as pool:
         futures = {pool.submit(_execute_in_worker, str(path), mode, str(folder)): path for path in changed}
-        for path in changed:
-            print(f"[executions] {path.name}: executing (mode {mode})", flush=True)
         for future in as_completed(futures):
             path = futures[future]
             try:

@@ -13,10 +13,14 @@ import importlib
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+from executions import kernel_environment, machine  # noqa: E402
+
 NOTEBOOKS = ROOT / "notebooks"
 RESULTS = ROOT / "benchmarks" / "results.json"
 
@@ -32,10 +36,11 @@ def time_chapter(notebook: Path, mode: str, *, save_to: Path | None = None, allo
     import nbformat
     from nbclient import NotebookClient
 
-    # The kernel inherits this process's environment: set the mode for this run only.
-    saved = {name: os.environ.get(name) for name in ("ICLLIB_MODE", "ICLLIB_RESULTS")}
-    os.environ["ICLLIB_MODE"] = mode
-    os.environ["ICLLIB_RESULTS"] = str(ROOT / "_build" / "benchmarks" / "results.jsonl")
+    # The kernel inherits this process's environment: the mode and the threads of the book's kernels, for
+    # this run only.
+    environment = kernel_environment(mode, ROOT / "_build" / "benchmarks" / "results.jsonl")
+    saved = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
     try:
         notebook_object = jupytext.read(notebook)
         client = NotebookClient(notebook_object, timeout=7200, kernel_name="python3", allow_errors=allow_errors,
@@ -106,7 +111,7 @@ def main() -> None:
 
     results = json.loads(arguments.output.read_text()) if arguments.output.is_file() else {}
     results.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                   machine=f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+                   machine=f"{machine()}, Python {platform.python_version()}")
     chapters = results.setdefault("chapters", {})
     if not arguments.no_chapters:
         names = arguments.chapters or sorted(path.stem for path in NOTEBOOKS.glob("*.py"))

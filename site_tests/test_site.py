@@ -130,4 +130,14 @@ def test_every_chapter_offers_its_executed_notebook(site, chapter):
     notebook = json.loads((site / "_sources" / f"{chapter}.ipynb").read_text())
     code_cells = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert code_cells and any(cell.get("outputs") for cell in code_cells), "the notebook has no outputs"
+    outputs = [output for cell in code_cells for output in cell.get("outputs", [])]
+    assert not [output for output in outputs if output.get("name") == "stderr"], "stderr (progress bars) kept"
     assert "Cite this chapter" in page.get_text()
+
+
+def test_the_status_page_says_where_every_chapters_outputs_come_from(site):
+    """Every chapter on the site was read from a stored execution of today's code, named on the status page."""
+    text = soup(site / "book" / "status.html").get_text(" ", strip=True)
+    assert "Chapter executions behind this site" in text
+    for page in chapter_pages():
+        assert re.search(rf"\b{re.escape(Path(page).name)}\s+\d+(\.\d+)?\s", text), page

@@ -174,3 +174,13 @@ def test_the_build_after_the_notebook_tests_executes_nothing(tiny_book):
     page = build(folder, env)
     assert "mark: first" in page
     assert stored(folder) == [execution]
+
+
+def test_the_slowest_cells_are_read_from_the_timing_stamps():
+    nb = notebook()
+    nb.cells.append(nbformat.v4.new_code_cell("slow()"))
+    stamps = [("2026-01-01T00:00:00.000Z", "2026-01-01T00:00:01.500Z"),
+              ("2026-01-01T00:00:02.000Z", "2026-01-01T00:01:02.000Z")]
+    for cell, (start, end) in zip(executions.code_cells(nb), stamps):
+        cell.metadata["execution"] = {"iopub.execute_input": start, "shell.execute_reply": end}
+    assert executions.slowest_cells(nb, count=1) == [{"cell": 2, "seconds": 60.0, "first line": "slow()"}]

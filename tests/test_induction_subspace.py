@@ -263,6 +263,14 @@ def test_standard_transformer_shapes_mask_and_training_step():
     assert 0.0 <= isp.standard_accuracy(trained, 16, generator=torch_generator(24)) <= 1.0
 
 
+def test_standard_forward_is_the_last_row_of_the_residual_streams():
+    model = isp.StandardTransformer(16, generator=torch_generator(25)).double()
+    tokens, positions, _ = isp.standard_task(7, generator=torch_generator(26))
+    with torch.no_grad():
+        full = model.residual_streams(tokens, positions)[-1][:, -1] @ model.W_out.T
+        assert torch.allclose(model(tokens, positions), full, rtol=0, atol=1e-12)
+
+
 def test_standard_bad_input_raises():
     with pytest.raises(ValueError, match="vocab"):
         isp.standard_task(2, generator=torch_generator(0), vocab=10)

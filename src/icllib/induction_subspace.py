@@ -391,8 +391,15 @@ class StandardTransformer(torch.nn.Module):
         return streams
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Logits of the last position, ``(batch, vocab)``."""
-        return self.residual_streams(tokens, positions)[-1][:, -1] @ self.W_out.T
+        """Logits of the last position, ``(batch, vocab)``: the last row of :meth:`residual_streams` after
+        layer 2, computed for that row alone (layer 2's queries and values at the other positions are never
+        read; the last position sees every key under the causal mask)."""
+        h = self.E[tokens] + self.P[positions]
+        h = h + self.attention(0, h) @ h @ self.W_V[0].T @ self.W_O[0].T
+        last = h[:, -1:]
+        scores = (last @ self.W_Q[1].T) @ (h @ self.W_K[1].T).transpose(-1, -2) / math.sqrt(self.D)
+        last = last + torch.softmax(scores, dim=-1) @ h @ self.W_V[1].T @ self.W_O[1].T
+        return last[:, 0] @ self.W_out.T
 
     def previous_position_attention(self) -> torch.Tensor:
         """Layer-1 attention between positions alone, ``softmax_j<=i(p_i W_Q^T W_K p_j^T / sqrt(D))``: row ``i`` is
