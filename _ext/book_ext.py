@@ -14,6 +14,7 @@ Directives (used in ``book/*.md`` and in chapter notebooks):
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import platform
@@ -31,6 +32,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 import executions
+import source_archive
 from icllib import claims as claims_module
 from icllib import coverage as coverage_module
 from icllib.config import mode
@@ -46,17 +48,20 @@ class ledger_placeholder(nodes.General, nodes.Element):
     """Stands where the ledger table goes until every chapter has run."""
 
 
-def _table(header: tuple[str, ...], rows: list[list[nodes.Node | list | str]], widths=None, classes=()) -> nodes.table:
+def _table(header: tuple[str, ...], rows: list[list[nodes.Node | list | str]], widths=None, classes=(),
+           row_ids=None, row_classes=None, column_classes=None) -> nodes.table:
+    """A docutils table; ``row_ids``/``row_classes`` (one per row) and ``column_classes`` (one per column)
+    become HTML ids and classes, for anchors, colours and the phone layout."""
     table = nodes.table(classes=[*classes, "colwidths-given"] if widths else list(classes))
     group = nodes.tgroup(cols=len(header))
     table += group
     for width in widths or [1] * len(header):
         group += nodes.colspec(colwidth=width)
 
-    def row_of(cells):
-        row = nodes.row()
-        for cell in cells:
-            entry = nodes.entry()
+    def row_of(cells, ids=(), classes=()):
+        row = nodes.row(ids=list(ids), classes=list(classes))
+        for column, cell in enumerate(cells):
+            entry = nodes.entry(classes=[column_classes[column]] if column_classes else [])
             if isinstance(cell, list):
                 entry.extend(cell)
             else:
@@ -67,8 +72,8 @@ def _table(header: tuple[str, ...], rows: list[list[nodes.Node | list | str]], w
     head = nodes.thead()
     head += row_of(header)
     body = nodes.tbody()
-    for cells in rows:
-        body += row_of(cells)
+    for index, cells in enumerate(rows):
+        body += row_of(cells, [row_ids[index]] if row_ids else (), row_classes[index] if row_classes else ())
     group += head
     group += body
     return table
@@ -85,6 +90,83 @@ def _format_number(value) -> str:
 def _anchor(identifier: str) -> str:
     """The label of an erratum or note: ``balance.E1`` -> ``balance-e1`` (cite it with ``{ref}``)."""
     return identifier.replace(".", "-").replace("_", "-").lower()
+
+
+def claim_anchor(claim_id: str) -> str:
+    """The HTML id (and Sphinx label) of a claim's ledger row: ``balance.E1`` -> ``claim-balance-e1``."""
+    return "claim-" + _anchor(claim_id)
+
+
+def check_anchor(claim_id: str) -> str:
+    """The HTML id of the chapter cell that checks a claim."""
+    return "check-" + _anchor(claim_id)
+
+
+CHECKED_CLAIM = re.compile(r"check_claim\(\s*[\"']([^\"']+)[\"']")
+
+
+def anchor_checking_cells(app, doctree):
+    """Give each code cell that calls ``check_claim("<id>", ...)`` the id ``check-<id>`` (the ledger links to
+    it); remember which page holds it."""
+    checking = app.env.icl_checking_cells = getattr(app.env, "icl_checking_cells", {})
+    for cell in doctree.findall(lambda node: isinstance(node, nodes.container)
+                                and node.get("nb_element") == "cell_code"):
+        source = next(cell.findall(nodes.literal_block), None)
+        for claim_id in CHECKED_CLAIM.findall(source.astext() if source is not None else ""):
+            if claim_id not in checking:
+                cell["ids"].append(check_anchor(claim_id))
+                checking[claim_id] = app.env.docname
+
+
+def alt_text_from_captions(app, doctree):
+    """Screen readers get a figure's caption, not its file path; an image with neither is flagged."""
+    for image in doctree.findall(nodes.image):
+        if image.get("alt"):
+            continue
+        figure = image.parent
+        while figure is not None and not isinstance(figure, nodes.figure):
+            figure = figure.parent
+        caption = next(figure.findall(nodes.caption), None) if figure is not None else None
+        if caption is None:
+            logger.warning("an image has no caption to serve as its alt text (give the cell a "
+                           "mystnb figure caption)", location=image)
+            continue
+        image["alt"] = " ".join(caption.astext().split())
+
+
+def check_the_cite_section(app, doctree):
+    """A chapter's BibTeX goes under its own top-level heading "Cite this chapter" (not under Exercises)."""
+    blocks = doctree.findall(lambda node: isinstance(node, nodes.literal_block) and "chapter-bibtex" in node["classes"])
+    for block in blocks:
+        section = block.parent
+        top_level = isinstance(section, nodes.section) and section.parent is doctree[0]
+        if not top_level or section[0].astext() != "Cite this chapter":
+            logger.warning("cite-this-chapter belongs under the chapter's top-level heading '## Cite this chapter'",
+                           location=block)
+
+
+def offer_the_source(app, doctree):
+    """Under each chapter's title: how to run it yourself, with the executed notebook and the source archive."""
+    pages = {header["page"] for header in claims_module.registry().chapters.values()}
+    if app.env.docname not in pages or not doctree.children or not isinstance(doctree[0], nodes.section):
+        return
+    depth = app.env.docname.count("/")
+    name = Path(app.env.docname).name
+    paragraph = nodes.paragraph(classes=["run-it-yourself"])
+    paragraph += nodes.emphasis(text="Run it yourself: ")
+    paragraph += nodes.Text("download the book's source, ")
+    paragraph += nodes.reference(text=source_archive.ARCHIVE_NAME, refuri="../" * depth + source_archive.ARCHIVE_NAME)
+    paragraph += nodes.Text(", and follow its README (quick mode, a minute), or take the executed ")
+    paragraph += nodes.reference(text=f"{name}.ipynb", refuri="../" * depth + f"_sources/{app.env.docname}.ipynb")
+    paragraph += nodes.Text(f" (the source's notebooks/{name}.py is the same chapter as a text notebook).")
+    title_index = doctree[0].first_child_matching_class(nodes.title)
+    doctree[0].insert(title_index + 1, paragraph)
+
+
+def forget_checking_cells(app, env, docname):
+    checking = getattr(env, "icl_checking_cells", {})
+    for claim_id in [claim_id for claim_id, page in checking.items() if page == docname]:
+        del checking[claim_id]
 
 
 def _escape_markdown(text: str) -> str:
@@ -189,7 +271,15 @@ class LedgerSummary(SphinxDirective):
 
 
 class ClaimsLedger(SphinxDirective):
+    """The ledger: a placeholder filled at doctree-resolved, once every chapter has executed. Each row's
+    anchor is registered as a label, so ``{ref}`text <claim-balance-e1>``` links to it from any page."""
+
     def run(self):
+        std = self.env.get_domain("std")
+        for claim in claims_module.registry().claims.values():
+            label = claim_anchor(claim.id)
+            std.anonlabels[label] = (self.env.docname, label)
+            std.labels[label] = (self.env.docname, label, claim.id)
         return [ledger_placeholder()]
 
 
@@ -217,7 +307,8 @@ class ErrataList(SphinxDirective):
             for paper in papers:
                 lines += [f"### {{cite:t}}`{paper}`", ""]
                 for passage in (p for p in passages.values() if p.paper == paper):
-                    rows = ", ".join(f"`{claim_id}`" for claim_id in rows_naming.get(passage.id, []))
+                    rows = ", ".join(f"{{ref}}`{claim_id} <{claim_anchor(claim_id)}>`"
+                                     for claim_id in rows_naming.get(passage.id, []))
                     lines += [
                         f"({_anchor(passage.id)})=",
                         f"#### {passage.id}: {passage.location}",
@@ -244,6 +335,9 @@ class ErrataList(SphinxDirective):
 
 
 class CiteThisChapter(SphinxDirective):
+    """A BibTeX entry for the current chapter, from ``CITATION.cff``; it goes under the chapter's own top-level
+    heading "Cite this chapter"."""
+
     option_spec = {"paper": directives.unchanged}
 
     def run(self):
@@ -256,25 +350,28 @@ class CiteThisChapter(SphinxDirective):
             for author in citation.get("authors", [])
         )
         key = "icl-book-" + Path(self.env.docname).name.replace("_", "-")
+        released = str(citation.get("date-released", ""))
+        url = repository_url(self.config)
         bibtex = "\n".join([
             f"@incollection{{{key},",
             f"  title     = {{{chapter_title}}},",
             f"  booktitle = {{{citation['title']}}},",
             f"  author    = {{{authors}}},",
-            f"  year      = {{{str(citation.get('date-released', ''))[:4]}}},",
+            f"  year      = {{{released[:4]}}},",
+            f"  date      = {{{released}}},",
             f"  version   = {{{citation.get('version', '')}}},",
-            f"  note      = {{Executable book chapter; source file {self.env.docname}}}",
+            *([f"  url       = {{{url}}},"] if url else []),
+            f"  note      = {{Executable book chapter; source file {self.env.docname}.py}}",
             "}",
         ])
-        section = nodes.section(ids=["cite-this-chapter"])
-        section += nodes.title(text="Cite this chapter")
-        section += nodes.literal_block(bibtex, bibtex, language="bibtex")
+        output: list[nodes.Node] = [nodes.literal_block(bibtex, bibtex, language="bibtex",
+                                                        classes=["chapter-bibtex"])]
         if "paper" in self.options:
             paragraph_lines = [f"Please cite the original paper too: {{cite:t}}`{self.options['paper']}`."]
             container = nodes.container()
             self.state.nested_parse(StringList(paragraph_lines, source="cite"), self.content_offset, container)
-            section += container.children
-        return [section]
+            output += container.children
+        return output
 
 
 class BuildInfo(SphinxDirective):
@@ -439,6 +536,28 @@ def _warn_about_chapters_missing_from_the_toc(app, book, docname) -> None:
                            location=docname)
 
 
+def _location_cell(app, docname, book, claim, checked: bool) -> nodes.paragraph:
+    """Where the paper says it, and the chapter cell that checks it (or the chapter, when no cell does)."""
+    location = nodes.paragraph()
+    location += nodes.Text(f"{claim.location}. ")
+    chapter_uri = app.builder.get_relative_uri(docname, claim.page)
+    checking_page = getattr(app.env, "icl_checking_cells", {}).get(claim.id)
+    if checked and checking_page == claim.page:
+        location += nodes.Text("Checked in ")
+        location += nodes.reference(text=book.chapters[claim.chapter]["title"], refuri=chapter_uri)
+        location += nodes.Text(": ")
+        location += nodes.reference(text="the checking cell", refuri=f"{chapter_uri}#{check_anchor(claim.id)}",
+                                    classes=["checking-cell"])
+        location += nodes.Text(".")
+    else:
+        location += nodes.reference(text=book.chapters[claim.chapter]["title"], refuri=chapter_uri)
+    return location
+
+
+def _verdict_class(verdict: str) -> str:
+    return "verdict-" + verdict.lower().replace(" ", "-")
+
+
 def fill_ledger(app, doctree, docname):
     placeholders = list(doctree.findall(ledger_placeholder))
     if not placeholders:
@@ -446,7 +565,14 @@ def fill_ledger(app, doctree, docname):
     book = claims_module.registry()
     _warn_about_chapters_missing_from_the_toc(app, book, docname)
     records = claims_module.read_all_results(_results_file(app))
-    output: list[nodes.Node] = [nodes.paragraph(text=verdict_counts(book.claims.values()) + ".")]
+    downloads = nodes.paragraph()
+    downloads += nodes.Text("The same rows, for scripts: ")
+    downloads += nodes.reference(text="ledger.csv", refuri="ledger.csv")
+    downloads += nodes.Text(", ")
+    downloads += nodes.reference(text="ledger.json", refuri="ledger.json")
+    downloads += nodes.Text(".")
+    output: list[nodes.Node] = [nodes.paragraph(text=verdict_counts(book.claims.values()) + "."), downloads]
+    machine_readable: list[dict] = []
     failed = 0
     for paper in _papers_in_book_order(app, book):
         chapters = [name for name in _chapters_in_book_order(app, book) if book.chapters[name]["paper"] == paper]
@@ -455,7 +581,7 @@ def fill_ledger(app, doctree, docname):
         section += nodes.title(text=", ".join(book.chapters[name]["title"] for name in chapters))
         section += nodes.paragraph(text=f"Paper: {_paper_title(app, paper)}. " + verdict_counts(paper_claims) + ".")
         section += _coverage_paragraph(app, book, paper)
-        rows = []
+        rows, row_ids, row_classes = [], [], []
         for claim in paper_claims:
             claim_records = records.get(claim.id, [])
             verdict = claim.verdict
@@ -465,27 +591,50 @@ def fill_ledger(app, doctree, docname):
                                location=docname)
             if not all(record["passed"] for record in claim_records):
                 verdict, failed = "FAILED", failed + 1
-            location = nodes.paragraph()
-            location += nodes.Text(f"{claim.location}. ")
-            location += nodes.reference(text=book.chapters[claim.chapter]["title"],
-                                        refuri=app.builder.get_relative_uri(docname, claim.page))
             if not claim_records:
-                measured, run_mode = "", ""
-                check = "" if checkable or verdict == "out of scope" else \
-                    f"checked in {', '.join(claim.modes)} mode only"
+                measured, checks, run_mode = [], [], ""
+                if not checkable and verdict != "out of scope":
+                    checks = [f"checked in {', '.join(claim.modes)} mode only"]
             else:
                 # A claim checked in several places shows every check, one paragraph each.
-                measured = _paragraphs(_format_number(record["measured"]) for record in claim_records)
-                check = _paragraphs(_describe_check(record) for record in claim_records)
+                measured = [_format_number(record["measured"]) for record in claim_records]
+                checks = [_describe_check(record) for record in claim_records]
                 run_mode = claim_records[-1]["mode"]
-            rows.append([nodes.paragraph(text=claim.id, classes=["claim-id"]), location,
-                         _statement_cell(app, docname, claim), verdict, measured, check, run_mode])
-        section += _table(LEDGER_COLUMNS, rows, widths=[4, 4, 7, 2, 2, 5, 1], classes=["ledger-table"])
+            claim_id = nodes.paragraph(classes=["claim-id"])
+            claim_id += nodes.reference(text=claim.id, refuri=f"#{claim_anchor(claim.id)}")
+            rows.append([claim_id, _location_cell(app, docname, book, claim, bool(claim_records)),
+                         _statement_cell(app, docname, claim), nodes.paragraph(text=verdict),
+                         _paragraphs(measured), _paragraphs(checks), run_mode])
+            row_ids.append(claim_anchor(claim.id))
+            row_classes.append(["ledger-row", _verdict_class(verdict)])
+            machine_readable.append({
+                "id": claim.id, "chapter": claim.chapter, "paper": claim.paper, "location": claim.location,
+                "statement": claim.statement, "verdict": verdict, "measured": measured, "check": checks,
+                "mode": run_mode, "erratum": claim.erratum or "", "note": claim.note or "",
+                "row": f"claims.html#{claim_anchor(claim.id)}",
+            })
+        section += _table(LEDGER_COLUMNS, rows, widths=[4, 4, 7, 2, 2, 5, 1], classes=["ledger-table"],
+                          row_ids=row_ids, row_classes=row_classes,
+                          column_classes=[f"ledger-{column.split(',')[0].lower()}" for column in LEDGER_COLUMNS])
         output.append(section)
     if failed:
         output.insert(1, nodes.paragraph(text=f"{failed} checks FAILED in this build."))
+    _write_machine_readable_ledger(Path(app.outdir) / Path(docname).parent, machine_readable)
     for placeholder in placeholders:
         placeholder.replace_self(output)
+
+
+def _write_machine_readable_ledger(folder: Path, rows: list[dict]) -> None:
+    """``ledger.json`` and ``ledger.csv`` beside the ledger page: the rows of its tables, in the same order
+    (several measured values or checks of one claim are joined by " | " in the CSV)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ledger.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    with open(folder / "ledger.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["id"])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: " | ".join(value) if isinstance(value, list) else value
+                             for key, value in row.items()})
 
 
 def offer_executed_notebook(app, pagename, templatename, context, doctree):
@@ -499,6 +648,11 @@ def offer_executed_notebook(app, pagename, templatename, context, doctree):
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+# MathJax parts no page uses: the speech-rule engine (about 4 MB of speech maps, for the a11y menu's speech
+# option), the SVG output, and the input jax that tex-mml-chtml.js already bundles or that the book never loads.
+UNUSED_MATHJAX = {"sre", "svg", "svg.js", "tex-full.js", "asciimath.js", "mml"}
+
+
 def copy_mathjax(app, exception):
     """Serve MathJax 3 from ``_static/mathjax``: the CHTML build and the components it loads."""
     if exception is not None or app.builder.format != "html":
@@ -508,8 +662,44 @@ def copy_mathjax(app, exception):
     source = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
     target = Path(app.outdir) / "_static" / "mathjax"
     unused_builds = {path.name for path in source.glob("*.js")} - {"tex-mml-chtml.js"}
-    shutil.copytree(source, target, dirs_exist_ok=True,
-                    ignore=lambda folder, names: [n for n in names if n in unused_builds])
+
+    def unused(folder, names):
+        at_top = Path(folder) == source
+        return [name for name in names
+                if (at_top and name in unused_builds) or name in UNUSED_MATHJAX or name.endswith(".map")]
+
+    shutil.copytree(source, target, dirs_exist_ok=True, ignore=unused)
+
+
+def drop_what_serves_nobody(app, exception):
+    """Source maps of the theme's scripts and message catalogues: nothing a reader's browser asks for."""
+    if exception is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    for path in [*static.rglob("*.map"), *static.rglob("*.mo"), *static.rglob("*.po")]:
+        path.unlink()
+
+
+def repository_url(config) -> str:
+    """``repository.url`` of ``_config.yml`` (jupyter-book passes it on as a theme option), or ``""``."""
+    return (config.html_theme_options.get("repository_url") or "").strip()
+
+
+def follow_the_repository_url(app, config):
+    """With a repository URL, the repository button and Binder's launch buttons; without one, nothing on any
+    page names a repository: sphinx-thebe (loaded by jupyter-book, unused here) would otherwise embed a
+    Binder configuration for its own example repository in every page."""
+    options = config.html_theme_options
+    url = repository_url(config)
+    if url:
+        options["use_repository_button"] = True
+        options.setdefault("launch_buttons", {})["binderhub_url"] = "https://mybinder.org"
+        return
+    options.pop("repository_url", None)
+    for event, listeners in app.events.listeners.items():
+        for listener in list(listeners):
+            if getattr(listener.handler, "__module__", "") == "sphinx_thebe" and event != "builder-inited":
+                app.disconnect(listener.id)
 
 
 def add_static_files(app, config):
@@ -518,7 +708,9 @@ def add_static_files(app, config):
 
 def setup(app):
     app.connect("config-inited", add_static_files)
+    app.connect("config-inited", follow_the_repository_url)
     app.add_css_file("book.css")
+    app.add_js_file("ledger.js")
     app.add_node(ledger_placeholder)
     app.add_directive("claims-ledger", ClaimsLedger)
     app.add_directive("errata-list", ErrataList)
@@ -528,7 +720,14 @@ def setup(app):
     app.add_directive("cite-this-chapter", CiteThisChapter)
     app.add_directive("build-info", BuildInfo)
     app.connect("builder-inited", start_fresh_results)
+    app.connect("doctree-read", anchor_checking_cells)
+    app.connect("doctree-read", alt_text_from_captions)
+    app.connect("doctree-read", offer_the_source)
+    app.connect("doctree-read", check_the_cite_section)
+    app.connect("env-purge-doc", forget_checking_cells)
     app.connect("doctree-resolved", fill_ledger)
     app.connect("html-page-context", offer_executed_notebook, priority=450)
     app.connect("build-finished", copy_mathjax)
+    app.connect("build-finished", drop_what_serves_nobody)
+    app.connect("build-finished", source_archive.archive_at_build_end)
     return {"parallel_read_safe": False, "parallel_write_safe": True}

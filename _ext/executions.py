@@ -132,6 +132,13 @@ def dependencies(cells: list[str], package: Path | None = None) -> list[Path]:
     return sorted([package / "__init__.py", *(package / f"{name}.py" for name in seen), *data])
 
 
+# Cell metadata that only changes how the page shows a cell (its figure caption, hidden input): editing it
+# re-renders the page from the stored execution instead of running the chapter again.
+PAGE_ONLY_METADATA = ("mystnb", "jupyter")
+PAGE_ONLY_TAGS = frozenset({"hide-input", "hide-output", "hide-cell", "remove-input", "remove-output",
+                            "remove-cell", "full-width", "margin"})
+
+
 def code_cells(notebook) -> list:
     return [cell for cell in notebook.cells if cell.cell_type == "code"]
 
@@ -144,6 +151,12 @@ def executor_fingerprint() -> bytes:
             + repr((KERNEL_THREADS, THREAD_VARIABLES))).encode()
 
 
+def _execution_metadata(metadata: dict) -> dict:
+    kept = {name: value for name, value in metadata.items() if name not in PAGE_ONLY_METADATA}
+    tags = sorted(set(kept.pop("tags", ())) - PAGE_ONLY_TAGS)
+    return {**kept, "tags": tags} if tags else kept
+
+
 def key(notebook, mode: str, root: Path | None = None, package: Path | None = None) -> str:
     """The SHA-256 (hex) under which an execution of ``notebook`` in ``mode`` is stored."""
     root = root or book_root()
@@ -153,7 +166,7 @@ def key(notebook, mode: str, root: Path | None = None, package: Path | None = No
     def add(label: str, data: bytes) -> None:
         digest.update(f"{label}\0{len(data)}\0".encode() + data)
 
-    cells = [{"source": cell.source, "metadata": cell.metadata} for cell in code_cells(notebook)]
+    cells = [{"source": cell.source, "metadata": _execution_metadata(cell.metadata)} for cell in code_cells(notebook)]
     add("code cells", json.dumps(cells, sort_keys=True).encode())
     add("kernel", json.dumps(notebook.metadata.get("kernelspec", {}), sort_keys=True).encode())
     add("mode", mode.encode())

@@ -31,7 +31,7 @@
 # chapter: {ledger-counts}`balance`. What you see was executed in the
 # run mode printed below (`default` for the book, `quick` in the tests, `full` at the paper's batch size).
 
-# %%
+# %% tags=["hide-input"]
 import math
 import time
 
@@ -45,7 +45,7 @@ from icllib.config import by_mode, mode, rng, torch_generator
 from icllib.plotting import PALETTE, figure
 
 torch.set_num_threads(1)  # small tensors: one thread is several times faster on two shared cores
-mode()
+print("run mode:", mode())
 
 # %% [markdown]
 # ## 1. The symmetry in a two-layer attention network
@@ -91,7 +91,7 @@ symmetry_error = ((per_sample_after - per_sample_before).abs().max() / per_sampl
 print(f"largest per-sample loss change {symmetry_error:.1e} (relative to the largest loss) over "
       f"{len(y_check)} samples, lambda in [{lambdas.min():.2f}, {lambdas.max():.2f}]")
 check_claim("balance.symmetry-loss", symmetry_error, expected=0.0, atol=1e-13,
-            why="float64 round-off of a loss built from ~10^4 operations; logits through W_K W_Q would change it by O(1)")
+            why="float64 round-off of a loss built from ~10^4 operations; logits through W_K W_Q would change it by O(1)");
 
 # %% [markdown]
 # Each pair on its own is a symmetry too (this is the count the appendix gets wrong,
@@ -109,7 +109,7 @@ for layer in range(2):
 pairs_per_layer = int((single_changes < 1e-13).sum()) / 2
 print("relative loss change per single-column rescaling:\n", single_changes)
 check_claim("balance.symmetry-count", pairs_per_layer, expected=6, atol=0,
-            why="a count; the paper says 5 per layer (erratum balance.E1), W_K, W_Q in R^{6x6} give 6")
+            why="a count; the paper says 5 per layer (erratum balance.E1), W_K, W_Q in R^{6x6} give 6");
 
 # %% [markdown]
 # Eq. 114 writes the loss as $\ell(W_K W_Q)$, but its right-hand side $\sum_i W_K^i (W_Q^i)^\top$ is $W_K W_Q^\top$,
@@ -141,7 +141,7 @@ residuals, scale = balance.euler_residuals(grads_check, params64)
 print(f"max |W_K^i.dl/dW_K^i - W_Q^i.dl/dW_Q^i| = {residuals.abs().max():.2e} over {residuals.numel()} "
       f"(sample, pair) values; the terms reach {scale.max():.1f}")
 check_claim("balance.euler-identity", residuals.abs().max().item(), expected=0.0, atol=1e-12,
-            why="float64: terms up to ~10^2 times machine epsilon times the number of operations")
+            why="float64: terms up to ~10^2 times machine epsilon times the number of operations");
 
 # %% [markdown]
 # ## 2. The law, derived
@@ -197,7 +197,7 @@ identities = balance.sympy_identities(dim_u=2, dim_w=by_mode(quick=2, default=3,
 print({name: str(value) for name, value in identities.items()})
 derivation_steps = ("euler", "one_step", "crossing_u", "crossing_w")
 check_claim("balance.derivation", all(identities[name] == 0 for name in derivation_steps), expected=True,
-            why="symbolic identities: exact")
+            why="symbolic identities: exact");
 
 # %% [markdown]
 # Step 5 is the paper's own derivation (Eqs. 109-112). Beyond the isotropic case, we test it on random
@@ -217,7 +217,7 @@ print(f"share inside Eq. 112's band, sizes 2-6: {np.round(in_band_share, 3)}; "
 assert min(in_swapped_share) < 0.9, "the swapped band must miss some stationary points, or the test has no power"
 check_claim("balance.eq7-derivation", bool(min(in_band_share) == 1.0 and identities["isotropic"] == 0), expected=True,
             why="an inequality between exact eigenvalues, 1e-12 relative slack for round-off; the swapped band "
-                "misses stationary points in every size")
+                "misses stationary points in every size");
 
 # %% [markdown]
 # The crossing on the attention network: $g_K^i = (W_K^i)^\top C_1 W_K^i$ through the paper's matrices
@@ -233,7 +233,7 @@ gK_C, gQ_C = balance.g_terms_via_C(params64, X_check, y_check)
 crossing_error = max(((gK_C - gK_var).abs() / gK_var).max().item(), ((gQ_C - gQ_var).abs() / gQ_var).max().item())
 print(f"max relative difference between the two routes: {crossing_error:.1e}")
 check_claim("balance.crossing", crossing_error, expected=0.0, atol=1e-12,
-            why="float64 round-off; two independent autograd routes (per-sample dl/dW vs dl/dM), equal only if the crossing holds")
+            why="float64 round-off; two independent autograd routes (per-sample dl/dW vs dl/dM), equal only if the crossing holds");
 
 # %% [markdown]
 # ## 3. Without noise, the imbalance is conserved exactly
@@ -267,7 +267,7 @@ print(f"control: along the same midpoint path |W_K^i|^2 alone moves by up to {no
 assert norm_moves > 1e-6, "the flow must move the individual norms, or conserving their difference says nothing"
 check_claim("balance.gradient-flow", midpoint_drift, expected=0.0, atol=1e-12,
             why="the midpoint rule keeps exactly the quadratic invariants of the flow (float64 round-off over a few "
-                "hundred steps); a quadratic that is not invariant, |W_K^i|^2 alone, moves by orders of magnitude more")
+                "hundred steps); a quadratic that is not invariant, |W_K^i|^2 alone, moves by orders of magnitude more");
 
 # %%
 drift_slope = float(np.polyfit(np.log(gd_rates), np.log(list(gd_drift.values())), 1)[0])
@@ -278,7 +278,7 @@ finite_step_excess = min(gd_drift.values()) / max(midpoint_drift, 1e-16)
 print(f"the smallest GD step drifts D_i {finite_step_excess:.1e} times more than the midpoint rule")
 check_claim("balance.finite-step", finite_step_excess, lower=1e3,
             why="without noise (T = 0) the continuous-time law conserves D_i; a finite step still moves it, by "
-                "O(lr) over a fixed time (note balance.N2), a thousand times above round-off at lr = 1e-3")
+                "O(lr) over a fixed time (note balance.N2), a thousand times above round-off at lr = 1e-3");
 
 # %% [markdown]
 # And step 3 along these real runs: the accumulated $\sum_k \eta^2(\|g_{K^i}\|^2 - \|g_{Q^i}\|^2)$ must equal
@@ -288,7 +288,7 @@ check_claim("balance.finite-step", finite_step_excess, lower=1e3,
 identity_error = max((run["D"][-1] - run["D"][0] - run["identity"]).abs().max().item() for run in gd_runs.values())
 print(f"max |D_end - D_0 - sum lr^2(|g_K|^2 - |g_Q|^2)| = {identity_error:.1e}")
 check_claim("balance.step-identity", identity_error, expected=0.0, atol=1e-12,
-            why="float64 round-off accumulated over at most a few hundred steps")
+            why="float64 round-off accumulated over at most a few hundred steps");
 
 # %% mystnb={"figure": {"caption": "Gradient flow conserves every query/key imbalance. Left: the 12 D_i along gradient descent (lr = 4e-3, dashed) and the implicit midpoint rule (solid) while the loss falls; the midpoint curves are flat to round-off. Right: the final drift of gradient descent is proportional to the step (slope 1 in log-log), that of the midpoint rule is at round-off.", "name": "fig-balance-conservation"}}
 fig, (ax_d, ax_s) = figure(1, 2)
@@ -415,7 +415,7 @@ print(f"late u^T C1 u / w^T C2 w: {np.round(noise_term_ratios, 3)}; late |u|^2 /
 assert max(abs(math.log(r)) for r in norm_ratios) > 1.0, "the norms must stay apart for the contrast to mean anything"
 check_claim("balance.balanced-quantity", max(abs(r - 1) for r in noise_term_ratios), expected=0.0, atol=0.05,
             why="the balanced quantities are the noise terms (note balance.N4): their ratio is 1 within the 5 % of "
-                "row balance.linear-ratio, while the norm ratio |u|^2 / |w|^2 is 0.25")
+                "row balance.linear-ratio, while the norm ratio |u|^2 / |w|^2 is 0.25");
 
 # %% [markdown]
 # The rate. Per step the law relaxes at $\eta\gamma \propto \eta^2/S$: the steps to come within 10 % of $d_o/d$
@@ -434,7 +434,7 @@ smallest_T = min(linear, key=lambda key: linear[key]["T"])
 largest_T = max(linear, key=lambda key: linear[key]["T"])
 assert abs(1 - hit_over_ode[largest_T]) > abs(1 - hit_over_ode[smallest_T]), "the ODE is the small-T limit"
 check_claim("balance.ode-time", hit_over_ode[smallest_T], expected=1.0, rtol=0.2,
-            why="the on-manifold ODE neglects off-minimum fluctuations, which speed SGD up at finite T (an independent prototype saw 4-20 %)")
+            why="the on-manifold ODE neglects off-minimum fluctuations, which speed SGD up at finite T (an independent prototype saw 4-20 %)");
 
 # %% [markdown]
 # The control: where does exact gradient descent land? The law at $T = 0$ says at the ratio fixed by the
@@ -458,7 +458,7 @@ print(f"exact GD ends at ratio {control_ratio:.4f}; conservation of D = {D_off:.
 check_claim("balance.controls", control_ratio, lower=ratio_on_minimum(D_off - drift_allowance),
             upper=ratio_on_minimum(D_off + drift_allowance),
             why="D is conserved by the flow; GD's finite-step drift is below lr (L_0 - L_end) / (1 - lr beta / 2), "
-                "allowed twice; landing at d_o/d or at 1 would fail")
+                "allowed twice; landing at d_o/d or at 1 would fail");
 
 # %% mystnb={"figure": {"caption": "SGD balances a linear model where the law can be computed exactly. Left: the mean ratio |u|^2/|w|^2 of the runs falls from 16 to d_o/d = 0.25 (dotted), not to 1; the control without noise (exact gradient descent, started off the minimum; dashed) settles where its conserved |u|^2 - |w|^2 puts it, far above. Right: steps to come within 10 % of 0.25 against batch/lr^2 (dots) follow the law's ODE (line) up to a finite-T speed-up at the largest T.", "name": "fig-balance-linear"}}
 fig, (ax_r, ax_t) = figure(1, 2)
@@ -535,7 +535,7 @@ rate_ratio = measured.sum() / predicted.sum()
 print(f"measured / predicted total drift: {rate_ratio:.2f}")
 check_claim("balance.b11-rate", rate_ratio, lower=1 / 1.5, upper=1.5,
             why="heavy-tailed per-sample gradients: finite-sample g estimates are typically low by up to x1.5 "
-                "(measured on 1000-sample chunks in a prototype); a factor 2 in T (e.g. a loss with 1/2) would fail")
+                "(measured on 1000-sample chunks in a prototype); a factor 2 in T (e.g. a loss with 1/2) would fail");
 
 # %% [markdown]
 # Fig. 6's claim: "as the training proceeds, the two quantities become closer and ultimately overlap within an

@@ -31,7 +31,7 @@
 # the three numbers ({ref}`induction_emergence.N1 <induction-emergence-n1>`). The ledger of this chapter:
 # {ledger-counts}`induction_emergence`.
 
-# %%
+# %% tags=["hide-input"]
 import math
 
 import numpy as np
@@ -67,8 +67,10 @@ print(f"mode = {mode()}, N up to {N_MAX}")
 # residual stream, with merged key-query matrices and no value projection,
 #
 # $$
-# U = [X \mid \sigma(X W^{(1)} X^\top) X], \qquad V = [U \mid \sigma(U W^{(2)} U^\top) U], \qquad
+# \begin{gathered}
+# U = [X \mid \sigma(X W^{(1)} X^\top) X], \qquad V = [U \mid \sigma(U W^{(2)} U^\top) U], \\
 # z = V_{2N+1} W^{(3)}, \qquad \mathcal L = \|y - z\|^2 .
+# \end{gathered}
 # $$
 #
 # (Eq. 1 writes $U$ for $H_1$ in the second layer; App. B.2 restates it as above.) Rows of $X$ are
@@ -108,7 +110,7 @@ print(f"max |L_full - L_B.3| = {loss_gap:.2e},  max |grad_full - grad_B.4.6| = {
 check_claim("induction_emergence.closed-form-loss", loss_gap, expected=0.0, atol=1e-12,
             why="float64 rounding of sums over at most 2N+1 = 65 tokens; the identity is exact")
 check_claim("induction_emergence.closed-form-grad", grad_gap, expected=0.0, atol=1e-12,
-            why="float64 rounding of autograd through two softmaxes; the identity is exact")
+            why="float64 rounding of autograd through two softmaxes; the identity is exact");
 
 # %% [markdown]
 # The agreement is exact, for every $(N, D)$ with $D \ge 2N$ and even $N = 1$. Two counter-examples show that the
@@ -129,7 +131,7 @@ counter_gaps = np.array(counter_gaps)
 print(f"ordinary mask: |L - L_B.3| in [{counter_gaps[:, 0].min():.2e}, {counter_gaps[:, 0].max():.2f}]; "
       f"q = 1: in [{counter_gaps[:, 1].min():.2e}, {counter_gaps[:, 1].max():.2f}]")
 check_claim("induction_emergence.assumptions-needed", counter_gaps.min(), lower=1e-6,
-            why="the closed form holds to 1e-12 under the assumptions; a gap above 1e-6 is not rounding")
+            why="the closed form holds to 1e-12 under the assumptions; a gap above 1e-6 is not rounding");
 
 # %% [markdown]
 # Under these assumptions the loss depends on the data only through $N$: the batch size of App. F plays no role,
@@ -149,7 +151,7 @@ for N in (2, 8, 32):
         step_gap = max(step_gap, np.max(np.abs(moved - predicted)))
 print(f"max |full-matrix step - (lambda/D) step on (alpha, beta, gamma)| = {step_gap:.2e}")
 check_claim("induction_emergence.full-step-rate", step_gap, expected=0.0, atol=1e-12,
-            why="float64 rounding; the identity <grad_W L, B_k> = dL/dc_k is exact")
+            why="float64 rounding; the identity <grad_W L, B_k> = dL/dc_k is exact");
 
 # %% [markdown]
 # ## 2. The closed forms, symbolically
@@ -180,7 +182,7 @@ print(f"B.4.6 = grad B.3: {gradient_ok};  B.5 = -grad: {flow_ok};  B.7.3 identit
 check_claim("induction_emergence.sympy-gradient", gradient_ok, expected=True,
             why="exact algebra: a wrong coefficient or power in B.4.6 leaves a non-zero difference")
 check_claim("induction_emergence.sympy-flow", flow_ok, expected=True, why="exact algebra, as above")
-check_claim("induction_emergence.b73-identity", identity_ok, expected=True, why="exact algebra, as above")
+check_claim("induction_emergence.b73-identity", identity_ok, expected=True, why="exact algebra, as above");
 
 # %% [markdown]
 # **Leaving the origin.** At $\alpha = \beta = \gamma = 0$ the velocity is $(0, 0, 1/N)$: only $\gamma$ moves at
@@ -212,7 +214,7 @@ print(f"velocity at 0: {velocity};  beta''(0) = {beta_dd};  alpha''''(0) = {alph
 initial_ok = (velocity == [0, 0, 1 / Ns] and sp.simplify(beta_dd - 1 / (2 * Ns**3)) == 0
               and sp.simplify(alpha_4 - 3 * (Ns - 1) / (2 * Ns**6 * (2 * Ns - 1))) == 0)
 check_claim("induction_emergence.initial-velocity", initial_ok, expected=True,
-            why="SymPy's derivatives of B.5 against the hand-derived constants of the text above")
+            why="SymPy's derivatives of B.5 against the hand-derived constants of the text above");
 
 # %% [markdown]
 # ## 3. The flow from zero
@@ -245,7 +247,7 @@ n1 = ie.emergence_times(1)
 print(f"order violated for N in {violations} (tested: {len(order_times)} values of N from 2 to {max(order_times)}); "
       f"N = 1: {n1}")
 check_claim("induction_emergence.order", len(violations), expected=0, atol=0,
-            why="a count of values of N, among those integrated, at which the order fails")
+            why="a count of values of N, among those integrated, at which the order fails");
 
 # %% [markdown]
 # B.6.3 shows that the parameters increase in the first regime and so never turn negative. We check the sign of the
@@ -260,7 +262,7 @@ for N in N_VALUES:
     lowest = min(lowest, alpha_t.min(), beta_t.min(), gamma_t.min(), velocity_t[:, first_phase].min())
 print(f"smallest parameter or first-phase velocity: {lowest:.3e}")
 check_claim("induction_emergence.nonnegativity", lowest, lower=-1e-13,
-            why="B.6.3 asserts >= 0; -1e-13 is the integrator's absolute tolerance")
+            why="B.6.3 asserts >= 0; -1e-13 is the integrator's absolute tolerance");
 
 # %% [markdown]
 # ## 4. The N² law and its constants
@@ -278,7 +280,7 @@ check_claim("induction_emergence.t-gamma-linear", slopes["gamma"], expected=1.0,
 check_claim("induction_emergence.t-beta-quadratic", slopes["beta"], expected=2.0, atol=0.02,
             why="the 0.8/N correction of T/N^2 lowers the fitted slope by about 0.8/N_mid, 0.013 for N_mid = 64")
 check_claim("induction_emergence.t-alpha-quadratic", slopes["alpha"], expected=2.0, atol=0.02,
-            why="the 0.7/N correction of T/N^2 lowers the fitted slope by about 0.7/N_mid, 0.011 for N_mid = 64")
+            why="the 0.7/N correction of T/N^2 lowers the fitted slope by about 0.7/N_mid, 0.011 for N_mid = 64");
 
 # %% [markdown]
 # App. B.1, summarising the proof, swaps the names: it gives $T_\alpha = T_1 = \Theta(N)$ and
@@ -288,7 +290,7 @@ check_claim("induction_emergence.t-alpha-quadratic", slopes["alpha"], expected=2
 
 # %%
 check_claim("induction_emergence.b1-summary", slopes["alpha"] - slopes["gamma"], expected=1.0, atol=0.03,
-            why="Theorem 2's orders give +1 (the two slope tolerances above added); B.1 as printed gives -1")
+            why="Theorem 2's orders give +1 (the two slope tolerances above added); B.1 as printed gives -1");
 
 # %% [markdown]
 # The orders come with constants, which the paper does not give. They follow from reducing the flow phase by
@@ -396,7 +398,7 @@ check_claim("induction_emergence.limit-t-alpha", richardson(scaled["alpha"]), ex
             rtol=1e-3, why=why_richardson)
 check_claim("induction_emergence.limit-loss-drop", scaled["loss"][-1], expected=asymptotics["loss_drop/N^2"],
             atol=2 * math.log(N_MAX) / N_MAX,
-            why="Proposition 3: the correction is about ln(N)/N; 2 ln(N)/N at the largest N")
+            why="Proposition 3: the correction is about ln(N)/N; 2 ln(N)/N at the largest N");
 
 # %% mystnb={"figure": {"caption": "Left: emergence and loss-drop times divided by N (for gamma) or N squared (the others), from the integrated flow, converge to the closed-form constants of Propositions 1-3 (dashed). Right: the same times on log-log axes, with slope 1 for gamma and slope 2 for beta, alpha and the loss drop.", "name": "fig-induction_emergence-times"}}
 fig, (left, right) = figure(1, 2)
@@ -429,7 +431,7 @@ ratio = deviation[N_MAX] / deviation[N_MAX // 2]
 print({N: f"max|alpha - beta^2/2| = {d:.3e}, N * that = {N * d:.3f}" for N, d in deviation.items()},
       f"ratio = {ratio:.3f}")
 check_claim("induction_emergence.slow-manifold", ratio, expected=0.5, atol=0.05,
-            why="an O(1/N) deviation halves when N doubles; 0.05 allows the O(1/N^2) term at N >= 64")
+            why="an O(1/N) deviation halves when N doubles; 0.05 allows the O(1/N^2) term at N >= 64");
 
 # %% mystnb={"figure": {"caption": "Along the flow, alpha follows beta squared over two (dashed) until alpha emerges: the slow manifold of Proposition 2. The first-layer head is slaved to the second-layer match, not the other way round.", "name": "fig-induction_emergence-manifold"}}
 fig, ax = figure()
@@ -494,7 +496,7 @@ check_claim("induction_emergence.b73-alpha-slower", extreme("alphadot/betadot ma
 check_claim("induction_emergence.b81-alpha-rate", extreme("8N^2*alphadot min phase3", min), lower=1.0,
             why="the paper's bound without its O(1/N^3) slack")
 check_claim("induction_emergence.b82-beta-bound", extreme("beta(T_alpha)", max), upper=5.45,
-            why="the paper's bound, no slack")
+            why="the paper's bound, no slack");
 
 # %% [markdown]
 # Every bound holds with room to spare. Two are loose by a factor of about 2 (B.8.1: $8N^2\dot\alpha \approx 2$,
@@ -521,7 +523,7 @@ t3_bound = sp.Rational(1, 2) / (1 / (8 * N_sym**2) + c / N_sym**3)
 remainder_over_N = sp.limit((t3_bound - 4 * N_sym**2) / N_sym, N_sym, sp.oo)
 print(f"(T_3 bound - 4N^2)/N -> {remainder_over_N} as N -> oo (O(1/N) would give 0)")
 check_claim("induction_emergence.b81-t3-bound", float(remainder_over_N.subs(c, 1)), expected=-32.0, atol=1e-12,
-            why="exact: the remainder of the inverted bound is -32 c N + O(1); the printed O(1/N) would give 0")
+            why="exact: the remainder of the inverted bound is -32 c N + O(1); the printed O(1/N) would give 0");
 
 # %% [markdown]
 # ## 6. Emergence is not the loss drop
@@ -551,7 +553,7 @@ for N in (N_MAX // 2, N_MAX):
 print({N: round(float(v), 4) for N, v in gap_at_alpha.items()})
 check_claim("induction_emergence.loss-at-t-alpha", 2 * gap_at_alpha[N_MAX] - gap_at_alpha[N_MAX // 2],
             expected=math.sqrt(math.e) / 2, rtol=0.01,
-            why="Richardson from the two largest N removes the O(1/N) term; 1% covers the rest at N >= 64")
+            why="Richardson from the two largest N removes the O(1/N) term; 1% covers the rest at N >= 64");
 
 # %% mystnb={"figure": {"caption": "Loss (left) and parameters (right) along the flow for N = 32, time in units of N squared. The vertical lines mark T_gamma, T_beta, T_alpha and the loss drop T_L: the induction head is complete at T_alpha, but the loss is still near 1 - 1/(2N) there; it falls only near sqrt(2 pi) N squared (dotted).", "name": "fig-induction_emergence-loss"}}
 N_show = 32
@@ -596,7 +598,7 @@ glue("t-alpha-limit-fig5", fig5_asymptotics["T_alpha/N^2"], display=False)
 glue("t-beta-limit-fig5", fig5_asymptotics["T_beta/N^2"], display=False)
 print(f"t_ICL/N^2: {np.round(t_icl / n**2, 4)};  asymptote {fig5_asymptotics['T_alpha/N^2']:.4f}")
 check_claim("induction_emergence.fig5-thresholds", richardson(t_icl / n**2),
-            expected=fig5_asymptotics["T_alpha/N^2"], rtol=1e-3, why=why_richardson)
+            expected=fig5_asymptotics["T_alpha/N^2"], rtol=1e-3, why=why_richardson);
 
 # %% [markdown]
 # Now the discrete training. Under Assumptions 7-8 the loss is the same for every sample, so the batch of 64 is
@@ -620,7 +622,7 @@ worst = np.max((np.abs(gd_steps * eta - flow_fig5) / allowed)[gd_n >= 16])
 print(f"GD with eta = lambda/D: relative error to the flow {np.round(gd_steps * eta / flow_fig5 - 1, 5).tolist()}")
 print(f"largest |eta k - T| / (eta + T eta/N) for N >= 16: {worst:.3f};  diverged: {gd_diverged.tolist()}")
 check_claim("induction_emergence.step-as-lambda-over-d", worst, upper=1.0,
-            why="one step of quantisation plus the first-order Euler error eta/N relative to the time scale N")
+            why="one step of quantisation plus the first-order Euler error eta/N relative to the time scale N");
 
 # %%
 literal_steps, literal_diverged = ie.gradient_descent_times(N_VALUES, eta=ie.APP_F.lr, thresholds=fig5_thresholds)
@@ -629,9 +631,9 @@ print(f"eta = 100 on (alpha, beta, gamma): diverged for N = {[N for N, d in zip(
 check_claim("induction_emergence.literal-step-diverges",
             bool(np.array_equal(literal_diverged, predicted_diverged)), expected=True,
             why="divergence is predicted for exactly the N < 50 tested; a step that were stable, or unstable, "
-                "for every N would fail")
+                "for every N would fail");
 
-# %% mystnb={"figure": {"caption": "Fig. 5 recomputed. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step lambda/D = 0.39 (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from Proposition 2 (dashed), and the paper's Definition-1 time T_alpha with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}}
+# %% mystnb={"figure": {"caption": "Paper Fig. 5, recomputed. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step lambda/D = 0.39 (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from Proposition 2 (dashed), and the paper's Definition-1 time T_alpha with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}}
 fig, (left, right) = figure(1, 2)
 for index, key in enumerate(("alpha", "beta", "gamma")):
     left.loglog(n, T5[key], "-", color=f"C{index}", label=rf"$T_\{key}$ flow")
@@ -728,6 +730,8 @@ right.legend(fontsize=7);
 # grows and $\partial^2_\gamma\mathcal L = 2(s^2+F)/r^2$ tends to 2, so a step of 100 is unstable for every $N$
 # (with thresholds of 1000, the run at $N = 512$ blows up at step 6553).
 # ```
+#
+# ## Cite this chapter
 #
 # ```{cite-this-chapter}
 # :paper: musat2025induction

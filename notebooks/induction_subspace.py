@@ -32,7 +32,7 @@
 # width 256; at the paper's width 2048 the question stays open. The ledger of this chapter:
 # {ledger-counts}`induction_subspace`.
 
-# %%
+# %% tags=["hide-input"]
 import os
 
 import numpy as np
@@ -74,8 +74,10 @@ print(f"mode = {mode()}; symmetrised {SYM}, Monte-Carlo {MC}, Fig. 4 {FIG4}, App
 # output to the residual stream:
 #
 # $$
-# H_1 = [X \mid \sigma(X W^{(1)} X^\top) X], \qquad H_2 = [H_1 \mid \sigma(H_1 W^{(2)} H_1^\top) H_1], \qquad
+# \begin{gathered}
+# H_1 = [X \mid \sigma(X W^{(1)} X^\top) X], \qquad H_2 = [H_1 \mid \sigma(H_1 W^{(2)} H_1^\top) H_1], \\
 # z = (H_2 W^{(3)})_{2N+1}, \qquad \mathcal L = \|y - z\|^2 .
+# \end{gathered}
 # $$
 #
 # Eq. 1 writes $H_2 = [U \mid \dots]$ with a $U$ that is not defined there; it is $H_1$, the name $U$ of
@@ -109,7 +111,7 @@ check_claim("induction_subspace.model-shapes",
             why="shapes are exact; with H_1 in place of U the stated dimensions hold, with X they do not")
 check_claim("induction_subspace.parameter-count", n_parameters, expected=28 * D * D, atol=0,
             why="a count of matrices of the shapes stated after Eq. 1: 4D^2 + 16D^2 + 8D^2; it tests the "
-                "paper's sum")
+                "paper's sum");
 
 # %% [markdown]
 # ## 2. Nineteen basis directions
@@ -117,10 +119,12 @@ check_claim("induction_subspace.parameter-count", n_parameters, expected=28 * D 
 # Theorem 1 (Eqs. 6-8) says the weights stay of the form
 #
 # $$
-# W^{(1)} = \begin{bmatrix} \alpha_1 I & 0 \\ 0 & \alpha_2 I + \alpha_3 M \end{bmatrix}, \quad
+# \begin{gathered}
+# W^{(1)} = \begin{bmatrix} \alpha_1 I & 0 \\ 0 & \alpha_2 I + \alpha_3 M \end{bmatrix}, \qquad
+# W^{(3)} = [\gamma_1 I \mid 0 \mid \gamma_2 I \mid 0 \mid \gamma_3 I \mid 0 \mid \gamma_4 I \mid 0]^\top, \\
 # W^{(2)} = \begin{bmatrix} \beta_1 I & 0 & \beta_2 I & 0 \\ 0 & \beta_3 I + \beta_4 M & 0 & \beta_5 I + \beta_6 M \\
-# \beta_7 I & 0 & \beta_8 I & 0 \\ 0 & \beta_9 I + \beta_{10} M & 0 & \beta_{11} I + \beta_{12} M \end{bmatrix}, \quad
-# W^{(3)} = [\gamma_1 I \mid 0 \mid \gamma_2 I \mid 0 \mid \gamma_3 I \mid 0 \mid \gamma_4 I \mid 0]^\top .
+# \beta_7 I & 0 & \beta_8 I & 0 \\ 0 & \beta_9 I + \beta_{10} M & 0 & \beta_{11} I + \beta_{12} M \end{bmatrix} .
+# \end{gathered}
 # $$
 #
 # Each pseudo-parameter multiplies a basis triple $B_k$ that holds one $I$ or one $M$ in one block. Distinct
@@ -145,7 +149,7 @@ rank = int(torch.linalg.matrix_rank(isp.subspace_basis(8)))
 print(f"max |Gram - D I| = {max(gram_errors):.1e}, round trip {max(trip_errors):.1e}, "
       f"Pi(Pi W) - Pi W {max(idem_errors):.1e}; rank of the basis = {rank}")
 check_claim("induction_subspace.basis", max(gram_errors) + max(trip_errors) + max(idem_errors), expected=0.0,
-            atol=1e-13, why="the Gram matrix holds exact integers; the round trip and idempotence are float64 rounding")
+            atol=1e-13, why="the Gram matrix holds exact integers; the round trip and idempotence are float64 rounding");
 
 # %% [markdown]
 # ## 3. The inductive step: how a data rotation moves the gradient
@@ -190,7 +194,7 @@ for (kind, strict), values in errors.items():
 check_claim("induction_subspace.equivariance", max(errors["structured", True] + errors["structured", False]),
             upper=1e-13, why="an exact identity; float64 rounding through two softmax layers is ~1e-15")
 check_claim("induction_subspace.needs-structure", min(errors["random", True] + errors["random", False]),
-            lower=0.1, why="an O(1) failure, far above rounding (1e-15); 0.1 leaves a factor 10 below what we see")
+            lower=0.1, why="an O(1) failure, far above rounding (1e-15); 0.1 leaves a factor 10 below what we see");
 
 # %% [markdown]
 # The identity holds to rounding error at structured weights and fails by order one at random ones, for either
@@ -225,7 +229,7 @@ print(f"A.7.3 corrected, X_i^T (dL/dS) X_j against autograd: largest relative er
 check_claim("induction_subspace.a4-block-notation", spread, lower=0.1,
             why="the printed A.4 layout repeats block-row 1, a spread of exactly 0; Eq. 7's is of order one")
 check_claim("induction_subspace.a73-chain-rule", chain_error, upper=1e-12,
-            why="an exact identity; float64 rounding of the sums over 2N+1 rows")
+            why="an exact identity; float64 rounding of the sums over 2N+1 rows");
 
 # %% [markdown]
 # ## 4. Propositions 1-4 of App. A
@@ -287,7 +291,7 @@ check_claim("induction_subspace.remark1", remark_z, lower=5.0,
 symbolic_zero = all(entry == 0 for m in (exact["prop1"], exact["prop2"], *exact["prop4"]) for entry in m)
 rotations_fail = any(entry != 0 for entry in exact["prop1_rotations_only"])
 check_claim("induction_subspace.propositions-sympy", symbolic_zero and rotations_fail,
-            expected=True, why="exact algebra: every difference simplifies to the zero matrix")
+            expected=True, why="exact algebra: every difference simplifies to the zero matrix");
 
 # %% [markdown]
 # All three averages land within a few standard errors of the propositions' values, $FMF^\top = M$ holds for
@@ -327,7 +331,7 @@ print(f"residual of the symmetrised gradient: {residual_sym:.1e}; ||g_sym - Pi(g
 print(f"at perturbed (unstructured) weights the symmetrised gradient has residual "
       f"{np.round(isp.subspace_residual(*g_off), 3)}")
 check_claim("induction_subspace.expected-gradient-structured", max(residual_sym, gap), upper=1e-13,
-            why="the finite average equals the Haar projection exactly; what remains is float64 rounding")
+            why="the finite average equals the Haar projection exactly; what remains is float64 rounding");
 
 # %% [markdown]
 # Sixteen sequences, symmetrised, already have a perfectly structured gradient, while their plain gradient is
@@ -359,7 +363,7 @@ print(f"plain: residual at the end {np.round(plain['residual'][-1], 3)}; loss {p
 row2 = max(run["grad_row2"].max() for run in (symmetrised, plain))
 print(f"largest |dL/dW2| in the query-position block-row, over every step of both runs: {row2}")
 check_claim("induction_subspace.theorem1", max_sym, upper=1e-13,
-            why="exact in exact arithmetic; the residual is rounding relative to the weights' norm")
+            why="exact in exact arithmetic; the residual is rounding relative to the weights' norm");
 
 # %% mystnb={"figure": {"caption": "Distance from the 19-dimensional subspace during training from zero. With symmetrised batches (solid) the residual of every weight matrix stays at float64 rounding; with plain batches of the same size (dashed) Monte-Carlo noise pushes the weights off the subspace (values below 1e-17, i.e. exact zeros of a still-zero matrix, are drawn at 1e-17).", "name": "fig-induction_subspace-residuals"}}
 fig, ax = figure()
@@ -384,7 +388,7 @@ largest = np.maximum(np.abs(symmetrised["coords"]).max(0), np.abs(plain["coords"
 moving = [name for name, value in zip(ic.PSEUDO_PARAMETERS, largest) if value > 0]
 print(f"{len(moving)} pseudo-parameters ever differ from 0: {', '.join(moving)}")
 check_claim("induction_subspace.fifteen-move", row2, expected=0.0, atol=0,
-            why="a structural zero: the gradient is a product with the query's positional embedding, exactly 0")
+            why="a structural zero: the gradient is a product with the query's positional embedding, exactly 0");
 
 # %% [markdown]
 # ## 7. Finite batches: the residual falls as $B^{-1/2}$
@@ -408,7 +412,7 @@ print(f"D = 16, N = 4, B = 512: loss after 0/10/20/30 steps, step 1 on ||y - z||
       f"{np.array2string(literal['loss'][::10], precision=3)}")
 print(f"                         step 1 on ||y - z||^2 / D: {np.array2string(per_coordinate['loss'][::10], precision=3)}")
 check_claim("induction_subspace.lr-one", literal["loss"][-1] / literal["loss"][0], lower=1e6,
-            why="divergence: a growth by 10^6 in 30 steps cannot be a noisy plateau (the L/D run falls)")
+            why="divergence: a growth by 10^6 in 30 steps cannot be a noisy plateau (the L/D run falls)");
 
 # %%
 D_mc, N_mc, steps_mc, batches = MC
@@ -423,7 +427,7 @@ print(f"log-log slopes of the residual against B: {np.round(slopes, 3)}")
 check_claim("induction_subspace.sgd-residual-rate", max(abs(slope + 0.5) for slope in slopes), upper=0.15,
             why="largest deviation of the three slopes from -1/2 (pure noise); 0.15 allows for the trajectory, "
                 "hence the norm of W, changing with B; a residual not falling with B (slope 0) or falling like "
-                "1/B (slope -1) would miss by 0.5")
+                "1/B (slope -1) would miss by 0.5");
 
 # %% mystnb={"figure": {"caption": "Residual after a fixed number of plain SGD steps against the batch size, per weight matrix, with a B^(-1/2) guide through the first point of W1. The three slopes are close to -1/2: finite batches leave the subspace only through Monte-Carlo noise.", "name": "fig-induction_subspace-batch"}}
 fig, ax = figure()
@@ -467,9 +471,9 @@ check_claim("induction_subspace.hypothesis1-dominant", top3 == set(ic.INDUCTION_
                 "probability 1/455")
 check_claim("induction_subspace.hypothesis2", exits["three"] / exits["full"], lower=0.75, upper=1.0,
             why="'unaffected, even slightly accelerated': the three-parameter exit no later and at most 25% earlier, "
-                "on the same data stream; an exit later than the full model's, or a third sooner, fails")
+                "on the same data stream; an exit later than the full model's, or a third sooner, fails");
 
-# %% mystnb={"figure": {"caption": "Fig. 4 of the paper, recomputed. Top: the 19 pseudo-parameters (left) and the batch loss (right) during standard SGD from zero; alpha_3, beta_2 and gamma_3 (thick) grow while the loss leaves its plateau, the other 16 stay small and beta_3 to beta_6 stay exactly 0. Bottom: only alpha_3, beta_2, gamma_3 trained, on the same data stream; the plateau and its exit are nearly the same.", "name": "fig-induction_subspace-fig4"}}
+# %% mystnb={"figure": {"caption": "Paper Fig. 4, recomputed. Top: the 19 pseudo-parameters (left) and the batch loss (right) during standard SGD from zero; alpha_3, beta_2 and gamma_3 (thick) grow while the loss leaves its plateau, the other 16 stay small and beta_3 to beta_6 stay exactly 0. Bottom: only alpha_3, beta_2, gamma_3 trained, on the same data stream; the plateau and its exit are nearly the same.", "name": "fig-induction_subspace-fig4"}}
 fig, axes = figure(2, 2, height=6.4)
 def plot_pseudo_parameters(ax, coords, title):
     """The 19 pseudo-parameters over training; the induction head thick and coloured, the other 16 thin grey."""
@@ -492,7 +496,7 @@ for row, (run, title) in enumerate(((full, "standard training"), (three, "only a
     ax.set_title(title)
     ax.legend(fontsize=8)
 
-# %% mystnb={"figure": {"caption": "Fig. 3 of the paper, recomputed: the weights at the end of the standard run above. Block lines separate the D x D blocks. The diagonals of I and the anti-diagonal blocks of M stand out: alpha_3 M in the positional block of W1, beta_2 I in block (X1, TX1) of W2, gamma_3 I in block 5 (QX1) of W3; the rest is small SGD noise, and the second block-row of W2 is exactly 0.", "name": "fig-induction_subspace-weights"}}
+# %% mystnb={"figure": {"caption": "Paper Fig. 3, recomputed: the weights at the end of the standard run above. Block lines separate the D x D blocks. The diagonals of I and the anti-diagonal blocks of M stand out: alpha_3 M in the positional block of W1, beta_2 I in block (X1, TX1) of W2, gamma_3 I in block 5 (QX1) of W3; the rest is small SGD noise, and the second block-row of W2 is exactly 0.", "name": "fig-induction_subspace-weights"}}
 fig, axes = figure(1, 3, height=3.4)
 labels = (("W1", "key index (X1, X2)", "query index (X1, X2)"), ("W2", "key index (U1..U4)", "query index (U1..U4)"),
           ("W3", "output coordinate", "input index (V1..V8)"))
@@ -526,7 +530,7 @@ check_claim("induction_subspace.sgd-structure", min(shares_fig3), lower=0.5,
 check_claim("induction_subspace.hypothesis1",
             bool(ablated[head].min() > D4 / 2 > ablated[others].max()), expected=True,
             why="each head parameter necessary, none of the other 16: removing one of the three puts the loss "
-                "above D/2, removing any other keeps it below")
+                "above D/2, removing any other keeps it below");
 
 # %% [markdown]
 # The loss leaves its plateau as $\alpha_3$, $\beta_2$, $\gamma_3$ grow, they are the three largest
@@ -573,9 +577,9 @@ print(f"for comparison, Fig. 4 above (D = {D4}, N = {N4}, B = {B4}): rebound ful
       f"three x{rebound(three['loss'], exits['three']):.1f}")
 check_claim("induction_subspace.appd-hypotheses", all(app_d_ok), expected=True,
             why="per size, the ordering of Hypothesis 1 (a random ordering passes with probability 1/455) and the "
-                "exit-step ratio in [0.75, 1] used for Fig. 4")
+                "exit-step ratio in [0.75, 1] used for Fig. 4");
 
-# %% mystnb={"figure": {"caption": "Figs. 15 and 16 of the paper (App. D), recomputed with its batch B = 256 (the book's default mode shows Fig. 16, D = 32, N = 8; full mode adds Fig. 15, D = 16, N = 32). Left: the 19 pseudo-parameters of standard training (thick: alpha_3, beta_2, gamma_3). Right: the batch loss of standard training and of training only the three induction-head parameters (20-step means). Both leave the plateau at the same step; afterwards the standard model's loss climbs back up (the SGD-noise rebound) while the three-parameter model's keeps falling.", "name": "fig-induction_subspace-appd"}}
+# %% mystnb={"figure": {"caption": "Paper Figs. 15 and 16 (App. D), recomputed with its batch B = 256 (the book's default mode shows Paper Fig. 16, D = 32, N = 8; full mode adds Paper Fig. 15, D = 16, N = 32). Left: the 19 pseudo-parameters of standard training (thick: alpha_3, beta_2, gamma_3). Right: the batch loss of standard training and of training only the three induction-head parameters (20-step means). Both leave the plateau at the same step; afterwards the standard model's loss climbs back up (the SGD-noise rebound) while the three-parameter model's keeps falling.", "name": "fig-induction_subspace-appd"}}
 fig, axes = figure(len(app_d_runs), 2, height=3.2 * len(app_d_runs))
 axes = np.atleast_2d(axes)
 for row, ((D_d, N_d), runs) in enumerate(app_d_runs.items()):
@@ -643,9 +647,9 @@ check_claim("induction_subspace.appc-structure", min(shares), lower=0.5,
                 "basis directions, out of 4D^2 = 1024, 16D^2 = 4096 and 8D^2 = 2048")
 check_claim("induction_subspace.appc-head", all(head_on_top), expected=True,
             why="an ordering: at each N's last step alpha3, beta2, gamma3 are the three largest |c_k| (a random "
-                "ordering of the 15 that move passes with probability 1/455 per N)")
+                "ordering of the 15 that move passes with probability 1/455 per N)");
 
-# %% mystnb={"figure": {"caption": "Figs. 6-14 of the paper (App. C), recomputed: W1, W2, W3 (columns) after the paper's numbers of SGD steps, one row per (N, step); lines separate the 16 x 16 blocks, and each panel has its own symmetric colour scale. From the first snapshot on, the weight sits on the diagonals of I and M in a few blocks (alpha_3 M in the positional block of W1, beta_2 I in block (1, 3) of W2, gamma_3 I in block 5 of W3) and grows there, while everything else is SGD noise.", "name": "fig-induction_subspace-appc"}}
+# %% mystnb={"figure": {"caption": "Paper Figs. 6-14 (App. C), recomputed: W1, W2, W3 (columns) after the paper's numbers of SGD steps, one row per (N, step); lines separate the 16 x 16 blocks, and each panel has its own symmetric colour scale. From the first snapshot on, the weight sits on the diagonals of I and M in a few blocks (alpha_3 M in the positional block of W1, beta_2 I in block (1, 3) of W2, gamma_3 I in block 5 of W3) and grows there, while everything else is SGD noise.", "name": "fig-induction_subspace-appc"}}
 snapshots = [(N_c, step, run["snapshots"][step]) for N_c, (steps_c, run) in app_c_runs.items() for step in steps_c]
 fig, axes = figure(len(snapshots), 3, height=2.7 * len(snapshots))
 for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), snapshots)):
@@ -704,7 +708,7 @@ for angle in (0.0, 0.5):
     gaps[angle] = abs(ic.full_model_loss_and_grad(*point, X_tilted, y_ortho)[0] - closed_form)
     print(f"a_1 . b_2 = {float(X_tilted[3, :8] @ a_1):.3f}: |model loss - closed form| = {gaps[angle]:.2e}")
 check_claim("induction_subspace.assumption7-quantifier", gaps[0.5], lower=1e-3,
-            why="an O(1) tilt gives an O(1e-2) gap, far above the 1e-15 agreement without it")
+            why="an O(1) tilt gives an O(1e-2) gap, far above the 1e-15 agreement without it");
 
 # %% [markdown]
 # ## 11. The standard transformer of Sec. 2
@@ -746,7 +750,7 @@ print({name: f"{value:.1e}" for name, value in remainders.items()},
       f"(a random 256-dimensional subspace would leave {np.sqrt(1 - 256 / D_paper):.2f})")
 check_claim("induction_subspace.residual-stream-subspaces", remainders["four subspaces"], upper=1e-4,
             why="an identity up to float32 rounding (1e-7 relative); without the fourth subspace the remainder is "
-                f"{remainders['the first three']:.2f}, outside any 256 random directions about 0.94")
+                f"{remainders['the first three']:.2f}, outside any 256 random directions about 0.94");
 
 # %% [markdown]
 # Training the model at width 2048 is far beyond a book build (the ledger's deciding run gives its cost), so `default` keeps the whole
@@ -766,7 +770,7 @@ print(f"D = D_H = {D_std}, B = {B_std}, {steps_std} steps: loss {standard_losses
       f"{accuracy:.3f}")
 check_claim("induction_subspace.standard-transformer-paper-width", accuracy, lower=0.9,
             why=f"'learns the task' read as 90% accuracy on fresh sequences (chance is 1/8 among the context "
-                f"labels); at width {D_std}, not the paper's 2048")
+                f"labels); at width {D_std}, not the paper's 2048");
 
 # %% [markdown]
 # Fig. 2 reads the first layer through the positional block of its key-query product. As printed (line 57),
@@ -805,9 +809,9 @@ check_claim("induction_subspace.fig2-score-formula", distance, lower=0.5,
                 "printed one is at a distance of order one in either orientation")
 check_claim("induction_subspace.fig2-subdiagonal", previous_weight(positional), lower=0.5,
             why=f"'dominated by the subdiagonal' read as: more than half of each row's weight on the previous "
-                f"position, on average (at initialisation {untrained_weight:.2f}); at width {D_std}, not 2048")
+                f"position, on average (at initialisation {untrained_weight:.2f}); at width {D_std}, not 2048");
 
-# %% mystnb={"figure": {"caption": "The standard transformer of Sec. 2 (width 256 in the book's default mode). Left (Fig. 17): the loss of each fresh batch sits at the chance level ln 32 for most of training, then drops abruptly. Right (Fig. 2, positional block of layer 1): the causal softmax of the positional key-query scores, query position by row and key position by column; the weight concentrates on the subdiagonal, each position attending to the previous one.", "name": "fig-induction_subspace-standard"}}
+# %% mystnb={"figure": {"caption": "The standard transformer of Sec. 2 (width 256 in the book's default mode). Left (Paper Fig. 17): the loss of each fresh batch sits at the chance level ln 32 for most of training, then drops abruptly. Right (Paper Fig. 2, positional block of layer 1): the causal softmax of the positional key-query scores, query position by row and key position by column; the weight concentrates on the subdiagonal, each position attending to the previous one.", "name": "fig-induction_subspace-standard"}}
 fig, (left, right) = figure(1, 2)
 left.plot(np.arange(1, steps_std + 1), standard_losses, color=PALETTE[0], label="batch loss (NLL)")
 left.axhline(np.log(32), color="black", ls=":", label="ln 32 (chance)")
@@ -923,6 +927,8 @@ if PAPER_WIDTH is not None:
 # exceeds 1 by about $2\sqrt{D/B}$, so the multiplier leaves $[-1, 1]$ and errors grow geometrically. With
 # $\lambda = 1/D$ the multiplier is $1 - 2/D$.
 # ```
+#
+# ## Cite this chapter
 #
 # ```{cite-this-chapter}
 # :paper: musat2025induction

@@ -34,7 +34,7 @@
 # `icllib.config.by_mode`; the status page has the measured run times; `full` multiplies the Monte-Carlo
 # sizes by 5 to 20, runs 60 generic initialisations and 30 000 SGD steps per seed).
 
-# %%
+# %% tags=["hide-input"]
 import numpy as np
 import torch
 
@@ -257,7 +257,7 @@ flow_end = flows[(4, 15, 0.5)]["loss"][-1] - 0.5 * np.trace(Lam)
 print(f"Corollary A.2: largest error of the identity over 20 random points {max(err_A2):.1e}; "
       f"end of the flow {flow_end:.12f}, -tr(Lam^2 Gamma^-1)/2 = {min_A2:.12f}")
 check_claim("lsa.corollaryA2", max(max(err_A2), abs(flow_end - min_A2)), upper=1e-9,
-            why="float64 round-off for the identity (terms of order 10); the flow has converged to 1e-11")
+            why="float64 round-off for the identity (terms of order 10); the flow has converged to 1e-11");
 
 # %% [markdown]
 # Why the $\sigma$ condition is not needed: under balance, $u_{-1}=0$ forces $U_{11}=0$, the origin is an
@@ -503,8 +503,8 @@ ax.legend();
 # distribution with $x\sim\mathcal N(0,\Lambda)$, with $a=\Lambda^{-1}\mathbb E[xy]$ and $\Sigma={\rm Cov}(xy)$,
 # Theorem 4.2 states
 #
-# $$\mathbb E(\hat y_q-y_q)^2=\inf_w\mathbb E(\langle w,x_q\rangle-y_q)^2+\tfrac1M{\rm tr}(\Sigma\Gamma^{-2}\Lambda)
-# +\tfrac1{N^2}\big[\|a\|^2_{\Gamma^{-2}\Lambda^3}+2{\rm tr}\Lambda\|a\|^2_{\Gamma^{-2}\Lambda^2}+({\rm tr}\Lambda)^2\|a\|^2_{\Gamma^{-2}\Lambda}\big].$$
+# $$\begin{aligned}\mathbb E(\hat y_q-y_q)^2={}&\inf_w\mathbb E(\langle w,x_q\rangle-y_q)^2+\tfrac1M{\rm tr}(\Sigma\Gamma^{-2}\Lambda)\\
+# &+\tfrac1{N^2}\big[\|a\|^2_{\Gamma^{-2}\Lambda^3}+2{\rm tr}\Lambda\|a\|^2_{\Gamma^{-2}\Lambda^2}+({\rm tr}\Lambda)^2\|a\|^2_{\Gamma^{-2}\Lambda}\big].\end{aligned}$$
 #
 # We compute $(a,\Sigma)$ in closed form for four tasks $y=f(\langle w,x\rangle)$ (linear, noisy linear,
 # ReLU, quadratic; decompose $x$ along $\Lambda w$) and compare with Monte Carlo through `lsa.predict`.
@@ -561,8 +561,8 @@ ax.legend();
 # independent query $x_q\sim\mathcal N(0,\Lambda_q)$, test covariates $x_i\sim\mathcal N(0,\Lambda_t)$ and label
 # noise $\sigma$, the prediction $x_q^\top\Gamma^{-1}\hat g$ with $\hat g=\frac1M\sum_iy_ix_i$ has the exact error
 #
-# $$\mathcal E(w)=(Kw)^\top\Lambda_q(Kw)+\tfrac1M{\rm tr}\big(\Gamma^{-1}\Lambda_q\Gamma^{-1}[(\|w\|^2_{\Lambda_t}+\sigma^2)\Lambda_t+\Lambda_tww^\top\Lambda_t]\big),
-# \quad K=\Gamma^{-1}\Lambda_t-I,$$
+# $$\begin{aligned}\mathcal E(w)={}&(Kw)^\top\Lambda_q(Kw)+\tfrac1M{\rm tr}\big(\Gamma^{-1}\Lambda_q\Gamma^{-1}[(\|w\|^2_{\Lambda_t}+\sigma^2)\Lambda_t+\Lambda_tww^\top\Lambda_t]\big),\\
+# &K=\Gamma^{-1}\Lambda_t-I,\end{aligned}$$
 #
 # (plus $\sigma^2$ when the target is noisy too) since $\mathbb E\hat g=\Lambda_tw$ and ${\rm Cov}\,\hat g$ is the
 # Gaussian fourth moment over $M$. OLS fitted on the same prompt is shown alongside (minimum-norm when
@@ -759,7 +759,7 @@ for _ in range(10):
     err_C3.append(max(np.abs(rhs_U + g_U.numpy()).max(), abs(rhs_c + g_c.item())))
 print(f"(C.4) against minus the gradient of (C.5): largest difference {max(err_C3):.1e} over 10 random points")
 check_claim("lsa.lemmaC1-C3", max(err_C3), upper=1e-12,
-            why="float64 round-off of terms of order 10; a wrong factor in (C.4) would show at order 1")
+            why="float64 round-off of terms of order 10; a wrong factor in (C.4) would show at order 1");
 
 # %%
 U_c3 = np.array([[0.5, 0.2, -0.1], [0.15, 0.7, 0.25], [-0.2, 0.1, 0.4]])
@@ -985,7 +985,7 @@ res_D1["d tr(A X B X^T C)/dX"] = np.abs(g.numpy() - (A_d.T @ C_d.T @ X_n @ B_d.T
 for rule, err in res_D1.items():
     print(f"Lemma D.1, {rule:22s}: largest error {err:.1e}")
 check_claim("lsa.lemmaD1", max(res_D1.values()), upper=1e-12,
-            why="float64 round-off on matrices with entries of order 1; a missing transpose would show at order 1")
+            why="float64 round-off on matrices with entries of order 1; a missing transpose would show at order 1");
 
 # %%
 from itertools import product
@@ -1017,7 +1017,7 @@ print(f"Lemma D.2 and Isserlis: largest error {err_D2:.1e} (entries up to {np.ab
       f"control with a two-node rule: {isserlis_error(Lam, 2):.2f}")
 assert isserlis_error(Lam, 2) > 0.1, "a rule that is not exact for degree 4 must miss"
 check_claim("lsa.lemmaD2", err_D2, upper=1e-12,
-            why="the three-node rule is exact for these degree-4 moments, so only float64 round-off remains")
+            why="the three-node rule is exact for these degree-4 moments, so only float64 round-off remains");
 
 # %%
 slack_D3 = []
@@ -1030,7 +1030,7 @@ for k in range(3000):
     slack_D3.append(min(np.diff(chain)) / chain[-1])
 print(f"Lemma D.3: smallest relative slack of the three inequalities over {len(slack_D3)} pairs {min(slack_D3):.1e}")
 check_claim("lsa.lemmaD3", min(slack_D3), lower=-1e-12,
-            why="relative float64 round-off; a third of the pairs make the first inequality an equality")
+            why="relative float64 round-off; a third of the pairs make the first inequality an equality");
 
 # %%
 trace_D4, eig_D4 = [], []
@@ -1097,6 +1097,8 @@ check_claim("lsa.lemmaD4", min(min(trace_D4), min(eig_D4)), lower=-1e-12,
 # paper's constant is $(1+2d)d+d^2=d+3d^2$ (310 for $d=10$): the $d^3$ from ${\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2$
 # was bounded by $d^2\kappa$ instead of $d^2\kappa\,{\rm tr}\Lambda$.
 # ```
+#
+# ## Cite this chapter
 #
 # ```{cite-this-chapter}
 # :paper: zhang2024trained

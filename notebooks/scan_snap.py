@@ -31,7 +31,7 @@
 # next chapter, *Scan and Snap on real text*. The numbers on this page come from the run mode printed below
 # (`default` in the book: the full 640-run Fig. 6 sweep; `quick` in tests: a reduced sweep).
 
-# %%
+# %% tags=["hide-input"]
 import os
 from dataclasses import replace
 
@@ -61,9 +61,9 @@ print("run mode:", mode())
 # $\ell_2$-normalised, and a decoder predicts $n$ (Eq. 2). Writing $Y = UW_V^\top U^\top$ and
 # $Z = UW_QW_K^\top U^\top/\sqrt d$ and treating them as free parameters gives Eq. 15:
 #
-# $$J(Y,Z) = \mathbb{E}\left[\boldsymbol{x}_{T+1}^\top Y^\top \mathrm{LN}(X^\top \boldsymbol{b}_T)
-#   - \log \mathbf{1}^\top\exp\left(Y^\top\mathrm{LN}(X^\top \boldsymbol{b}_T)\right)\right],
-#   \qquad \boldsymbol{b}_T = \mathrm{softmax}(X\boldsymbol{z}_m).$$
+# $$\begin{gathered}J(Y,Z) = \mathbb{E}\left[\boldsymbol{x}_{T+1}^\top Y^\top \mathrm{LN}(X^\top \boldsymbol{b}_T)
+#   - \log \mathbf{1}^\top\exp\left(Y^\top\mathrm{LN}(X^\top \boldsymbol{b}_T)\right)\right],\\
+#   \boldsymbol{b}_T = \mathrm{softmax}(X\boldsymbol{z}_m).\end{gathered}$$
 #
 # First, the reparameterisation is exact for any embeddings and weights.
 
@@ -79,7 +79,7 @@ Z_emb = U @ W_Q @ W_K.T @ U.T / np.sqrt(d_check)
 gap = abs(ss.embedding_objective(U, W_Q, W_K, W_V, tokens, query_token, next_token)
           - ss.yz_objective(Y_emb, Z_emb, tokens, query_token, next_token))
 check_claim("scan_snap.reparameterisation", gap, expected=0.0, atol=1e-12,
-            why="both sides are the same float64 arithmetic in a different order: round-off only")
+            why="both sides are the same float64 arithmetic in a different order: round-off only");
 
 # %% [markdown]
 # **Lemma 1** gives the gradient in closed form (Eq. 3): $\partial J/\partial Y = \mathrm{LN}(X^\top b_T)
@@ -128,7 +128,7 @@ errors = {
 for name, value in errors.items():
     print(f"{name:40s} {value:.1e}")
 check_claim("scan_snap.lemma1-gradient", max(errors.values()), expected=0.0, atol=1e-12,
-            why="float64 round-off of products of O(1) numbers over M = 34 terms is ~1e-15")
+            why="float64 round-off of products of O(1) numbers over M = 34 terms is ~1e-15");
 
 # %% [markdown]
 # The identity behind the count simulator, $X^\top\mathrm{diag}(b_T)X = \mathrm{diag}(X^\top b_T)$, and the
@@ -143,7 +143,7 @@ identity_gap = np.abs(XbX - np.stack([np.diag(v) for v in v_t.detach().numpy()])
 simulator_gap = max(abs(J_counts - J_seq), np.abs(dY_counts - dY_seq).max(), np.abs(dZ_counts - dZ_seq).max())
 print(f"max |X^T diag(b) X - diag(X^T b)| = {identity_gap:.1e}; counts vs sequences: {simulator_gap:.1e}")
 check_claim("scan_snap.count-sufficient", max(identity_gap, simulator_gap), expected=0.0, atol=1e-12,
-            why="an exact identity; the two computations differ only in float64 summation order")
+            why="an exact identity; the two computations differ only in float64 summation order");
 
 # %% [markdown]
 # The other half of Lemma 2, $X^\top b_T \to c_n$ with $c_{l|n} \propto P(l|n)e^{z_{ml}}$ (Eq. 5-6), does need
@@ -186,7 +186,7 @@ check_claim("scan_snap.lemma18-hoeffding", max(outside_band), upper=ss.one_sided
 check_claim("scan_snap.lemma2-limit", lemma2_slope, expected=-0.5, atol=0.05,
             why="each mean over 200 sequences carries ~2% Monte-Carlo error, i.e. ~0.005 on the slope over three "
                 "decades; 0.05 also covers the O(1/T) bias of the shortest length. No convergence (slope 0) "
-                "would sit about 100 standard errors away: false-pass rate far below 1%")
+                "would sit about 100 standard errors away: false-pass rate far below 1%");
 
 # %% mystnb={"figure": {"caption": "Lemmas 2 and 18 on Syn-Small class 1: the mean distance of X^T b_T from its limit c_n (dots) and the largest deviation of a token frequency from P(l|n) over 200 sequences (squares) both fall like T^(-1/2), parallel to the Hoeffding radius of Eq. 136 (line, delta = 0.05), which the worst deviation never reaches.", "name": "fig-scan_snap-lemma18"}}
 fig, ax = figure(1, 1, width=5.5)
@@ -207,7 +207,7 @@ ax.legend();
 run = ss.train_yz(spec_small, eta_Y=1.0, eta_Z=1.0, run=ss.AUTHORS_RUN, generator=rng(2))
 row_sum = max(np.abs(run.Y.sum(axis=1)).max(), np.abs(run.Z.sum(axis=1)).max())
 check_claim("scan_snap.row-sums", row_sum, expected=0.0, atol=1e-12,
-            why="exact invariant; 100 momentum steps accumulate round-off of O(1) entries to ~1e-14")
+            why="exact invariant; 100 momentum steps accumulate round-off of O(1) entries to ~1e-14");
 
 # %% [markdown]
 # ## 2. The decoder clock
@@ -227,7 +227,7 @@ h_star = sst.decoder_clock_h_star(steps_clock, M_clock, eta_clock)
 zeta = M_clock / (M_clock - 1) * (np.eye(M_clock)[0] - 1.0 / M_clock)
 lemma5_gap = np.abs(w_history - (M_clock - 1) * h_star[:, None] * zeta[None, :]).max()
 check_claim("scan_snap.lemma5-recursion", lemma5_gap, expected=0.0, atol=1e-10,
-            why="two float64 recursions of 1000 steps on O(10) numbers; round-off grows to ~1e-13")
+            why="two float64 recursions of 1000 steps on O(10) numbers; round-off grows to ~1e-13");
 
 # %% [markdown]
 # In continuous time the clock solves $\dot h = \eta_Y/((M-1)+e^{Mh})$, whose solution is implicit
@@ -292,9 +292,9 @@ check_claim("scan_snap.lemma7-gap", gap_table[:, 2].min(), lower=-1e-15,
 check_claim("scan_snap.lemma7-gap", gap_table[:, 3].max(), upper=2.0,
             why="the upper bound 2 eta_Y/M of Lemma 7(a), exactly as stated")
 check_claim("scan_snap.lemma7-gap", gap_table[:, 4].max(), upper=0.02,
-            why="Remark 2: the gap decays like ln M/(M t); at s = 100 ln M/eta_Y it should be a small fraction of eta_Y/M")
+            why="Remark 2: the gap decays like ln M/(M t); at s = 100 ln M/eta_Y it should be a small fraction of eta_Y/M");
 
-# %% mystnb={"figure": {"caption": "Fig. 8 of the paper: the discrete decoder clock h* (steps) hugs the continuous h of Eq. 45 (lines) for every learning rate; the gap (right, in units of the bound 2 eta_Y/M) stays below 0.1 of the bound and decays.", "name": "fig-scan_snap-clock"}}
+# %% mystnb={"figure": {"caption": "Paper Fig. 8: the discrete decoder clock h* (steps) hugs the continuous h of Eq. 45 (lines) for every learning rate; the gap (right, in units of the bound 2 eta_Y/M) stays below 0.1 of the bound and decays.", "name": "fig-scan_snap-clock"}}
 fig, (ax_h, ax_gap) = figure(1, 2)
 M_plot = 100
 for colour, eta in zip(PALETTE, (0.1, 0.5, 1.0)):
@@ -354,7 +354,7 @@ check_claim("scan_snap.remark3", remark3_rows[:, 1].min(), lower=0.5,
             why="'h(1) >~ eta_Y/M' with the constant 1/2")
 check_claim("scan_snap.remark3", remark3_rows[:, 2].min(), lower=10.0,
             why="'h(1) >> M^-(2 - omega_0)' as a factor 10, at the smallest eta_Y tested, 10 M^-0.99")
-check_claim("scan_snap.remark3", bool(np.all(remark3_rows[:, 3] == 1)), expected=True)  # one zero on t >= 1
+check_claim("scan_snap.remark3", bool(np.all(remark3_rows[:, 3] == 1)), expected=True)  # one zero on t >= 1;
 
 # %% [markdown]
 # **Lemma 9 / Theorem 1(b): the speed control.** The back-propagated gradient carries the factor
@@ -395,7 +395,7 @@ printed_peak = [float(r.max()) for r in phase2_printed]
 print("largest ratio to the printed form, M = 100, 1000, 10000:", np.round(printed_peak, 3))
 check_claim("scan_snap.lemma9-phase2", min(printed_peak), lower=2.0,
             why="the printed form fails the factor 2 that Lemma 9's form meets, at every M")
-check_claim("scan_snap.lemma9-phase2", bool(np.all(np.diff(printed_peak) > 0)), expected=True)
+check_claim("scan_snap.lemma9-phase2", bool(np.all(np.diff(printed_peak) > 0)), expected=True);
 
 # %% [markdown]
 # The printed form without $M$ is off by a factor that grows with $M$ (about $(\ln M + \ln\ln M)/\ln\ln M$ near
@@ -433,7 +433,7 @@ check_claim("scan_snap.lemma10-counts", max(lemma10_rows), upper=1.0,
                 "below 1% for each (K, delta)")
 check_claim("scan_snap.remark4", max(remark4_rows), upper=1.0,
             why="violation frequency over the one-sided binomial ceiling of delta (2000 runs): false-pass rate "
-                "below 1% for each (K, delta)")
+                "below 1% for each (K, delta)");
 
 # %% [markdown]
 # Eq. 58 then simplifies the radius: $\sqrt{\tfrac N2\ln\tfrac2\delta} + 1 < \sqrt{N\ln\tfrac2\delta}$. With
@@ -448,7 +448,7 @@ gap_58 = (np.sqrt(5 / 2 * np.log(2 / 0.5)) + 1) - np.sqrt(5 * np.log(2 / 0.5))
 print(f"boundary N ln(2/delta) = {boundary_58[0]} = {float(boundary_58[0]):.3f}; "
       f"at N = 5, delta = 0.5 the left side exceeds the right by {gap_58:.3f}")
 check_claim("scan_snap.lemma10-simplified", gap_58, lower=0.0,
-            why="a counterexample: the printed strict inequality needs this difference to be negative")
+            why="a counterexample: the printed strict inequality needs this difference to be negative");
 
 # %% [markdown]
 # **Lemma 11 and the noise of Corollary 1.** The class imbalance moves each class's clock: $h(N_n)$ differs from
@@ -501,7 +501,7 @@ check_claim("scan_snap.lemma11-late", max(late["proof"]), upper=ceiling_11,
 check_claim("scan_snap.lemma11-late", min(late["printed"]), lower=floor_11,
             why="the printed Delta/N fails: a failure rate this far above delta = 0.1 arises with probability below "
                 "1% if the printed bound held")
-check_claim("scan_snap.lemma11-late", bool(np.all(np.diff(late["printed_q90"]) > 0)), expected=True)
+check_claim("scan_snap.lemma11-late", bool(np.all(np.diff(late["printed_q90"]) > 0)), expected=True);
 
 # %% [markdown]
 # **Corollary 1: how many steps until the decoder is right?** By Lemma 5, after $s$ steps of class $n$,
@@ -532,7 +532,7 @@ check_claim("scan_snap.corollary1-steps", (S_measured - np.ceil(t_eps)).max(), u
             why="exact: h* >= h (Lemma 7), so the discrete clock reaches eps no later than the continuous one")
 check_claim("scan_snap.corollary1-steps", (S_measured / t_eps).min(), lower=0.9,
             why="the lead of h* over h decays (Remark 2); at the smallest count (15 steps) rounding to whole steps "
-                "alone costs 6%")
+                "alone costs 6%");
 
 # %% [markdown]
 # The total: with $K = 10$ classes drawn uniformly, $M = 1000$ and $\eta_Y = 0.5$, the number of steps until every
@@ -550,7 +550,7 @@ for eps in (0.1, 0.01, 0.001):
           f"K ln(M/eps)/(eps eta_Y), {total_rows[-1][1]:.2f} K t_eps")
 check_claim("scan_snap.corollary1-steps", max(row[0] for row in total_rows), upper=1.0,
             why="the O(.) made concrete with the constant 1; a 90% quantile over 200 runs carries a few percent of "
-                "sampling error")
+                "sampling error");
 
 # %% mystnb={"figure": {"caption": "Corollary 1 for one class, M = 1000: the steps S_n until ||e_n - alpha_n|| <= eps on the discrete clock (dots) follow the inverted Eq. 45 (solid), which grows like 1/(eps eta_Y); the corollary's bound ln(M/eps)/(eps eta_Y) (dashed) holds but is loose by the factor ln(M/eps).", "name": "fig-scan_snap-corollary1"}}
 fig, ax = figure(1, 1, width=5.5)
@@ -642,7 +642,7 @@ check_claim("scan_snap.theorem1a-bound", lemma_checks["line974_corrected"].max()
 printed_fails = float(np.mean(lemma_checks["line974_printed"] > 1e-12))
 print(f"the printed factor 1/(1 - |lambda_1|) fails in {printed_fails:.1%} of the matrices")
 check_claim("scan_snap.theorem1a-bound", printed_fails, lower=0.25,
-            why="the printed bound fails for every K = 2 matrix (SymPy above), a quarter of the sample")
+            why="the printed bound fails for every K = 2 matrix (SymPy above), a quarter of the sample");
 
 # %% [markdown]
 # The definition of $E'$ printed in App. D.1, "$E' := (I+E)^{-1} I$", reads as $(I+E)^{-1}$; if the extraction lost a
@@ -670,7 +670,7 @@ check_claim("scan_snap.e-prime-definition", lemma14_miss["I - (I+E)^-1"].max(), 
             why="the corrected definition against the eigendecomposition route: " + round_off)
 check_claim("scan_snap.e-prime-definition",
             min(lemma14_miss["(I+E)^-1 (printed)"].min(), lemma14_miss["(I+E)^-1 - I (printed, minus restored)"].min()),
-            lower=1.0, why="both printed readings miss Lemma 14 by at least the size of E' itself")
+            lower=1.0, why="both printed readings miss Lemma 14 by at least the size of E' itself");
 
 # %% [markdown]
 # The proof runs the **modified** decoder dynamics Eq. 26, $\dot Y = \eta_Y(f_n - FE'e_n)(e_n-\alpha_n)^\top$,
@@ -709,7 +709,7 @@ plain = np.concatenate([theorem1["plain", eta] for eta in (0.1, 0.5)])
 check_claim("scan_snap.theorem1-modified", np.abs(modified / predicted_ratio - 1).max(), upper=0.02,
             why="Eq. 88 neglects delta_1, delta_3 = O(1/M) and the class-count noise theta; 2% covers both at M = 2e4")
 check_claim("scan_snap.theorem1-xi-positive", min(modified.min(), plain.min()), lower=0.0,
-            why="a sign: beta_nn' > 0 with f_n^T f_n' > 0 makes xi_n > 0")
+            why="a sign: beta_nn' > 0 with f_n^T f_n' > 0 makes xi_n > 0");
 
 # %% [markdown]
 # **Lemma 3** is the reason for the modification: under Eq. 26, $W = F^\top Y$ moves only in row $n$, by
@@ -758,7 +758,7 @@ pinv_gap = np.abs(np.linalg.pinv(F_th).T - F_th @ (np.eye(K_th) - E_prime)).max(
 print(f"class counts {class_counts.tolist()}, theta = {theta_run.round(4).tolist()}; "
       f"A against Eq. 70: {theorem5_gap:.1e}; (F^+)^T against F (I - E'): {pinv_gap:.1e}")
 check_claim("scan_snap.theorem5", max(theorem5_gap, pinv_gap), expected=0.0, atol=1e-10,
-            why="exact given the class counts; round-off of 4000 sequential updates")
+            why="exact given the class counts; round-off of 4000 sequential updates");
 
 # %% [markdown]
 # The statistical half (Lemma 12): with probability at least $1-\delta$, every
@@ -781,7 +781,7 @@ for K_value in (3, 10):
               f"{theta_rows[-1][0]:.3f} of runs; 90% quantile of max |theta_n| = {theta_rows[-1][1]:.2f} of the bound")
 check_claim("scan_snap.lemma12-theta", max(row[0] for row in theta_rows), upper=ss.one_sided_ceiling(0.1, 1000),
             why="one-sided binomial test over 1000 independent runs: a bound failing with probability delta = 0.1 "
-                "passes with probability below 1%")
+                "passes with probability below 1%");
 
 # %% [markdown]
 # Theorem 5 also gives the coefficients of $g_n = F\,\mathrm{coef}_n$ in closed form from the class counts, and the
@@ -817,7 +817,7 @@ check_claim("scan_snap.theorem1-modified", identity_gap, expected=0.0, atol=1e-1
 check_claim("scan_snap.theorem1-q0-sign", max(eq88_miss["corrected"]), expected=0.0, atol=1e-4,
             why="the corrected Eq. 88 is exact given the class counts; round-off relative to a term of size 1e-4")
 check_claim("scan_snap.theorem1-q0-sign", min(eq88_miss["printed"]), expected=1.0, atol=1e-4,
-            why="the printed Eq. 88 misses by exactly the flipped term 2|q_0|(1 + theta_n')/iota_n")
+            why="the printed Eq. 88 misses by exactly the flipped term 2|q_0|(1 + theta_n')/iota_n");
 
 # %% [markdown]
 # Under the plain gradient $\iota_n$ and $\gamma$ behave as stated, but $\beta_{nn'}$ collapses by two
@@ -830,7 +830,7 @@ check_claim("scan_snap.theorem1-q0-sign", min(eq88_miss["printed"]), expected=1.
 # %%
 check_claim("scan_snap.theorem1-plain", plain.max() / predicted_ratio, upper=0.01,
             why="the paper predicts a ratio of 1 (up to a learning-rate rescaling that cancels in beta/iota); "
-                "we assert the measured collapse, two orders below")
+                "we assert the measured collapse, two orders below");
 
 # %% [markdown]
 # ## 4. Scan: distinct tokens rise, the common token falls
@@ -872,7 +872,7 @@ for n in range(K_l4):
 lemma4_gap = np.abs(dZ_l4[16] - eq10 / K_l4).max() / np.abs(dZ_l4[16]).max()
 print(f"Eq. 4 on sequences with counts proportional to P against Eq. 10: relative gap {lemma4_gap:.1e}")
 check_claim("scan_snap.lemma4", lemma4_gap, expected=0.0, atol=1e-12,
-            why="exact once X^T b_T = c_n; float64 round-off (the batch mean carries the factor 1/K on both sides)")
+            why="exact once X^T b_T = c_n; float64 round-off (the batch mean carries the factor 1/K on both sides)");
 
 # %% [markdown]
 # We integrate Eq. 10 (LSODA, rtol 1e-10) with $\beta = E'$ recomputed from the current $f$'s and $\gamma(t)$ from
@@ -905,7 +905,7 @@ check_claim("scan_snap.theorem2-distinct", zdot_scan[1:, distinct_columns].min()
             why="a sign at every output time after t = 0 (at t = 0, gamma = 0), including the times where "
                 "Assumption 2 holds")
 check_claim("scan_snap.theorem2-common", zdot_scan[1:, 0].max(), upper=0.0,
-            why="a sign at every output time after t = 0, including the times where Assumption 2 holds")
+            why="a sign at every output time after t = 0, including the times where Assumption 2 holds");
 
 # %% [markdown]
 # Theorem 2 gives these rates in closed form: $\dot z_{ml} = \eta_Z f_{nl}^2\xi_n$ for a distinct token of
@@ -920,7 +920,7 @@ eq100 = -0.5 * np.sum((1 - f_scan[:, :, 0] ** 2) * xi_scan, axis=1)
 closed_form_gap = max(np.abs(eq98 - zdot_scan[:, distinct_columns]).max(), np.abs(eq100 - zdot_scan[:, 0]).max())
 scale = np.abs(zdot_scan).max()
 check_claim("scan_snap.theorem2-distinct", closed_form_gap / scale, expected=0.0, atol=1e-10,
-            why="Eq. 98/100 are algebraic identities of Eq. 10; float64 round-off relative to max |dz/dt|")
+            why="Eq. 98/100 are algebraic identities of Eq. 10; float64 round-off relative to max |dz/dt|");
 
 # %% [markdown]
 # **Theorem 3** integrates the scan: the relative gain $r_{l/l'|n} = f_{nl}^2/f_{nl'}^2 - 1$ satisfies
@@ -969,7 +969,7 @@ print(f"Eq. 11: max relative error {max(eq11_errors):.1e}; Eq. 12 margins: lower
 check_claim("scan_snap.eq11", max(eq11_errors), expected=0.0, atol=1e-10,
             why="exact along exact trajectories; the ODE is integrated with rtol 1e-10, which bounds the drift")
 check_claim("scan_snap.eq12", min(min(lower_ok), min(upper_ok)), lower=-1e-9,
-            why="two inequalities; 1e-9 slack for the integration error of B_n and z")
+            why="two inequalities; 1e-9 slack for the integration error of B_n and z");
 
 # %% [markdown]
 # The scanning order (Sec. 5): within a class, a distinct token with larger $P(l|n)$ gains more at every time.
@@ -980,7 +980,7 @@ for n in range(K_scan):
     columns = distinct_columns[owner == n]
     gains = z_scan[1:, columns] - z_scan[0, columns]
     order_ok.append(np.all(np.diff(gains[:, np.argsort(P_scan[n, columns])], axis=1) > 0))
-check_claim("scan_snap.scan-order", bool(all(order_ok)), expected=True)
+check_claim("scan_snap.scan-order", bool(all(order_ok)), expected=True);
 
 # %% [markdown]
 # **Several common tokens: Corollary 2.** With several common tokens "things can be quite involved" (line 1026);
@@ -1003,7 +1003,7 @@ print(f"eigenvalues of E at Z = 0: {np.linalg.eigvalsh(E_cor2).round(4).tolist()
 check_claim("scan_snap.corollary2", zdot_cor2[1:, :3].max(), upper=0.0,
             why="a sign, for each of the three common tokens at every output time after t = 0")
 check_claim("scan_snap.corollary2", asymmetry, expected=0.0, atol=1e-8,
-            why="the symmetry z_l = z_phi(l) of the proof; LSODA at rtol 1e-10 keeps mirrored tokens together to ~1e-9")
+            why="the symmetry z_l = z_phi(l) of the proof; LSODA at rtol 1e-10 keeps mirrored tokens together to ~1e-9");
 
 # %% [markdown]
 # **A negative control** (the book's own, not a claim of the paper). Break the symmetry: two classes, common token
@@ -1023,7 +1023,7 @@ print(f"dz/dt at z = 0: common token A {zdot_control[0]:.3f}, common token B {zd
 check_claim("scan_snap.theorem2-hypothesis", zdot_control[1], lower=1e-3,
             why="a sign: an asymmetric common token is not suppressed; 1e-3 keeps clear of round-off")
 check_claim("scan_snap.theorem2-hypothesis", zdot_control[0], upper=-1e-3,
-            why="a sign: the symmetric common token A is still suppressed")
+            why="a sign: the symmetric common token A is still suppressed");
 
 # %% [markdown]
 # ## 5. Snap: the transition and the frozen composition
@@ -1056,7 +1056,7 @@ rho0_sq = np.sum(P_ct[0] ** 2) / P_ct[0, 0] ** 2  # f_n^T f_n' = exp(2z) / rho_0
 print(f"(exp(-4z) - 1)/h^2: {invariant[0]:.3g} at t = 1, {invariant[after][0]:.3g} at t_0, {invariant[-1]:.3g} at t = 1e6; "
       f"implied C_0 = {implied_C0:.3f} against rho_0^4/K = {rho0_sq**2 / K_ct:.3f}")
 check_claim("scan_snap.eq13-single-ct", invariant[after].max() / invariant[after].min() - 1, upper=0.25,
-            why="Eq. 13 drops 1 - f_nl^2 and the slow growth of the distinct tokens; 25% bounds the drift of the invariant")
+            why="Eq. 13 drops 1 - f_nl^2 and the slow growth of the distinct tokens; 25% bounds the drift of the invariant");
 
 # %% [markdown]
 # The form holds; the constant is another matter. Eq. 13 sets $C_0 = \rho_0^4/K$ with
@@ -1073,7 +1073,7 @@ Gamma_h = sp.integrate(sp.simplify(etaZ_s * gamma_of_h * dt_dh), (h_s, 0, h_s))
 Gamma_paper = etaZ_s / eta_s * K_s * (M_s - 1) ** 2 * h_s**2 / 2
 integral_residual = sp.simplify(Gamma_h - Gamma_paper)
 print("eta_Z int gamma dt - Gamma:", integral_residual)
-check_claim("scan_snap.snap-integral", bool(integral_residual == 0), expected=True)
+check_claim("scan_snap.snap-integral", bool(integral_residual == 0), expected=True);
 
 # %% [markdown]
 # Second, $e^{4B}dB = C_0^{-1}d\Gamma$ integrates from $B(0) = 0$ to $B_n(t) = \frac14\ln(1 + 4\Gamma(t)/C_0)$.
@@ -1111,7 +1111,7 @@ print(f"ODE vs corrected Eq. 129: {max(snap_errors):.1e}; ODE vs printed Eq. 129
 check_claim("scan_snap.snap-closed-form", max(snap_errors), expected=0.0, atol=1e-8,
             why="LSODA at rtol 1e-11 over 9 decades of t; the closed form is exact")
 check_claim("scan_snap.snap-closed-form", min(printed_at_4), expected=np.log(4) / 4, atol=1e-8,
-            why="the printed Eq. 129 is off by the dropped (1/4) ln C_0, here at C_0 = 4, to the ODE's accuracy")
+            why="the printed Eq. 129 is off by the dropped (1/4) ln C_0, here at C_0 = 4, to the ODE's accuracy");
 
 # %% [markdown]
 # The two asymptotic branches of Eq. 14 (early: $\frac14\ln(C_0 + \frac{2(M-1)^2}{KM^2}\eta_Y\eta_Zt^2)$ for
@@ -1131,7 +1131,7 @@ for eta_Y in eta_Y_values:
     branch_errors["late"].append(np.abs(B_late - exact)[late].max())
 print({key: round(float(max(value)), 3) for key, value in branch_errors.items()})
 check_claim("scan_snap.snap-asymptotics", max(branch_errors["early"] + branch_errors["late"]), upper=0.05,
-            why="Eq. 14 drops (1 + o(1)) factors of h; an absolute error of 0.05 in B is 10% in chi = exp(2B)")
+            why="Eq. 14 drops (1 + o(1)) factors of h; an absolute error of 0.05 in B is 10% in chi = exp(2B)");
 
 # %% [markdown]
 # **Insights of Sec. 6.** (a) $t_0 \propto 1/\eta_Y$; (c) at fixed $\eta_Z$ a smaller $\eta_Y$ gives a larger
@@ -1169,9 +1169,9 @@ check_claim("scan_snap.snap-t0-invariance", max(B_at_t0_ode) - min(B_at_t0_ode),
 check_claim("scan_snap.snap-insights", min(insight_c), lower=0.0,
             why="(c) as an inequality at every t >= t_0 (the earlier transition of each pair)")
 check_claim("scan_snap.snap-insights", insight_b, lower=0.0,
-            why="(b) as an inequality at every t past the latest transition, at fixed nu = 2")
+            why="(b) as an inequality at every t past the latest transition, at fixed nu = 2");
 
-# %% mystnb={"figure": {"caption": "Figs. 3 and 9 of the paper, from the corrected closed form (C_0 = 1, K = 10, M = 1000). Left: the growth factor chi = exp(2 B_n) for eta_Z = 0.5; a larger eta_Y rises first but snaps earlier (dotted: t_0) and ends lower. Right: at fixed nu = eta_Y/eta_Z = 2 all curves pass through the same B_n(t_0) (dots) and separate only after the transition.", "name": "fig-scan_snap-snap"}}
+# %% mystnb={"figure": {"caption": "Paper Figs. 3 and 9, from the corrected closed form (C_0 = 1, K = 10, M = 1000). Left: the growth factor chi = exp(2 B_n) for eta_Z = 0.5; a larger eta_Y rises first but snaps earlier (dotted: t_0) and ends lower. Right: at fixed nu = eta_Y/eta_Z = 2 all curves pass through the same B_n(t_0) (dots) and separate only after the transition.", "name": "fig-scan_snap-snap"}}
 fig, (ax_chi, ax_B) = figure(1, 2)
 t_plot = np.geomspace(1, 1e6, 400)
 for colour, eta_Y in zip(PALETTE, eta_Y_values):
@@ -1207,7 +1207,7 @@ seeds_small = range(5)
 runs_small = {eta_Y: [ss.train_yz(spec_small, eta_Y=eta_Y, eta_Z=1.0, run=ss.AUTHORS_RUN, generator=rng(seed),
                                   record_every=2) for seed in seeds_small] for eta_Y in (1.0, 10.0)}
 
-# %% mystnb={"figure": {"caption": "Fig. 4 of the paper (seed 0): attention c_n of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing P(l|n)) during SGD. With eta_Y = eta_Z = 1 (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with eta_Y = 10 (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}}
+# %% mystnb={"figure": {"caption": "Paper Fig. 4 (seed 0): attention c_n of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing P(l|n)) during SGD. With eta_Y = eta_Z = 1 (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with eta_Y = 10 (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}}
 show_steps = (0, 2, 4, 6, 10, 20, 100)
 fig, axes = figure(2, 1, height=4.2, width=8.4)
 columns_class1 = np.arange(20)
@@ -1269,7 +1269,7 @@ check_claim("scan_snap.fig4-eta-y", entropy_gap, lower=0.1,
 check_claim("scan_snap.fig4-faster",
             bool(max(r["loss_hit"] for r in stats[10.0]) < min(r["loss_hit"] for r in stats[1.0])), expected=True,
             why="if eta_Y did not matter, all five eta_Y = 10 runs would finish first with probability "
-                "1/C(10, 5) = 0.4%")
+                "1/C(10, 5) = 0.4%");
 
 # %% [markdown]
 # **Theorem 3 in finite-T SGD.** With zero initialisation Eq. 110 predicts every distinct logit from the
@@ -1328,7 +1328,7 @@ for eta_Y in (10.0, 1.0):
 check_claim("scan_snap.initial-prior", min(h[0] for h in hits.values()),
             lower=ss.one_sided_floor(0.1, len(matches)),
             why="one-sided binomial test against the 10% of chance (ten tokens): if the initial logits did not steer "
-                "the gains, a frequency this high would occur with probability below 1%")
+                "the gains, a frequency this high would occur with probability below 1%");
 
 # %% [markdown]
 # **Adam (Fig. 5)** has no such simple law: with $\eta_Y = \eta_Z \in \{0.1, 0.5, 1\}$ the favoured distinct
@@ -1356,9 +1356,9 @@ print(f"Kruskal-Wallis p-value of the winner across rates: {rate_effect:.4f}")
 check_claim("scan_snap.fig5-adam", rate_effect, upper=0.01,
             why="the winner differs between rates: false-pass rate 1% if the rate did not matter")
 check_claim("scan_snap.fig5-adam", bool(any(w != top_token for ws in adam_winners.values() for w in ws)),
-            expected=True, why="some Adam runs favour a distinct token other than the most likely one")
+            expected=True, why="some Adam runs favour a distinct token other than the most likely one");
 
-# %% mystnb={"figure": {"caption": "Fig. 5 of the paper (seed 0): final attention of class 1 under Adam with eta_Y = eta_Z = 0.1, 0.5, 1. Unlike SGD (Fig. 4), the winning distinct token depends on the learning rate and is not always the most likely token 19.", "name": "fig-scan_snap-adam"}}
+# %% mystnb={"figure": {"caption": "Paper Fig. 5 (seed 0): final attention of class 1 under Adam with eta_Y = eta_Z = 0.1, 0.5, 1. Unlike SGD (Paper Fig. 4), the winning distinct token depends on the learning rate and is not always the most likely token 19.", "name": "fig-scan_snap-adam"}}
 fig, ax = figure(1, 1, width=6.0)
 for offset, (colour, (eta, c_map)) in enumerate(zip(PALETTE, adam_maps.items())):
     ax.bar(np.arange(20) + (offset - 1) * 0.28, c_map, width=0.28, color=colour, label=f"Adam, eta = {eta}")
@@ -1407,7 +1407,7 @@ print("worst cell: num_last =", num_last_values[worst[0]], "eta_Z =", eta_Z_valu
       "ratio =", ratio_values[worst[2]], f"ours {our_mean[worst]:.3f} vs {ref_mean[worst]:.3f} +- {ref_std[worst]:.3f}")
 check_claim("scan_snap.fig6-cells", z_scores.max(), upper=threshold,
             why="two-sample z-test of each cell's mean at the 5% family-wise level (Bonferroni over all cells); "
-                "a cell off by 5.7 standard errors passes with probability below 1%")
+                "a cell off by 5.7 standard errors passes with probability below 1%");
 
 # %% [markdown]
 # The caption calls the error bars "standard derivation of the mean", but our seed-to-seed spread matches the
@@ -1421,7 +1421,7 @@ print(f"median over cells of (our std over seeds) / (released error bar) = {spre
 check_claim("scan_snap.fig6-spread", spread_ratio, lower=0.5, upper=1.8,
             why="1 if the bars are standard deviations, sqrt(10) if standard errors; the bounds split the two "
                 "readings at their geometric midpoint: the median over 16-64 cells of a ratio of standard deviations "
-                "from 3-10 seeds lands beyond it with probability far below 1%")
+                "from 3-10 seeds lands beyond it with probability far below 1%");
 
 # %% [markdown]
 # **The two trends of Sec. 8.** Entropy goes down with $\eta_Z$ at every size and ratio. (In `quick` mode, with
@@ -1433,7 +1433,7 @@ if n_seeds < 10 and 1 in num_last_values:
     decreasing[num_last_values.index(1), :, ratio_values.index(10)] = True
 check_claim("scan_snap.fig6-eta-z", bool(decreasing.all()), expected=True,
             why="strictly decreasing along eta_Z in every (size, ratio) column: with no effect of eta_Z a column of "
-                "four (two in quick mode) is ordered by chance with probability 1/24 (1/2), all of them far less often")
+                "four (two in quick mode) is ordered by chance with probability 1/24 (1/2), all of them far less often");
 
 # %% [markdown]
 # Fixing $\eta_Z$ and raising $\eta_Y$, the paper sees the entropy rise "passing the threshold
@@ -1456,9 +1456,9 @@ check_claim("scan_snap.fig6-threshold",
             expected=True, why="K >= 6: H(10) > H(2) in every (size, eta_Z) cell, by chance with probability 2^-cells")
 check_claim("scan_snap.fig6-threshold", bool(np.all(our_mean[small[0]].argmin(axis=-1) == 0)), expected=True,
             why="K = 2: lowest at ratio 1 for every eta_Z, by chance with probability 4^-(number of eta_Z): 0.4% "
-                "with the paper's four (6% in quick mode, which runs two)")
+                "with the paper's four (6% in quick mode, which runs two)");
 
-# %% mystnb={"figure": {"caption": "Fig. 6 of the paper: entropy of the attention on distinct tokens after 100 SGD iterations against eta_Y/eta_Z, one panel per size, one colour per eta_Z. Lines with error bars: this chapter (mean +- std over seeds); open circles: the authors' released means. Entropy falls with eta_Z everywhere; the dip at ratio 2 appears for K >= 6 only.", "name": "fig-scan_snap-fig6"}}
+# %% mystnb={"figure": {"caption": "Paper Fig. 6: entropy of the attention on distinct tokens after 100 SGD iterations against eta_Y/eta_Z, one panel per size, one colour per eta_Z. Lines with error bars: this chapter (mean +- std over seeds); open circles: the authors' released means. Entropy falls with eta_Z everywhere; the dip at ratio 2 appears for K >= 6 only.", "name": "fig-scan_snap-fig6"}}
 fig, axes = figure(1, len(num_last_values), width=3.2 * len(num_last_values))
 for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
     for j, (colour, eta_Z) in enumerate(zip(PALETTE, eta_Z_values)):
@@ -1561,6 +1561,8 @@ for i, num_last in enumerate(num_last_values):
 # ```
 
 # %% [markdown]
+# ## Cite this chapter
+#
 # ```{cite-this-chapter}
 # :paper: tian2023scan
 # ```

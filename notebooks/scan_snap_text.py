@@ -28,7 +28,7 @@
 # ledger: {ledger-counts}`scan_snap_text`. The numbers below come from the run mode printed in the first cell
 # (`default` in the book; `quick` in tests runs the code at toy scale and checks only the corpus).
 
-# %%
+# %% tags=["hide-input"]
 import numpy as np
 import torch
 from scipy.stats import spearmanr, ttest_rel
@@ -100,7 +100,7 @@ for n_layers, n_steps in ((1, lm_steps), (3, deep_steps)):
     trajectories[n_layers] = (steps, entropies, model)
     print(f"{n_layers} layer(s): entropy {np.round(entropies, 3).tolist()}; validation loss {valid_loss:.3f}")
 
-# %% mystnb={"figure": {"caption": "Fig. 7 on the Wikipedia sample: mean entropy of the first layer's attention rows on a fixed validation window during SGD at a constant learning rate of 5. With one layer the entropy falls from its initial value (attention becomes sparser); at the default width d = 64 it keeps drifting down instead of freezing within the budget, and the three-layer model's first layer stays at its initial entropy. At the paper's width (full mode) both fall, and the one-layer curve flattens out near 0.", "name": "fig-scan_snap_text-entropy"}}
+# %% mystnb={"figure": {"caption": "Paper Fig. 7 on the Wikipedia sample: mean entropy of the first layer's attention rows on a fixed validation window during SGD at a constant learning rate of 5. With one layer the entropy falls from its initial value (attention becomes sparser); at the default width d = 64 it keeps drifting down instead of freezing within the budget, and the three-layer model's first layer stays at its initial entropy. At the paper's width (full mode) both fall, and the one-layer curve flattens out near 0.", "name": "fig-scan_snap_text-entropy"}}
 fig, ax = figure(1, 1, width=5.5)
 for colour, (n_layers, (steps, entropies, _)) in zip(PALETTE, trajectories.items()):
     ax.plot(steps, entropies, "o-", color=colour, label=f"{n_layers} layer(s), d = {d_model}")
@@ -237,7 +237,7 @@ if checked:
     check_claim("scan_snap.text-yz-eta-z", bool(np.all(np.diff(by_eta_Z) < 0)), expected=True,
                 why="strictly decreasing over five eta_Z: by chance with probability 1/120 < 1%")
 
-# %% mystnb={"figure": {"caption": "Real-text versions of the Fig. 6 trends. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with eta_Z (squares, at eta_Y/eta_Z = 2) and changes little with eta_Y/eta_Z (circles, at eta_Z = 1); it has no minimum at ratio 2.", "name": "fig-scan_snap_text-rates"}}
+# %% mystnb={"figure": {"caption": "Real-text versions of the trends of Paper Fig. 6. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (Paper Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with eta_Z (squares, at eta_Y/eta_Z = 2) and changes little with eta_Y/eta_Z (circles, at eta_Z = 1); it has no minimum at ratio 2.", "name": "fig-scan_snap_text-rates"}}
 fig, (ax_lr, ax_yz) = figure(1, 2)
 ax_lr.plot(lr_values, [valid_entropy[lr] for lr in lr_values], "o-", color=PALETTE[0], label="transformer, unified eta")
 ax_lr.set(xscale="log", xlabel="learning rate eta", ylabel="validation attention entropy (nats)", title="Fig. 10")
@@ -345,6 +345,8 @@ elif checked:
 # ```
 
 # %% [markdown]
+# ## Cite this chapter
+#
 # ```{cite-this-chapter}
 # :paper: tian2023scan
 # ```

@@ -56,6 +56,20 @@ def test_prose_does_not_change_the_key_but_code_and_mode_do(package):
     assert key_of(package, mode="default") != first
 
 
+def test_page_only_cell_metadata_does_not_change_the_key_but_other_metadata_does(package):
+    first = key_of(package)
+
+    def with_metadata(metadata):
+        nb = notebook()
+        nb.cells[1].metadata.update(metadata)
+        return key_of(package, nb)
+
+    assert with_metadata({"mystnb": {"figure": {"caption": "A new caption."}}}) == first
+    assert with_metadata({"tags": ["hide-input", "remove-output"]}) == first
+    assert with_metadata({"tags": ["raises-exception"]}) != first   # changes what nbval and the build accept
+    assert with_metadata({"tags": ["hide-input", "raises-exception"]}) == with_metadata({"tags": ["raises-exception"]})
+
+
 @pytest.mark.parametrize(("changed", "changes_key"), [
     ("chapter.py", True), ("helpers.py", True), ("base.py", True),   # imported, through a relative import too
     ("__init__.py", True), ("registry/chapter.yaml", True), ("other.py", False)])

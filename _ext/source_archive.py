@@ -1,0 +1,92 @@
+"""The book's source as one download, so that a reader with only the site can re-execute any chapter offline.
+
+``icl-book-source.tar.gz`` (at the root of the built site) holds the library with its registry, the chapter
+notebooks, the pins and licences, and a README with the commands that run a chapter. It is written at the
+end of every HTML build and is byte-for-byte the same for the same sources (sorted members, no dates, no
+owners), so an unchanged book publishes an unchanged archive.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from pathlib import Path
+
+ARCHIVE_NAME = "icl-book-source.tar.gz"
+TOP_FOLDER = "icl-book-source"
+MEMBERS = ("src", "notebooks", "requirements.txt", "pyproject.toml", "environment.yml", "LICENSE",
+           "LICENSE-TEXT", "CITATION.cff")
+SKIPPED = {"__pycache__", ".ipynb_checkpoints", "_build"}
+EXAMPLE_CHAPTER = "induction_emergence"
+
+README = f"""# How Transformers Learn In Context: the book's source
+
+This archive holds what the book's chapters execute: the library `icllib` (`src/`, with the claims registry in
+`src/icllib/registry/`), the chapter notebooks (`notebooks/*.py`, jupytext text notebooks) and the exact pins
+(`requirements.txt`; `environment.yml` for conda). It needs Python 3.11 and, to install, the package
+registries; running a chapter needs no network.
+
+Run a chapter (here `{EXAMPLE_CHAPTER}`; any name in `notebooks/` works) in `quick` mode, from this folder:
+
+```bash
+python3 -m venv .venv
+.venv/bin/python -m pip install -r requirements.txt
+.venv/bin/python -m pip install --no-deps -e .
+ICLLIB_MODE=quick .venv/bin/jupytext --to notebook --execute notebooks/{EXAMPLE_CHAPTER}.py
+```
+
+The last command writes the executed notebook `notebooks/{EXAMPLE_CHAPTER}.ipynb`; every claim the chapter
+checks is asserted as it runs (a failed check stops it with the measured and expected values). Open it with
+`.venv/bin/pip install jupyterlab && .venv/bin/jupyter lab`. `ICLLIB_MODE=default` gives the numbers on the
+website (minutes per chapter), `ICLLIB_MODE=full` the papers' sizes (hours).
+
+Licences: the code is MIT (`LICENSE`), the text and figures CC BY 4.0 (`LICENSE-TEXT`). To cite, see
+`CITATION.cff`.
+"""
+
+
+def _files(root: Path) -> list[Path]:
+    files = []
+    for name in MEMBERS:
+        path = root / name
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            files += [file for file in path.rglob("*") if file.is_file()
+                      and not SKIPPED & set(file.relative_to(root).parts) and not file.name.endswith(".pyc")
+                      and ".egg-info" not in str(file.relative_to(root))]
+    return sorted(files, key=lambda file: file.relative_to(root).as_posix())
+
+
+def _add(archive: tarfile.TarFile, name: str, data: bytes, executable: bool = False) -> None:
+    info = tarfile.TarInfo(f"{TOP_FOLDER}/{name}")
+    info.size = len(data)
+    info.mode = 0o755 if executable else 0o644
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    archive.addfile(info, io.BytesIO(data))
+
+
+def write_archive(root: Path, target: Path) -> Path:
+    """Write the source archive of the book at ``root`` to ``target`` (a file path) and return it."""
+    root = Path(root)
+    if not (root / "src" / "icllib").is_dir():
+        raise ValueError(f"root={str(root)!r} holds no src/icllib: not the book's source folder")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        _add(archive, "README.md", README.encode())
+        for file in _files(root):
+            _add(archive, file.relative_to(root).as_posix(), file.read_bytes())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as compressed:
+        compressed.write(buffer.getvalue())
+    return target
+
+
+def archive_at_build_end(app, exception):
+    """Sphinx ``build-finished``: the archive at the root of the site (a test's tiny book, which has no
+    ``src/``, gets none)."""
+    if exception is None and app.builder.format == "html" and (Path(app.srcdir) / "src" / "icllib").is_dir():
+        write_archive(Path(app.srcdir), Path(app.outdir) / ARCHIVE_NAME)
