@@ -125,8 +125,8 @@ def run_chapter(name: str, folder: Path | None = None) -> Path:
         def advance(cell, cell_index, execute_reply) -> None:
             nonlocal failed_cells
             failed_cells += execute_reply.get("content", {}).get("status") == "error"
+            bar.set_postfix(failed_cells=failed_cells, refresh=False)
             bar.update()
-            bar.set_postfix(failed_cells=failed_cells)
 
         started = time.perf_counter()
         # No cell timeout: at paper scale one cell may train for hours.

@@ -109,7 +109,8 @@ def test_status_rows(archive, in_the_book):
                                "2 passed, 1 failed, 1 cells raised"]
     assert rows["balance"][5] == ("1 passed, 0 failed; pending: Fig. 6 at batch 200: estimated cost about 80 min "
                                   "on 2 CPU cores (too long)")
-    assert rows["induction_subspace"][1] == "pending: estimated cost about 75 min on 2 CPU cores (over the 25 min budget)"
+    assert rows["induction_subspace"][1] == ("pending: estimated cost about 75 min on 2 CPU cores "
+                                             "(over the 25 min budget)")
     assert rows["scan_snap"][1] == "no archived full run"
 
 
