@@ -14,7 +14,7 @@ PIP := $(BIN)/python -m pip -q --disable-pip-version-check
 # This machine's pip configuration names local indexes that may be absent: drop those warnings only.
 QUIET_PIP := { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test coverage unit notebooks site-quick site-checks chapter benchmarks check-mode clean
+.PHONY: book test coverage unit notebooks site-quick site-checks chapter paper-scale benchmarks check-mode clean
 
 # Refuse a bad ICLLIB_MODE before doing anything else.
 check-mode:
@@ -70,6 +70,12 @@ chapter: check-mode $(VENV)/.installed
 # Which numbered results of the papers (../shared/papers) have no ledger row; which quotes are not verbatim.
 coverage: $(VENV)/.installed
 	$(BIN)/python -m icllib.coverage
+
+# Run a chapter (or all, one after the other) in `full` mode and archive its checks in results/full/<chapter>.json:
+# `make paper-scale CHAPTER=scan_snap`. Hours, or a GPU: not part of `make test` or `make book`.
+paper-scale: $(VENV)/.installed
+	@test -n "$(CHAPTER)" || { echo "usage: make paper-scale CHAPTER=<notebook name>|all" >&2; exit 2; }
+	$(BIN)/python _ext/paper_scale.py $(CHAPTER)
 
 benchmarks: $(VENV)/.installed
 	$(BIN)/python -m benchmarks

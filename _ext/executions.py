@@ -146,7 +146,7 @@ def code_cells(notebook) -> list:
 @cache
 def executor_fingerprint() -> bytes:
     """The code here that runs a kernel and stores what it printed, as this process first read it."""
-    functions = (kernel_environment, execute, store)
+    functions = (kernel_environment, run_kernel, execute, store)
     return ("".join(inspect.getsource(function) for function in functions)
             + repr((KERNEL_THREADS, THREAD_VARIABLES))).encode()
 
@@ -263,13 +263,33 @@ def read_source(path: Path):
     return jupytext.read(path, fmt=JUPYTEXT_FORMAT if path.suffix == ".py" else None)
 
 
+def run_kernel(notebook, path: Path, mode: str, records: Path, **client_options) -> None:
+    """Execute ``notebook`` (read from ``path``) in place, in a fresh kernel started in the notebook's folder
+    with the variables of :func:`kernel_environment`. ``client_options`` go to nbclient's ``NotebookClient``
+    (``allow_errors``, ``timeout``, hooks such as ``on_cell_executed``). Raises nbclient's
+    ``CellExecutionError`` at the first failing cell, unless errors are allowed."""
+    from nbclient import NotebookClient
+
+    environment = kernel_environment(mode, records)
+    previous = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)  # the kernel inherits this process's environment when it starts
+    try:
+        options = {"timeout": CELL_TIMEOUT_S, "kernel_name": "python3", **client_options}
+        NotebookClient(notebook, resources={"metadata": {"path": str(path.parent)}}, **options).execute()
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def execute(path: Path, mode: str, folder: Path | None = None) -> tuple[str, float]:
     """Execute the notebook at ``path`` in ``mode`` in a fresh kernel and store it; ``(key, seconds)``.
 
     Raises ``RuntimeError`` quoting the failing cell's error (a failed ``check_claim`` among them); the
     records of a failed run still reach the results file the caller's environment names, if any.
     """
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     folder = folder or cache_folder()
@@ -278,22 +298,12 @@ def execute(path: Path, mode: str, folder: Path | None = None) -> tuple[str, flo
     notebook_key = key(notebook, mode)
     records_file = folder / f".records.{os.getpid()}.{path.stem}.jsonl"
     records_file.unlink(missing_ok=True)
-    previous = {name: os.environ.get(name) for name in ("ICLLIB_MODE", "ICLLIB_RESULTS", *THREAD_VARIABLES)}
-    os.environ.update(kernel_environment(mode, records_file))
     started = time.perf_counter()
     try:
-        client = NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                                resources={"metadata": {"path": str(path.parent)}})
-        client.execute()
+        run_kernel(notebook, path, mode, records_file)
         failure = None
     except CellExecutionError as error:
         failure = error
-    finally:
-        for name, value in previous.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     seconds = time.perf_counter() - started
     records = records_file.read_text().splitlines() if records_file.is_file() else []
     records_file.unlink(missing_ok=True)
