@@ -32,6 +32,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 import executions
+import paper_scale
 import source_archive
 from icllib import claims as claims_module
 from icllib import coverage as coverage_module
@@ -39,7 +40,8 @@ from icllib.config import mode
 
 logger = logging.getLogger(__name__)
 
-LEDGER_COLUMNS = ("Claim", "Paper, location", "Statement", "Verdict", "Measured", "Check", "Mode")
+LEDGER_COLUMNS = ("Claim", "Paper, location", "Statement", "Verdict", "Measured", "Check", "Mode", "Paper scale")
+PAPER_SCALE_FOLDER = "paper-scale"   # in the site: the archived full runs (results/full/*.json), linked from the ledger
 KEY_PACKAGES = ("icllib", "numpy", "scipy", "sympy", "torch", "matplotlib", "jupyter-book", "sphinx",
                 "myst-nb", "jupytext")
 
@@ -390,6 +392,7 @@ class BuildInfo(SphinxDirective):
             _table(("Package", "Version"), versions),
         ]
         output.extend(self._chapter_executions())
+        output.extend(self._paper_scale())
         output.extend(self._build_times())
         benchmark_file = Path(self.env.srcdir) / "benchmarks" / "results.json"
         if benchmark_file.is_file():
@@ -434,6 +437,15 @@ class BuildInfo(SphinxDirective):
                                      "(_ext/executions.py): a chapter runs again only when its code cells, the icllib "
                                      "modules it imports, the registry or the pins change."),
                 _table(("Chapter", "seconds", "executed by", "slowest cells", "when, where"), rows)]
+
+    def _paper_scale(self) -> list[nodes.Node]:
+        folder = Path(self.env.srcdir) / "results" / "full"
+        return [nodes.rubric(text="Paper scale (make paper-scale)"),
+                nodes.paragraph(text="Each chapter's last run in 'full' mode, archived in results/full/ with its "
+                                     "check records (shown in the ledger's Paper scale column), or, where none is "
+                                     "archived yet, its estimated cost. Full runs are never part of make test or "
+                                     "make book."),
+                _table(tuple(paper_scale.STATUS_HEADER), paper_scale.status_rows(folder))]
 
     def _build_times(self) -> list[nodes.Node]:
         times_file = Path(self.env.srcdir) / "benchmarks" / "build_times.json"
@@ -554,6 +566,27 @@ def _location_cell(app, docname, book, claim, checked: bool) -> nodes.paragraph:
     return location
 
 
+def _paper_scale_cell(docname, claim, summary: str, archived) -> nodes.paragraph:
+    """The archived full-mode result of a claim, linked to its run's record file in the site."""
+    cell = nodes.paragraph(text=summary)
+    if claim.id in archived:
+        chapter = archived[claim.id][-1]["chapter"]
+        cell += nodes.Text(" ")
+        cell += nodes.reference(text="(record)", refuri=os.path.relpath(f"{PAPER_SCALE_FOLDER}/{chapter}.json",
+                                                                         Path(docname).parent))
+    return cell
+
+
+def copy_paper_scale_records(app, exception):
+    """The archived full runs travel with the site, so that the ledger's links to them resolve."""
+    if exception is None and app.builder.format == "html":
+        source = Path(app.srcdir) / "results" / "full"
+        target = Path(app.outdir) / PAPER_SCALE_FOLDER
+        target.mkdir(parents=True, exist_ok=True)
+        for path in source.glob("*.json"):
+            shutil.copy2(path, target / path.name)
+
+
 def _verdict_class(verdict: str) -> str:
     return "verdict-" + verdict.lower().replace(" ", "-")
 
@@ -565,6 +598,7 @@ def fill_ledger(app, doctree, docname):
     book = claims_module.registry()
     _warn_about_chapters_missing_from_the_toc(app, book, docname)
     records = claims_module.read_all_results(_results_file(app))
+    archived = paper_scale.archived_records(Path(app.srcdir) / "results" / "full")
     downloads = nodes.paragraph()
     downloads += nodes.Text("The same rows, for scripts: ")
     downloads += nodes.reference(text="ledger.csv", refuri="ledger.csv")
@@ -602,20 +636,23 @@ def fill_ledger(app, doctree, docname):
                 run_mode = claim_records[-1]["mode"]
             claim_id = nodes.paragraph(classes=["claim-id"])
             claim_id += nodes.reference(text=claim.id, refuri=f"#{claim_anchor(claim.id)}")
+            full_run = paper_scale.paper_scale_summary(claim.id, archived)
             rows.append([claim_id, _location_cell(app, docname, book, claim, bool(claim_records)),
                          _statement_cell(app, docname, claim), nodes.paragraph(text=verdict),
-                         _paragraphs(measured), _paragraphs(checks), run_mode])
+                         _paragraphs(measured), _paragraphs(checks), run_mode,
+                         _paper_scale_cell(docname, claim, full_run, archived)])
             row_ids.append(claim_anchor(claim.id))
             row_classes.append(["ledger-row", _verdict_class(verdict)])
             machine_readable.append({
                 "id": claim.id, "chapter": claim.chapter, "paper": claim.paper, "location": claim.location,
                 "statement": claim.statement, "verdict": verdict, "measured": measured, "check": checks,
-                "mode": run_mode, "erratum": claim.erratum or "", "note": claim.note or "",
+                "mode": run_mode, "paper_scale": full_run, "erratum": claim.erratum or "", "note": claim.note or "",
                 "row": f"claims.html#{claim_anchor(claim.id)}",
             })
-        section += _table(LEDGER_COLUMNS, rows, widths=[4, 4, 7, 2, 2, 5, 1], classes=["ledger-table"],
+        section += _table(LEDGER_COLUMNS, rows, widths=[4, 4, 7, 2, 2, 5, 1, 3], classes=["ledger-table"],
                           row_ids=row_ids, row_classes=row_classes,
-                          column_classes=[f"ledger-{column.split(',')[0].lower()}" for column in LEDGER_COLUMNS])
+                          column_classes=["ledger-" + column.split(",")[0].lower().replace(" ", "-")
+                                          for column in LEDGER_COLUMNS])
         output.append(section)
     if failed:
         output.insert(1, nodes.paragraph(text=f"{failed} checks FAILED in this build."))
@@ -730,4 +767,5 @@ def setup(app):
     app.connect("build-finished", copy_mathjax)
     app.connect("build-finished", drop_what_serves_nobody)
     app.connect("build-finished", source_archive.archive_at_build_end)
+    app.connect("build-finished", copy_paper_scale_records)
     return {"parallel_read_safe": False, "parallel_write_safe": True}

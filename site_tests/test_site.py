@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from bs4 import BeautifulSoup
 from icllib.claims import registry
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
 EXTERNAL = re.compile(r"^(https?:)?//", re.IGNORECASE)
 CSS_EXTERNAL_URL = re.compile(r"(url\(\s*['\"]?(https?:)?//|@import\s+['\"](https?:)?//)", re.IGNORECASE)
 
@@ -307,3 +309,18 @@ def test_in_a_real_browser_nothing_overflows_and_every_image_row_and_anchor_is_i
     print(f"{width} px: {len(pages)} pages, {scrolling} display equations scroll inside their box")
     assert scrolling <= PHONE_SCROLLING_EQUATIONS[width], f"{scrolling} equations scroll at {width} px"
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:60])
+
+
+def test_the_ledger_shows_each_claims_archived_paper_scale_result(site):
+    import paper_scale  # _ext/
+
+    archived = paper_scale.archived_records(ROOT / "results" / "full")
+    for row in ledger_rows(site):
+        claim_id = row.select_one("p.claim-id").get_text(strip=True)
+        cell = row.select_one("td.ledger-paper-scale")
+        assert cell.get_text(" ", strip=True).startswith(paper_scale.paper_scale_summary(claim_id, archived))
+        if claim_id in archived:
+            assert cell.find("a", href=re.compile(r"paper-scale/\w+\.json$")), claim_id
+    status = soup(site / "book" / "status.html").get_text(" ", strip=True)
+    assert "Paper scale (make paper-scale)" in status
+    assert all(chapter in status for chapter in paper_scale.chapters())
