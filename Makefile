@@ -77,6 +77,10 @@ paper-scale: $(VENV)/.installed
 	@test -n "$(CHAPTER)" || { echo "usage: make paper-scale CHAPTER=<notebook name>|all" >&2; exit 2; }
 	$(BIN)/python _ext/paper_scale.py $(CHAPTER)
 
+# The chapters' code cells to the width of the site's code column (settings: pyproject.toml [tool.black]).
+format: $(VENV)/.installed
+	$(BIN)/black notebooks
+
 benchmarks: $(VENV)/.installed
 	$(BIN)/python -m benchmarks
 

@@ -60,9 +60,25 @@ def cache_folder() -> Path:
     return Path(override) if override else book_root() / "_build" / "executions"
 
 
+# The book's kernels echo no value: a cell that ends with a call (`ax.legend()`, a check) shows what it
+# prints and draws, never a repr such as "<matplotlib.legend.Legend at 0x...>". A chapter that wants a value
+# on the page prints or displays it (tests/test_notebook_cells.py); the formatter leaves no `;` to hide one.
+KERNEL_CONFIG = 'c.InteractiveShell.ast_node_interactivity = "none"\n'
+
+
+def kernel_ipython_dir() -> Path:
+    """An IPython directory under ``_build`` whose kernel profile holds :data:`KERNEL_CONFIG`."""
+    folder = book_root() / "_build" / "ipython"
+    config = folder / "profile_default" / "ipython_kernel_config.py"
+    if not config.is_file() or config.read_text() != KERNEL_CONFIG:
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(KERNEL_CONFIG)
+    return folder
+
+
 def kernel_environment(mode: str, results: Path) -> dict[str, str]:
-    """The variables a chapter's kernel runs with: its mode, where its records go, one thread."""
-    return {"ICLLIB_MODE": mode, "ICLLIB_RESULTS": str(results),
+    """The variables a chapter's kernel runs with: its mode, where its records go, one thread, no echo."""
+    return {"ICLLIB_MODE": mode, "ICLLIB_RESULTS": str(results), "IPYTHONDIR": str(kernel_ipython_dir()),
             **{name: str(KERNEL_THREADS) for name in THREAD_VARIABLES}}
 
 
@@ -148,7 +164,7 @@ def executor_fingerprint() -> bytes:
     """The code here that runs a kernel and stores what it printed, as this process first read it."""
     functions = (kernel_environment, run_kernel, execute, store)
     return ("".join(inspect.getsource(function) for function in functions)
-            + repr((KERNEL_THREADS, THREAD_VARIABLES))).encode()
+            + repr((KERNEL_THREADS, THREAD_VARIABLES, KERNEL_CONFIG))).encode()
 
 
 def _execution_metadata(metadata: dict) -> dict:

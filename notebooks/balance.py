@@ -73,25 +73,49 @@ print("run mode:", mode())
 # %%
 gen = torch_generator(0)
 params64 = balance.init_attention(generator=gen, imbalance=2.0, dtype=torch.float64)
-X_check, y_check = balance.icl_regression_batch(by_mode(quick=128, default=512, full=512), generator=gen,
-                                                dtype=torch.float64)
+X_check, y_check = balance.icl_regression_batch(
+    by_mode(quick=128, default=512, full=512), generator=gen, dtype=torch.float64
+)
 # Eq. 113's layout: the 49 context rows carry x . w* + eps in column 6, the query's label is x_50 . w*.
 # Least squares on each sequence's context rows must then predict its query label to within the noise.
 w_fitted = torch.linalg.lstsq(X_check[:, :-1, :5], X_check[:, :-1, 5:]).solution[..., 0]
 query_error = (((X_check[:, -1, :5] * w_fitted).sum(-1) - y_check) ** 2).mean() / y_check.var()
-print(f"relative error of least squares from the 49 context rows on the query label: {query_error:.1e}")
-check_claim("balance.b11-setup", query_error.item(), upper=0.01,
-            why="with label noise 0.1 the least-squares error is about 0.01 x 5/43 / |w*|^2 ~ 2e-4; labels in the "
-                "wrong slot or a query label other than x_50 . w* give an error of order 1")
+print(
+    "relative error of least squares from the 49 context rows on the query label:"
+    f" {query_error:.1e}"
+)
+check_claim(
+    "balance.b11-setup",
+    query_error.item(),
+    upper=0.01,
+    why=(
+        "with label noise 0.1 the least-squares error is about 0.01 x 5/43 / |w*|^2 ~ 2e-4; labels"
+        " in the wrong slot or a query label other than x_50 . w* give an error of order 1"
+    ),
+)
 lambdas = torch.exp(torch.randn(2, 6, generator=gen, dtype=torch.float64))
 loss_before = balance.attention_loss(params64, X_check, y_check).item()
 per_sample_before = (balance.attention_forward(params64, X_check) - y_check) ** 2
-per_sample_after = (balance.attention_forward(balance.rescale_columns(params64, lambdas), X_check) - y_check) ** 2
-symmetry_error = ((per_sample_after - per_sample_before).abs().max() / per_sample_before.max()).item()
-print(f"largest per-sample loss change {symmetry_error:.1e} (relative to the largest loss) over "
-      f"{len(y_check)} samples, lambda in [{lambdas.min():.2f}, {lambdas.max():.2f}]")
-check_claim("balance.symmetry-loss", symmetry_error, expected=0.0, atol=1e-13,
-            why="float64 round-off of a loss built from ~10^4 operations; logits through W_K W_Q would change it by O(1)");
+per_sample_after = (
+    balance.attention_forward(balance.rescale_columns(params64, lambdas), X_check) - y_check
+) ** 2
+symmetry_error = (
+    (per_sample_after - per_sample_before).abs().max() / per_sample_before.max()
+).item()
+print(
+    f"largest per-sample loss change {symmetry_error:.1e} (relative to the largest loss) over "
+    f"{len(y_check)} samples, lambda in [{lambdas.min():.2f}, {lambdas.max():.2f}]"
+)
+check_claim(
+    "balance.symmetry-loss",
+    symmetry_error,
+    expected=0.0,
+    atol=1e-13,
+    why=(
+        "float64 round-off of a loss built from ~10^4 operations; logits through W_K W_Q would"
+        " change it by O(1)"
+    ),
+)
 
 # %% [markdown]
 # Each pair on its own is a symmetry too (this is the count the appendix gets wrong,
@@ -104,12 +128,19 @@ for layer in range(2):
     for column in range(6):
         one = torch.ones(2, 6, dtype=torch.float64)
         one[layer, column] = 3.0
-        changed = balance.attention_loss(balance.rescale_columns(params64, one), X_check, y_check).item()
+        changed = balance.attention_loss(
+            balance.rescale_columns(params64, one), X_check, y_check
+        ).item()
         single_changes[layer, column] = abs(changed - loss_before) / loss_before
 pairs_per_layer = int((single_changes < 1e-13).sum()) / 2
 print("relative loss change per single-column rescaling:\n", single_changes)
-check_claim("balance.symmetry-count", pairs_per_layer, expected=6, atol=0,
-            why="a count; the paper says 5 per layer (erratum balance.E1), W_K, W_Q in R^{6x6} give 6");
+check_claim(
+    "balance.symmetry-count",
+    pairs_per_layer,
+    expected=6,
+    atol=0,
+    why="a count; the paper says 5 per layer (erratum balance.E1), W_K, W_Q in R^{6x6} give 6",
+)
 
 # %% [markdown]
 # Eq. 114 writes the loss as $\ell(W_K W_Q)$, but its right-hand side $\sum_i W_K^i (W_Q^i)^\top$ is $W_K W_Q^\top$,
@@ -122,12 +153,25 @@ check_claim("balance.symmetry-count", pairs_per_layer, expected=6, atol=0,
 A = torch.eye(6, dtype=torch.float64) + 0.3 * torch.randn(6, 6, generator=gen, dtype=torch.float64)
 same_KQ = {**params64, "Wq0": A @ params64["Wq0"], "Wk0": params64["Wk0"] @ torch.linalg.inv(A)}
 same_QKt = {**params64, "Wq0": params64["Wq0"] @ A, "Wk0": params64["Wk0"] @ torch.linalg.inv(A).T}
-assert torch.allclose(same_KQ["Wk0"] @ same_KQ["Wq0"], params64["Wk0"] @ params64["Wq0"], atol=1e-12)
-change_KQ = abs(balance.attention_loss(same_KQ, X_check, y_check).item() - loss_before) / loss_before
-change_QKt = abs(balance.attention_loss(same_QKt, X_check, y_check).item() - loss_before) / loss_before
+assert torch.allclose(
+    same_KQ["Wk0"] @ same_KQ["Wq0"], params64["Wk0"] @ params64["Wq0"], atol=1e-12
+)
+change_KQ = (
+    abs(balance.attention_loss(same_KQ, X_check, y_check).item() - loss_before) / loss_before
+)
+change_QKt = (
+    abs(balance.attention_loss(same_QKt, X_check, y_check).item() - loss_before) / loss_before
+)
 print(f"same W_K W_Q: relative loss change {change_KQ:.2e};  same W_Q W_K^T: {change_QKt:.2e}")
-check_claim("balance.transpose", bool(change_KQ < 1e-10), expected=False,
-            why="the loss would be unchanged if it were a function of W_K W_Q, as printed (erratum balance.E2)")
+check_claim(
+    "balance.transpose",
+    bool(change_KQ < 1e-10),
+    expected=False,
+    why=(
+        "the loss would be unchanged if it were a function of W_K W_Q, as printed (erratum"
+        " balance.E2)"
+    ),
+)
 assert change_QKt < 1e-13, "the loss must be a function of W_Q W_K^T"
 
 # %% [markdown]
@@ -138,10 +182,17 @@ assert change_QKt < 1e-13, "the loss must be a function of W_Q W_K^T"
 # %%
 grads_check = balance.per_sample_grads(params64, X_check, y_check)
 residuals, scale = balance.euler_residuals(grads_check, params64)
-print(f"max |W_K^i.dl/dW_K^i - W_Q^i.dl/dW_Q^i| = {residuals.abs().max():.2e} over {residuals.numel()} "
-      f"(sample, pair) values; the terms reach {scale.max():.1f}")
-check_claim("balance.euler-identity", residuals.abs().max().item(), expected=0.0, atol=1e-12,
-            why="float64: terms up to ~10^2 times machine epsilon times the number of operations");
+print(
+    f"max |W_K^i.dl/dW_K^i - W_Q^i.dl/dW_Q^i| = {residuals.abs().max():.2e} over"
+    f" {residuals.numel()} (sample, pair) values; the terms reach {scale.max():.1f}"
+)
+check_claim(
+    "balance.euler-identity",
+    residuals.abs().max().item(),
+    expected=0.0,
+    atol=1e-12,
+    why="float64: terms up to ~10^2 times machine epsilon times the number of operations",
+)
 
 # %% [markdown]
 # ## 2. The law, derived
@@ -193,11 +244,17 @@ check_claim("balance.euler-identity", residuals.abs().max().item(), expected=0.0
 # the isotropic case of step 5; each residual must simplify to 0.
 
 # %%
-identities = balance.sympy_identities(dim_u=2, dim_w=by_mode(quick=2, default=3, full=3), n_samples=3)
+identities = balance.sympy_identities(
+    dim_u=2, dim_w=by_mode(quick=2, default=3, full=3), n_samples=3
+)
 print({name: str(value) for name, value in identities.items()})
 derivation_steps = ("euler", "one_step", "crossing_u", "crossing_w")
-check_claim("balance.derivation", all(identities[name] == 0 for name in derivation_steps), expected=True,
-            why="symbolic identities: exact");
+check_claim(
+    "balance.derivation",
+    all(identities[name] == 0 for name in derivation_steps),
+    expected=True,
+    why="symbolic identities: exact",
+)
 
 # %% [markdown]
 # Step 5 is the paper's own derivation (Eqs. 109-112). Beyond the isotropic case, we test it on random
@@ -209,15 +266,31 @@ check_claim("balance.derivation", all(identities[name] == 0 for name in derivati
 in_band_share, in_swapped_share = [], []
 for size in range(2, 7):
     ratio, eig_C1, eig_C2 = balance.random_stationary_points(size, 400, generator=rng(4 + size))
-    in_band_share.append(np.mean((eig_C2[:, 0] / eig_C1[:, -1] <= ratio * (1 + 1e-12))
-                                 & (ratio <= eig_C2[:, -1] / eig_C1[:, 0] * (1 + 1e-12))))
-    in_swapped_share.append(np.mean((eig_C2[:, 0] / eig_C1[:, 0] <= ratio) & (ratio <= eig_C2[:, -1] / eig_C1[:, -1])))
-print(f"share inside Eq. 112's band, sizes 2-6: {np.round(in_band_share, 3)}; "
-      f"inside the swapped band: {np.round(in_swapped_share, 3)}")
-assert min(in_swapped_share) < 0.9, "the swapped band must miss some stationary points, or the test has no power"
-check_claim("balance.eq7-derivation", bool(min(in_band_share) == 1.0 and identities["isotropic"] == 0), expected=True,
-            why="an inequality between exact eigenvalues, 1e-12 relative slack for round-off; the swapped band "
-                "misses stationary points in every size");
+    in_band_share.append(
+        np.mean(
+            (eig_C2[:, 0] / eig_C1[:, -1] <= ratio * (1 + 1e-12))
+            & (ratio <= eig_C2[:, -1] / eig_C1[:, 0] * (1 + 1e-12))
+        )
+    )
+    in_swapped_share.append(
+        np.mean((eig_C2[:, 0] / eig_C1[:, 0] <= ratio) & (ratio <= eig_C2[:, -1] / eig_C1[:, -1]))
+    )
+print(
+    f"share inside Eq. 112's band, sizes 2-6: {np.round(in_band_share, 3)}; "
+    f"inside the swapped band: {np.round(in_swapped_share, 3)}"
+)
+assert (
+    min(in_swapped_share) < 0.9
+), "the swapped band must miss some stationary points, or the test has no power"
+check_claim(
+    "balance.eq7-derivation",
+    bool(min(in_band_share) == 1.0 and identities["isotropic"] == 0),
+    expected=True,
+    why=(
+        "an inequality between exact eigenvalues, 1e-12 relative slack for round-off; the swapped"
+        " band misses stationary points in every size"
+    ),
+)
 
 # %% [markdown]
 # The crossing on the attention network: $g_K^i = (W_K^i)^\top C_1 W_K^i$ through the paper's matrices
@@ -230,10 +303,20 @@ check_claim("balance.eq7-derivation", bool(min(in_band_share) == 1.0 and identit
 # %%
 gK_var, gQ_var = balance.g_terms(grads_check)
 gK_C, gQ_C = balance.g_terms_via_C(params64, X_check, y_check)
-crossing_error = max(((gK_C - gK_var).abs() / gK_var).max().item(), ((gQ_C - gQ_var).abs() / gQ_var).max().item())
+crossing_error = max(
+    ((gK_C - gK_var).abs() / gK_var).max().item(), ((gQ_C - gQ_var).abs() / gQ_var).max().item()
+)
 print(f"max relative difference between the two routes: {crossing_error:.1e}")
-check_claim("balance.crossing", crossing_error, expected=0.0, atol=1e-12,
-            why="float64 round-off; two independent autograd routes (per-sample dl/dW vs dl/dM), equal only if the crossing holds");
+check_claim(
+    "balance.crossing",
+    crossing_error,
+    expected=0.0,
+    atol=1e-12,
+    why=(
+        "float64 round-off; two independent autograd routes (per-sample dl/dW vs dl/dM), equal only"
+        " if the crossing holds"
+    ),
+)
 
 # %% [markdown]
 # ## 3. Without noise, the imbalance is conserved exactly
@@ -247,48 +330,95 @@ check_claim("balance.crossing", crossing_error, expected=0.0, atol=1e-12,
 # (full batch), float64, and the imbalanced init.
 
 # %%
-n_flow, flow_time = by_mode(quick=32, default=64, full=200), by_mode(quick=0.06, default=0.5, full=1.0)
+n_flow, flow_time = by_mode(quick=32, default=64, full=200), by_mode(
+    quick=0.06, default=0.5, full=1.0
+)
 gd_rates = (4e-3, 2e-3, 1e-3)
 X_flow, y_flow = balance.icl_regression_batch(n_flow, generator=gen, dtype=torch.float64)
-gd_runs = {lr: balance.gradient_descent_run(params64, X_flow, y_flow, lr=lr, steps=round(flow_time / lr))
-           for lr in gd_rates}
-midpoint = balance.implicit_midpoint_run(params64, X_flow, y_flow, h=2.5e-3, steps=round(flow_time / 2.5e-3))
+gd_runs = {
+    lr: balance.gradient_descent_run(params64, X_flow, y_flow, lr=lr, steps=round(flow_time / lr))
+    for lr in gd_rates
+}
+midpoint = balance.implicit_midpoint_run(
+    params64, X_flow, y_flow, h=2.5e-3, steps=round(flow_time / 2.5e-3)
+)
 gd_drift = {lr: (run["D"][-1] - run["D"][0]).abs().max().item() for lr, run in gd_runs.items()}
 midpoint_drift = (midpoint["D"] - midpoint["D"][0]).abs().max().item()
-print(f"loss {gd_runs[1e-3]['loss'][0]:.3f} -> {gd_runs[1e-3]['loss'][-1]:.3f} over t = {flow_time}; "
-      f"D_i between {midpoint['D'][0].min():.2f} and {midpoint['D'][0].max():.2f}")
+print(
+    f"loss {gd_runs[1e-3]['loss'][0]:.3f} -> {gd_runs[1e-3]['loss'][-1]:.3f} over t = {flow_time}; "
+    f"D_i between {midpoint['D'][0].min():.2f} and {midpoint['D'][0].max():.2f}"
+)
 for lr, drift in gd_drift.items():
     print(f"GD lr={lr:g}: max_i |Delta D_i| = {drift:.2e}   (drift / lr = {drift / lr:.3f})")
-print(f"implicit midpoint h=2.5e-3: max_i |Delta D_i| = {midpoint_drift:.1e} "
-      f"({midpoint['iterations'].mean():.1f} fixed-point iterations per step)")
-norm_moves = max(((midpoint["params"][f"Wk{l}"] ** 2).sum(0) - (params64[f"Wk{l}"] ** 2).sum(0)).abs().max().item()
-                 for l in (0, 1))
+print(
+    f"implicit midpoint h=2.5e-3: max_i |Delta D_i| = {midpoint_drift:.1e} "
+    f"({midpoint['iterations'].mean():.1f} fixed-point iterations per step)"
+)
+norm_moves = max(
+    ((midpoint["params"][f"Wk{l}"] ** 2).sum(0) - (params64[f"Wk{l}"] ** 2).sum(0))
+    .abs()
+    .max()
+    .item()
+    for l in (0, 1)
+)
 print(f"control: along the same midpoint path |W_K^i|^2 alone moves by up to {norm_moves:.1e}")
-assert norm_moves > 1e-6, "the flow must move the individual norms, or conserving their difference says nothing"
-check_claim("balance.gradient-flow", midpoint_drift, expected=0.0, atol=1e-12,
-            why="the midpoint rule keeps exactly the quadratic invariants of the flow (float64 round-off over a few "
-                "hundred steps); a quadratic that is not invariant, |W_K^i|^2 alone, moves by orders of magnitude more");
+assert (
+    norm_moves > 1e-6
+), "the flow must move the individual norms, or conserving their difference says nothing"
+check_claim(
+    "balance.gradient-flow",
+    midpoint_drift,
+    expected=0.0,
+    atol=1e-12,
+    why=(
+        "the midpoint rule keeps exactly the quadratic invariants of the flow (float64 round-off"
+        " over a few hundred steps); a quadratic that is not invariant, |W_K^i|^2 alone, moves by"
+        " orders of magnitude more"
+    ),
+)
 
 # %%
 drift_slope = float(np.polyfit(np.log(gd_rates), np.log(list(gd_drift.values())), 1)[0])
 print(f"log-log slope of GD drift against lr: {drift_slope:.3f}")
-check_claim("balance.gd-drift", drift_slope, expected=1.0, atol=0.1,
-            why="first-order method: drift = c lr + O(lr^2); 0.1 allows the O(lr^2) term over a factor 4 in lr")
+check_claim(
+    "balance.gd-drift",
+    drift_slope,
+    expected=1.0,
+    atol=0.1,
+    why=(
+        "first-order method: drift = c lr + O(lr^2); 0.1 allows the O(lr^2) term over a factor 4"
+        " in lr"
+    ),
+)
 finite_step_excess = min(gd_drift.values()) / max(midpoint_drift, 1e-16)
 print(f"the smallest GD step drifts D_i {finite_step_excess:.1e} times more than the midpoint rule")
-check_claim("balance.finite-step", finite_step_excess, lower=1e3,
-            why="without noise (T = 0) the continuous-time law conserves D_i; a finite step still moves it, by "
-                "O(lr) over a fixed time (note balance.N2), a thousand times above round-off at lr = 1e-3");
+check_claim(
+    "balance.finite-step",
+    finite_step_excess,
+    lower=1e3,
+    why=(
+        "without noise (T = 0) the continuous-time law conserves D_i; a finite step still moves it,"
+        " by O(lr) over a fixed time (note balance.N2), a thousand times above round-off at lr ="
+        " 1e-3"
+    ),
+)
 
 # %% [markdown]
 # And step 3 along these real runs: the accumulated $\sum_k \eta^2(\|g_{K^i}\|^2 - \|g_{Q^i}\|^2)$ must equal
 # the change of every $D_i$.
 
 # %%
-identity_error = max((run["D"][-1] - run["D"][0] - run["identity"]).abs().max().item() for run in gd_runs.values())
+identity_error = max(
+    (run["D"][-1] - run["D"][0] - run["identity"]).abs().max().item() for run in gd_runs.values()
+)
 print(f"max |D_end - D_0 - sum lr^2(|g_K|^2 - |g_Q|^2)| = {identity_error:.1e}")
-check_claim("balance.step-identity", identity_error, expected=0.0, atol=1e-12,
-            why="float64 round-off accumulated over at most a few hundred steps");
+check_claim(
+    "balance.step-identity",
+    identity_error,
+    expected=0.0,
+    atol=1e-12,
+    why="float64 round-off accumulated over at most a few hundred steps",
+)
 
 # %% mystnb={"figure": {"caption": "Gradient flow conserves every query/key imbalance. Left: the 12 D_i along gradient descent (lr = 4e-3, dashed) and the implicit midpoint rule (solid) while the loss falls; the midpoint curves are flat to round-off. Right: the final drift of gradient descent is proportional to the step (slope 1 in log-log), that of the midpoint rule is at round-off.", "name": "fig-balance-conservation"}}
 fig, (ax_d, ax_s) = figure(1, 2)
@@ -297,17 +427,30 @@ t_gd = np.arange(len(gd_runs[4e-3]["D"])) * 4e-3
 for index in range(12):
     layer, column = divmod(index, 6)
     colour = PALETTE[index % len(PALETTE)]
-    ax_d.plot(t_mid, midpoint["D"][:, layer, column] - midpoint["D"][0, layer, column], color=colour, lw=1)
-    ax_d.plot(t_gd, gd_runs[4e-3]["D"][:, layer, column] - gd_runs[4e-3]["D"][0, layer, column], color=colour,
-              ls="--", lw=1)
+    ax_d.plot(
+        t_mid, midpoint["D"][:, layer, column] - midpoint["D"][0, layer, column], color=colour, lw=1
+    )
+    ax_d.plot(
+        t_gd,
+        gd_runs[4e-3]["D"][:, layer, column] - gd_runs[4e-3]["D"][0, layer, column],
+        color=colour,
+        ls="--",
+        lw=1,
+    )
 ax_d.plot([], [], "k-", label="implicit midpoint")
 ax_d.plot([], [], "k--", label="gradient descent, lr 4e-3")
 ax_d.set(xlabel="time t = lr x steps", ylabel="D_i(t) - D_i(0)", title="12 column pairs")
 ax_d.legend()
-ax_s.loglog(gd_rates, list(gd_drift.values()), "o-", label=f"gradient descent (slope {drift_slope:.2f})")
-ax_s.axhline(max(midpoint_drift, 1e-17), color=PALETTE[1], ls=":", label="implicit midpoint, h = 2.5e-3")
-ax_s.set(xlabel="learning rate", ylabel="max_i |D_i(end) - D_i(0)|", title=f"drift at t = {flow_time}")
-ax_s.legend();
+ax_s.loglog(
+    gd_rates, list(gd_drift.values()), "o-", label=f"gradient descent (slope {drift_slope:.2f})"
+)
+ax_s.axhline(
+    max(midpoint_drift, 1e-17), color=PALETTE[1], ls=":", label="implicit midpoint, h = 2.5e-3"
+)
+ax_s.set(
+    xlabel="learning rate", ylabel="max_i |D_i(end) - D_i(0)|", title=f"drift at t = {flow_time}"
+)
+ax_s.legend()
 
 # %% [markdown]
 # What we saw: the loss falls while no $D_i$ moves under the midpoint rule (to ~$10^{-15}$); gradient
@@ -336,19 +479,27 @@ u_star /= np.linalg.norm(u_star)
 w_star = lin_rng.standard_normal(d_in)
 w_star /= np.linalg.norm(w_star)
 M_star = np.outer(u_star, w_star)
-u_test, w_test = u_star + 0.3 * lin_rng.standard_normal(d_out), w_star + 0.3 * lin_rng.standard_normal(d_in)
+u_test, w_test = u_star + 0.3 * lin_rng.standard_normal(
+    d_out
+), w_star + 0.3 * lin_rng.standard_normal(d_in)
 n_mc = by_mode(quick=100_000, default=400_000, full=400_000)
 x_mc = lin_rng.standard_normal((n_mc, d_in))
-residual_mc = x_mc @ (np.outer(u_test, w_test) - M_star).T - sigma_lin * lin_rng.standard_normal((n_mc, d_out))
+residual_mc = x_mc @ (np.outer(u_test, w_test) - M_star).T - sigma_lin * lin_rng.standard_normal(
+    (n_mc, d_out)
+)
 grad_u_mc = 2 * (x_mc @ w_test)[:, None] * residual_mc
 grad_w_mc = 2 * (residual_mc @ u_test)[:, None] * x_mc
 term_u_mc, term_w_mc = balance.noise_terms(grad_u_mc, grad_w_mc)
 C1_test, C2_test = balance.linear_C1_C2(u_test, w_test, M_star, sigma_lin)
 closed = (u_test @ C1_test @ u_test, w_test @ C2_test @ w_test)
 mc_error = max(abs(term_u_mc / closed[0] - 1), abs(term_w_mc / closed[1] - 1))
-print(f"u^T C1 u: closed form {closed[0]:.3f}, Monte Carlo {term_u_mc:.3f};  "
-      f"w^T C2 w: closed form {closed[1]:.3f}, Monte Carlo {term_w_mc:.3f}")
-assert mc_error < 30 / math.sqrt(n_mc), f"closed-form C1, C2 off by {mc_error:.1e} (Monte-Carlo error ~ {1 / math.sqrt(n_mc):.1e})"
+print(
+    f"u^T C1 u: closed form {closed[0]:.3f}, Monte Carlo {term_u_mc:.3f};  "
+    f"w^T C2 w: closed form {closed[1]:.3f}, Monte Carlo {term_w_mc:.3f}"
+)
+assert mc_error < 30 / math.sqrt(
+    n_mc
+), f"closed-form C1, C2 off by {mc_error:.1e} (Monte-Carlo error ~ {1 / math.sqrt(n_mc):.1e})"
 
 # %% [markdown]
 # Now 64 independent SGD runs per setting, started **on the minimum** at ratio 16 ($u = 2u^*$, $w = w^*/2$),
@@ -359,39 +510,74 @@ assert mc_error < 30 / math.sqrt(n_mc), f"closed-form C1, C2 off by {mc_error:.1
 
 # %%
 runs_lin = by_mode(quick=16, default=64, full=256)
-settings = by_mode(quick=[(0.01, 1), (0.01, 2), (0.005, 1)],
-                   default=[(0.02, 1), (0.01, 1), (0.01, 2), (0.01, 4), (0.005, 1)],
-                   full=[(0.02, 1), (0.01, 1), (0.01, 2), (0.01, 4), (0.005, 1)])
+settings = by_mode(
+    quick=[(0.01, 1), (0.01, 2), (0.005, 1)],
+    default=[(0.02, 1), (0.01, 1), (0.01, 2), (0.01, 4), (0.005, 1)],
+    full=[(0.02, 1), (0.01, 1), (0.01, 2), (0.01, 4), (0.005, 1)],
+)
 target_ratio = d_out / d_in
 u0, w0 = 2 * u_star, w_star / 2
 linear = {}
 for lr, batch in settings:
     T = lr / batch
-    gamma = 8 * T * sigma_lin**2 * d_in * d_out / (d_in + d_out)     # linearised rate of the law
+    gamma = 8 * T * sigma_lin**2 * d_in * d_out / (d_in + d_out)  # linearised rate of the law
     steps = round(12 / (lr * gamma))
-    times, ratio, band = balance.linear_sgd_runs(u0, w0, M_star, sigma=sigma_lin, lr=lr, batch_size=batch,
-                                                 steps=steps, runs=runs_lin, generator=lin_rng,
-                                                 record_every=max(1, steps // 600))
+    times, ratio, band = balance.linear_sgd_runs(
+        u0,
+        w0,
+        M_star,
+        sigma=sigma_lin,
+        lr=lr,
+        batch_size=batch,
+        steps=steps,
+        runs=runs_lin,
+        generator=lin_rng,
+        record_every=max(1, steps // 600),
+    )
     mean_ratio = ratio.mean(axis=1)
     inside = np.abs(mean_ratio / target_ratio - 1) < 0.1
     late = times >= steps * 2 // 3
     linear[(lr, batch)] = {
-        "times": times, "mean": mean_ratio, "T": T,
+        "times": times,
+        "mean": mean_ratio,
+        "T": T,
         "hit": int(times[np.argmax(inside)]) if inside.any() else np.nan,
-        "ode": balance.linear_balance_ode_time(ratio0=16.0, target=target_ratio, d=d_in, d_o=d_out,
-                                               sigma=sigma_lin, T=T) / lr,
-        "late": ratio[late].mean(), "late_se": ratio[late].mean(axis=0).std() / math.sqrt(runs_lin),
+        "ode": (
+            balance.linear_balance_ode_time(
+                ratio0=16.0, target=target_ratio, d=d_in, d_o=d_out, sigma=sigma_lin, T=T
+            )
+            / lr
+        ),
+        "late": ratio[late].mean(),
+        "late_se": ratio[late].mean(axis=0).std() / math.sqrt(runs_lin),
         "band": np.nanmean(band[late], axis=(0, 1)),
     }
 u_off, w_off = u0 + 0.3 * lin_rng.standard_normal(d_out), w0 + 0.3 * lin_rng.standard_normal(d_in)
 control_lr = 0.01
-control = balance.linear_sgd_runs(u_off, w_off, M_star, sigma=sigma_lin, lr=control_lr, batch_size=1,
-                                  steps=20_000, runs=1, generator=lin_rng, record_every=100, exact_gradient=True)
+control = balance.linear_sgd_runs(
+    u_off,
+    w_off,
+    M_star,
+    sigma=sigma_lin,
+    lr=control_lr,
+    batch_size=1,
+    steps=20_000,
+    runs=1,
+    generator=lin_rng,
+    record_every=100,
+    exact_gradient=True,
+)
 print(f"predicted balanced ratio d_o/d = {target_ratio}")
 for (lr, batch), r in linear.items():
-    print(f"lr={lr:<6g} S={batch}  T={r['T']:.4f}  late ratio {r['late']:.4f} +- {r['late_se']:.4f}  "
-          f"Eq. 7 band [{r['band'][0]:.3f}, {r['band'][1]:.3f}]  steps to 10%: {r['hit']:>6}  law (ODE): {r['ode']:.0f}")
-print(f"control, exact gradient from off the minimum: ratio {control[1][0, 0]:.4f} -> {control[1][-1, 0]:.4f}")
+    print(
+        f"lr={lr:<6g} S={batch}  T={r['T']:.4f}  late ratio {r['late']:.4f} +- {r['late_se']:.4f} "
+        f" Eq. 7 band [{r['band'][0]:.3f}, {r['band'][1]:.3f}]  steps to 10%: {r['hit']:>6}  law"
+        f" (ODE): {r['ode']:.0f}"
+    )
+print(
+    f"control, exact gradient from off the minimum: ratio {control[1][0, 0]:.4f} ->"
+    f" {control[1][-1, 0]:.4f}"
+)
 
 # %% [markdown]
 # Eq. 7, checked as a time average: over the last third of every run the mean ratio must lie in the
@@ -400,22 +586,46 @@ print(f"control, exact gradient from off the minimum: ratio {control[1][0, 0]:.4
 
 # %%
 in_band = np.mean([r["band"][0] <= r["late"] <= r["band"][1] for r in linear.values()])
-check_claim("balance.eq7-band", in_band, expected=1.0, atol=0,
-            why="every setting; the band is wide relative to the standard error of the late mean")
+check_claim(
+    "balance.eq7-band",
+    in_band,
+    expected=1.0,
+    atol=0,
+    why="every setting; the band is wide relative to the standard error of the late mean",
+)
 worst_ratio_error = max(abs(r["late"] / target_ratio - 1) for r in linear.values())
 print(f"largest relative deviation of the late ratio from d_o/d: {worst_ratio_error:.3f}")
-check_claim("balance.linear-ratio", worst_ratio_error, expected=0.0, atol=0.05,
-            why="the fixed point shifts by O(lr S) through the finite-step term (note balance.N2); 5 % covers "
-                "S <= 4, lr <= 0.02; norm balance (ratio 1) would be off by 300 %")
+check_claim(
+    "balance.linear-ratio",
+    worst_ratio_error,
+    expected=0.0,
+    atol=0.05,
+    why=(
+        "the fixed point shifts by O(lr S) through the finite-step term (note balance.N2); 5 %"
+        " covers S <= 4, lr <= 0.02; norm balance (ratio 1) would be off by 300 %"
+    ),
+)
 # On the minimum C1 = 4 d sigma^2 I and C2 = 4 d_o sigma^2 I, so the two noise terms of Eq. 108 stand in the ratio
 # (d / d_o) |u|^2 / |w|^2: what SGD balances is this ratio, while the norms stay four to one apart.
 noise_term_ratios = [d_in / d_out * r["late"] for r in linear.values()]
 norm_ratios = [r["late"] for r in linear.values()]
-print(f"late u^T C1 u / w^T C2 w: {np.round(noise_term_ratios, 3)}; late |u|^2 / |w|^2: {np.round(norm_ratios, 3)}")
-assert max(abs(math.log(r)) for r in norm_ratios) > 1.0, "the norms must stay apart for the contrast to mean anything"
-check_claim("balance.balanced-quantity", max(abs(r - 1) for r in noise_term_ratios), expected=0.0, atol=0.05,
-            why="the balanced quantities are the noise terms (note balance.N4): their ratio is 1 within the 5 % of "
-                "row balance.linear-ratio, while the norm ratio |u|^2 / |w|^2 is 0.25");
+print(
+    f"late u^T C1 u / w^T C2 w: {np.round(noise_term_ratios, 3)}; late |u|^2 / |w|^2:"
+    f" {np.round(norm_ratios, 3)}"
+)
+assert (
+    max(abs(math.log(r)) for r in norm_ratios) > 1.0
+), "the norms must stay apart for the contrast to mean anything"
+check_claim(
+    "balance.balanced-quantity",
+    max(abs(r - 1) for r in noise_term_ratios),
+    expected=0.0,
+    atol=0.05,
+    why=(
+        "the balanced quantities are the noise terms (note balance.N4): their ratio is 1 within the"
+        " 5 % of row balance.linear-ratio, while the norm ratio |u|^2 / |w|^2 is 0.25"
+    ),
+)
 
 # %% [markdown]
 # The rate. Per step the law relaxes at $\eta\gamma \propto \eta^2/S$: the steps to come within 10 % of $d_o/d$
@@ -428,19 +638,38 @@ exponent = float(np.polyfit(np.log(scale_x), np.log(hits), 1)[0])
 hit_over_ode = {key: r["hit"] / r["ode"] for key, r in linear.items()}
 print(f"fitted exponent of steps-to-balance against S/lr^2: {exponent:.3f}")
 print("measured / ODE:", {f"lr={k[0]:g},S={k[1]}": round(v, 3) for k, v in hit_over_ode.items()})
-check_claim("balance.rate-temperature", exponent, expected=1.0, atol=0.15,
-            why="step counts read off a finite-run mean; the finite-T speed-up (up to 30 % at T = 0.02) bends the fit")
+check_claim(
+    "balance.rate-temperature",
+    exponent,
+    expected=1.0,
+    atol=0.15,
+    why=(
+        "step counts read off a finite-run mean; the finite-T speed-up (up to 30 % at T = 0.02)"
+        " bends the fit"
+    ),
+)
 smallest_T = min(linear, key=lambda key: linear[key]["T"])
 largest_T = max(linear, key=lambda key: linear[key]["T"])
-assert abs(1 - hit_over_ode[largest_T]) > abs(1 - hit_over_ode[smallest_T]), "the ODE is the small-T limit"
-check_claim("balance.ode-time", hit_over_ode[smallest_T], expected=1.0, rtol=0.2,
-            why="the on-manifold ODE neglects off-minimum fluctuations, which speed SGD up at finite T (an independent prototype saw 4-20 %)");
+assert abs(1 - hit_over_ode[largest_T]) > abs(
+    1 - hit_over_ode[smallest_T]
+), "the ODE is the small-T limit"
+check_claim(
+    "balance.ode-time",
+    hit_over_ode[smallest_T],
+    expected=1.0,
+    rtol=0.2,
+    why=(
+        "the on-manifold ODE neglects off-minimum fluctuations, which speed SGD up at finite T (an"
+        " independent prototype saw 4-20 %)"
+    ),
+)
 
 # %% [markdown]
 # The control: where does exact gradient descent land? The law at $T = 0$ says at the ratio fixed by the
 # conserved $D$. Gradient descent drifts $D$ by $\eta^2\sum_k(\|g_u\|^2 - \|g_w\|^2)$, at most about
 # $\eta\,(L_0 - L_\infty)$ by the descent lemma, with $L_0 = \|u w^\top - M^*\|_F^2$ the excess loss at the start; we
 # allow twice that.
+
 
 # %%
 def ratio_on_minimum(D):
@@ -453,28 +682,48 @@ D_off = u_off @ u_off - w_off @ w_off
 drift_allowance = 2 * control_lr * np.sum((np.outer(u_off, w_off) - M_star) ** 2)
 control_ratio = control[1][-1, 0]
 assert abs(control[1][-2, 0] / control_ratio - 1) < 1e-9, "gradient descent must have converged"
-print(f"exact GD ends at ratio {control_ratio:.4f}; conservation of D = {D_off:.3f} predicts "
-      f"{ratio_on_minimum(D_off):.4f} (allowed: D within +-{drift_allowance:.3f}); SGD balances at {target_ratio}")
-check_claim("balance.controls", control_ratio, lower=ratio_on_minimum(D_off - drift_allowance),
-            upper=ratio_on_minimum(D_off + drift_allowance),
-            why="D is conserved by the flow; GD's finite-step drift is below lr (L_0 - L_end) / (1 - lr beta / 2), "
-                "allowed twice; landing at d_o/d or at 1 would fail");
+print(
+    f"exact GD ends at ratio {control_ratio:.4f}; conservation of D = {D_off:.3f} predicts"
+    f" {ratio_on_minimum(D_off):.4f} (allowed: D within +-{drift_allowance:.3f}); SGD balances at"
+    f" {target_ratio}"
+)
+check_claim(
+    "balance.controls",
+    control_ratio,
+    lower=ratio_on_minimum(D_off - drift_allowance),
+    upper=ratio_on_minimum(D_off + drift_allowance),
+    why=(
+        "D is conserved by the flow; GD's finite-step drift is below lr (L_0 - L_end) / (1 - lr"
+        " beta / 2), allowed twice; landing at d_o/d or at 1 would fail"
+    ),
+)
 
 # %% mystnb={"figure": {"caption": "SGD balances a linear model where the law can be computed exactly. Left: the mean ratio |u|^2/|w|^2 of the runs falls from 16 to d_o/d = 0.25 (dotted), not to 1; the control without noise (exact gradient descent, started off the minimum; dashed) settles where its conserved |u|^2 - |w|^2 puts it, far above. Right: steps to come within 10 % of 0.25 against batch/lr^2 (dots) follow the law's ODE (line) up to a finite-T speed-up at the largest T.", "name": "fig-balance-linear"}}
 fig, (ax_r, ax_t) = figure(1, 2)
 for (lr, batch), r in linear.items():
     ax_r.semilogy(r["times"] * lr * r["T"], r["mean"], label=f"lr {lr:g}, S {batch}")
-ax_r.semilogy(control[0] * control_lr * 0.01, control[1][:, 0], "k--", label="control: exact gradient")
+ax_r.semilogy(
+    control[0] * control_lr * 0.01, control[1][:, 0], "k--", label="control: exact gradient"
+)
 ax_r.axhline(target_ratio, color="k", ls=":", label="d_o/d (Eq. 7)")
 ax_r.axhline(1.0, color="grey", lw=0.8)
 ax_r.set(xlabel="T x t = lr T x steps", ylabel="mean |u|^2 / |w|^2")
 ax_r.legend(fontsize=7)
 order = np.argsort(scale_x)
 ax_t.loglog(scale_x, hits, "o", label="SGD, measured")
-ax_t.loglog(scale_x[order], np.array([r["ode"] for r in linear.values()])[order], "-", label="law (ODE on the minimum manifold)")
-ax_t.set(xlabel="batch / lr^2", ylabel="steps to within 10 % of d_o/d", title=f"fitted exponent {exponent:.2f}")
+ax_t.loglog(
+    scale_x[order],
+    np.array([r["ode"] for r in linear.values()])[order],
+    "-",
+    label="law (ODE on the minimum manifold)",
+)
+ax_t.set(
+    xlabel="batch / lr^2",
+    ylabel="steps to within 10 % of d_o/d",
+    title=f"fitted exponent {exponent:.2f}",
+)
 ax_t.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-ax_t.legend();
+ax_t.legend()
 
 # %% [markdown]
 # What we saw: every setting settles at $d_o/d = 0.25$ inside the band of Eq. 7, the noiseless control lands
@@ -503,15 +752,27 @@ sgd_steps = by_mode(quick=4_000, default=20_000, full=400_000)
 sgd_lr = 4e-3
 sgd_start = time.perf_counter()
 attention_run = balance.train_attention_sgd(
-    balance.init_attention(generator=torch_generator(1), imbalance=2.0), lr=sgd_lr, batch_size=sgd_batch,
-    steps=sgd_steps, generator=torch_generator(2), checkpoint_every=sgd_steps // 20,
-    g_samples=by_mode(quick=1_000, default=8_000, full=20_000), g_chunk=by_mode(quick=500, default=2_000, full=2_000))
+    balance.init_attention(generator=torch_generator(1), imbalance=2.0),
+    lr=sgd_lr,
+    batch_size=sgd_batch,
+    steps=sgd_steps,
+    generator=torch_generator(2),
+    checkpoint_every=sgd_steps // 20,
+    g_samples=by_mode(quick=1_000, default=8_000, full=20_000),
+    g_chunk=by_mode(quick=500, default=2_000, full=2_000),
+)
 sgd_seconds = time.perf_counter() - sgd_start
-log_gap = np.log(attention_run["gK"] / attention_run["gQ"])            # (checkpoints, 2, 6)
-print(f"{sgd_seconds:.0f} s including checkpoints: {sgd_steps / sgd_seconds:.0f} SGD steps per second")
-print(f"S = {sgd_batch}, {sgd_steps} steps: loss {attention_run['loss'][:100].mean():.2f} -> "
-      f"{attention_run['loss'][-sgd_steps // 20:].mean():.2f}")
-print(f"accumulated float32 error of the one-step identity: {attention_run['identity_residual']:.1e}")
+log_gap = np.log(attention_run["gK"] / attention_run["gQ"])  # (checkpoints, 2, 6)
+print(
+    f"{sgd_seconds:.0f} s including checkpoints: {sgd_steps / sgd_seconds:.0f} SGD steps per second"
+)
+print(
+    f"S = {sgd_batch}, {sgd_steps} steps: loss {attention_run['loss'][:100].mean():.2f} -> "
+    f"{attention_run['loss'][-sgd_steps // 20:].mean():.2f}"
+)
+print(
+    f"accumulated float32 error of the one-step identity: {attention_run['identity_residual']:.1e}"
+)
 print("mean |log(g_K/g_Q)| at the checkpoints:", np.round(np.abs(log_gap).mean(axis=(1, 2)), 2))
 
 # %% [markdown]
@@ -522,20 +783,45 @@ print("mean |log(g_K/g_Q)| at the checkpoints:", np.round(np.abs(log_gap).mean(a
 # measured $\Delta D_i$ over the 12 pairs, with a permutation test. Then the size.
 
 # %%
-predicted, measured, noise_part = balance.law_prediction(attention_run, lr=sgd_lr, batch_size=sgd_batch)
+predicted, measured, noise_part = balance.law_prediction(
+    attention_run, lr=sgd_lr, batch_size=sgd_batch
+)
 same_sign = int(np.sum(np.sign(predicted) == np.sign(measured)))
 rho, p_value = balance.rank_agreement(predicted, measured, generator=rng(3))
-print("law's Delta D_i:\n", np.round(predicted, 3), "\nmeasured Delta D_i:\n", np.round(measured, 3),
-      "\nof which the noise part:\n", np.round(noise_part, 3))
-print(f"same sign in {same_sign} of 12 pairs; rank correlation {rho:.2f}, permutation p-value {p_value:.1e}")
-check_claim("balance.b11-sign", p_value, upper=0.01,
-            why="one-sided permutation test of Spearman's rho over the 12 pairs: false-pass rate at most 1 % "
-                "if the measured drifts were unrelated to the law's")
+print(
+    "law's Delta D_i:\n",
+    np.round(predicted, 3),
+    "\nmeasured Delta D_i:\n",
+    np.round(measured, 3),
+    "\nof which the noise part:\n",
+    np.round(noise_part, 3),
+)
+print(
+    f"same sign in {same_sign} of 12 pairs; rank correlation {rho:.2f}, permutation p-value"
+    f" {p_value:.1e}"
+)
+check_claim(
+    "balance.b11-sign",
+    p_value,
+    upper=0.01,
+    why=(
+        "one-sided permutation test of Spearman's rho over the 12 pairs: false-pass rate at most 1"
+        " % if the measured drifts were unrelated to the law's"
+    ),
+)
 rate_ratio = measured.sum() / predicted.sum()
 print(f"measured / predicted total drift: {rate_ratio:.2f}")
-check_claim("balance.b11-rate", rate_ratio, lower=1 / 1.5, upper=1.5,
-            why="heavy-tailed per-sample gradients: finite-sample g estimates are typically low by up to x1.5 "
-                "(measured on 1000-sample chunks in a prototype); a factor 2 in T (e.g. a loss with 1/2) would fail");
+check_claim(
+    "balance.b11-rate",
+    rate_ratio,
+    lower=1 / 1.5,
+    upper=1.5,
+    why=(
+        "heavy-tailed per-sample gradients: finite-sample g estimates are typically low by up to"
+        " x1.5 (measured on 1000-sample chunks in a prototype); a factor 2 in T (e.g. a loss with"
+        " 1/2) would fail"
+    ),
+)
 
 # %% [markdown]
 # Fig. 6's claim: "as the training proceeds, the two quantities become closer and ultimately overlap within an
@@ -548,39 +834,77 @@ check_claim("balance.b11-rate", rate_ratio, lower=1 / 1.5, upper=1.5,
 start_gap = np.abs(log_gap[0]).mean()
 end_gap = np.abs(log_gap[-3:]).mean()
 within_2 = float(np.mean(np.abs(log_gap[-3:].mean(axis=0)) < math.log(2)))
-print(f"S = {sgd_batch}: mean |log(g_K/g_Q)| {start_gap:.2f} at the start, {end_gap:.2f} over the last 3 checkpoints; "
-      f"pairs within a factor 2 at the end: {within_2:.2f}")
-print("log(g_K/g_Q) per pair over the last 3 checkpoints:\n", np.round(log_gap[-3:].mean(axis=0), 2))
-approach_why = "a 20 % shrink of the mean log gap is well outside the checkpoint-to-checkpoint scatter (~0.1-0.3 in log)"
+print(
+    f"S = {sgd_batch}: mean |log(g_K/g_Q)| {start_gap:.2f} at the start, {end_gap:.2f} over the"
+    f" last 3 checkpoints; pairs within a factor 2 at the end: {within_2:.2f}"
+)
+print(
+    "log(g_K/g_Q) per pair over the last 3 checkpoints:\n", np.round(log_gap[-3:].mean(axis=0), 2)
+)
+approach_why = (
+    "a 20 % shrink of the mean log gap is well outside the checkpoint-to-checkpoint scatter"
+    " (~0.1-0.3 in log)"
+)
 if mode() == "full":
     check_claim("balance.fig6-approach", end_gap / start_gap, upper=0.8, why=approach_why)
-    check_claim("balance.fig6-overlap", within_2, expected=1.0, atol=0,
-                why="every one of the 12 pairs within a factor 2, wider than the chunk standard errors (note balance.N7)")
+    check_claim(
+        "balance.fig6-overlap",
+        within_2,
+        expected=1.0,
+        atol=0,
+        why=(
+            "every one of the 12 pairs within a factor 2, wider than the chunk standard errors"
+            " (note balance.N7)"
+        ),
+    )
 else:
     check_claim("balance.fig6-approach-batch20", end_gap / start_gap, upper=0.8, why=approach_why)
 
 # %% mystnb={"figure": {"caption": "App. B.11 / Fig. 6 at higher temperature (batch 20 in default mode): the two noise terms of each of the 12 query/key column pairs (g_K solid, g_Q dashed, same colour for one pair; band: standard error over chunks of samples). The gaps shrink from the start; in layer 2 they close to within a factor 2, in layer 1 they do not. Right: the imbalances D_i; in layer 1, where g_K stays above g_Q, every D_i keeps falling, as the law says.", "name": "fig-balance-attention"}}
-fig, axes = figure(1, 3, width=12.6)
+fig, axes = figure(1, 3)
 steps_ckpt = attention_run["checkpoints"] / 1000
 for layer in range(2):
     for column in range(6):
         colour = PALETTE[column]
-        for g, se, style in ((attention_run["gK"], attention_run["gK_se"], "-"), (attention_run["gQ"], attention_run["gQ_se"], "--")):
+        for g, se, style in (
+            (attention_run["gK"], attention_run["gK_se"], "-"),
+            (attention_run["gQ"], attention_run["gQ_se"], "--"),
+        ):
             axes[layer].plot(steps_ckpt, g[:, layer, column], style, color=colour, lw=1)
-            axes[layer].fill_between(steps_ckpt, np.maximum(g[:, layer, column] - se[:, layer, column], 1e-3),
-                                     g[:, layer, column] + se[:, layer, column], color=colour, alpha=0.15)
-    axes[layer].set(yscale="log", xlabel="SGD step (thousands)", ylabel="g_K^i (solid), g_Q^i (dashed)", title=f"layer {layer + 1}")
+            axes[layer].fill_between(
+                steps_ckpt,
+                np.maximum(g[:, layer, column] - se[:, layer, column], 1e-3),
+                g[:, layer, column] + se[:, layer, column],
+                color=colour,
+                alpha=0.15,
+            )
+    axes[layer].set(
+        yscale="log",
+        xlabel="SGD step (thousands)",
+        ylabel="g_K^i (solid), g_Q^i (dashed)",
+        title=f"layer {layer + 1}",
+    )
     axes[layer].plot([], [], "k-", label="g_K")
     axes[layer].plot([], [], "k--", label="g_Q")
     axes[layer].legend()
 D_path = attention_run["D"]
 for index in range(12):
     layer, column = divmod(index, 6)
-    axes[2].plot(np.arange(len(D_path))[::50] / 1000, D_path[::50, layer, column], color=PALETTE[column], ls="-" if layer == 0 else "--", lw=1)
+    axes[2].plot(
+        np.arange(len(D_path))[::50] / 1000,
+        D_path[::50, layer, column],
+        color=PALETTE[column],
+        ls="-" if layer == 0 else "--",
+        lw=1,
+    )
 axes[2].plot([], [], "k-", label="layer 1")
 axes[2].plot([], [], "k--", label="layer 2")
-axes[2].set(xlabel="SGD step (thousands)", ylabel="D_i = |W_K^i|^2 - |W_Q^i|^2", title=f"measured/law drift {rate_ratio:.2f}")
-axes[2].legend();
+axes[2].set(
+    xlabel="SGD step (thousands)",
+    ylabel="D_i = |W_K^i|^2 - |W_Q^i|^2",
+    title=f"measured/law drift {rate_ratio:.2f}",
+)
+axes[2].legend()
 
 # %% [markdown]
 # What we saw: the law holds where it can be measured. The $D_i$ move in the direction of

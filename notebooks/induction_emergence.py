@@ -47,13 +47,19 @@ from icllib.plotting import figure, log_log_slope, show_table
 
 torch.set_num_threads(1)
 
-N_VALUES = by_mode(quick=[2**k for k in range(1, 8)], default=[2**k for k in range(1, 10)],
-                   full=[2**k for k in range(1, 13)])
-GD_N_VALUES = by_mode(quick=[2, 4, 8, 16, 32], default=[2**k for k in range(1, 8)],
-                      full=[2**k for k in range(1, 10)])
-MODEL_SIZES = by_mode(quick=[(1, 2), (2, 4), (3, 6), (4, 8), (8, 16)],
-                      default=[(1, 2), (2, 4), (3, 6), (4, 8), (4, 16), (8, 16), (8, 32), (16, 32)],
-                      full=[(1, 2), (2, 4), (3, 6), (4, 8), (4, 16), (8, 16), (8, 32), (16, 32), (32, 64)])
+N_VALUES = by_mode(
+    quick=[2**k for k in range(1, 8)],
+    default=[2**k for k in range(1, 10)],
+    full=[2**k for k in range(1, 13)],
+)
+GD_N_VALUES = by_mode(
+    quick=[2, 4, 8, 16, 32], default=[2**k for k in range(1, 8)], full=[2**k for k in range(1, 10)]
+)
+MODEL_SIZES = by_mode(
+    quick=[(1, 2), (2, 4), (3, 6), (4, 8), (8, 16)],
+    default=[(1, 2), (2, 4), (3, 6), (4, 8), (4, 16), (8, 16), (8, 32), (16, 32)],
+    full=[(1, 2), (2, 4), (3, 6), (4, 8), (4, 16), (8, 16), (8, 32), (16, 32), (32, 64)],
+)
 BOUND_N_VALUES = by_mode(quick=[4, 16, 64], default=[4, 16, 64, 256], full=[4, 16, 64, 256, 1024])
 # Theorem 2's order is claimed for every N: every integer up to 16 (64 in full mode), besides the powers of two.
 ORDER_N_VALUES = by_mode(quick=range(2, 17), default=range(2, 17), full=range(2, 65))
@@ -105,12 +111,24 @@ for N, D in MODEL_SIZES:
     for alpha, beta, gamma in points:
         loss, grad = ic.full_model_loss_and_grad(alpha, beta, gamma, X, y)
         loss_gap = max(loss_gap, abs(loss - ic.three_param_loss(alpha, beta, gamma, N)))
-        grad_gap = max(grad_gap, np.max(np.abs(np.array(grad) - ic.three_param_grad(alpha, beta, gamma, N))))
+        grad_gap = max(
+            grad_gap, np.max(np.abs(np.array(grad) - ic.three_param_grad(alpha, beta, gamma, N)))
+        )
 print(f"max |L_full - L_B.3| = {loss_gap:.2e},  max |grad_full - grad_B.4.6| = {grad_gap:.2e}")
-check_claim("induction_emergence.closed-form-loss", loss_gap, expected=0.0, atol=1e-12,
-            why="float64 rounding of sums over at most 2N+1 = 65 tokens; the identity is exact")
-check_claim("induction_emergence.closed-form-grad", grad_gap, expected=0.0, atol=1e-12,
-            why="float64 rounding of autograd through two softmaxes; the identity is exact");
+check_claim(
+    "induction_emergence.closed-form-loss",
+    loss_gap,
+    expected=0.0,
+    atol=1e-12,
+    why="float64 rounding of sums over at most 2N+1 = 65 tokens; the identity is exact",
+)
+check_claim(
+    "induction_emergence.closed-form-grad",
+    grad_gap,
+    expected=0.0,
+    atol=1e-12,
+    why="float64 rounding of autograd through two softmaxes; the identity is exact",
+)
 
 # %% [markdown]
 # The agreement is exact, for every $(N, D)$ with $D \ge 2N$ and even $N = 1$. Two counter-examples show that the
@@ -128,10 +146,17 @@ for N, D in [size for size in MODEL_SIZES if size[0] >= 2]:
         first = ic.full_model_loss_and_grad(alpha, beta, gamma, X_first, y_first)[0]
         counter_gaps.append((abs(ordinary - closed), abs(first - closed)))
 counter_gaps = np.array(counter_gaps)
-print(f"ordinary mask: |L - L_B.3| in [{counter_gaps[:, 0].min():.2e}, {counter_gaps[:, 0].max():.2f}]; "
-      f"q = 1: in [{counter_gaps[:, 1].min():.2e}, {counter_gaps[:, 1].max():.2f}]")
-check_claim("induction_emergence.assumptions-needed", counter_gaps.min(), lower=1e-6,
-            why="the closed form holds to 1e-12 under the assumptions; a gap above 1e-6 is not rounding");
+print(
+    f"ordinary mask: |L - L_B.3| in [{counter_gaps[:, 0].min():.2e},"
+    f" {counter_gaps[:, 0].max():.2f}]; q = 1: in [{counter_gaps[:, 1].min():.2e},"
+    f" {counter_gaps[:, 1].max():.2f}]"
+)
+check_claim(
+    "induction_emergence.assumptions-needed",
+    counter_gaps.min(),
+    lower=1e-6,
+    why="the closed form holds to 1e-12 under the assumptions; a gap above 1e-6 is not rounding",
+)
 
 # %% [markdown]
 # Under these assumptions the loss depends on the data only through $N$: the batch size of App. F plays no role,
@@ -150,8 +175,13 @@ for N in (2, 8, 32):
         predicted = point - ie.APP_F.eta * np.array(ic.three_param_grad(*point, N))
         step_gap = max(step_gap, np.max(np.abs(moved - predicted)))
 print(f"max |full-matrix step - (lambda/D) step on (alpha, beta, gamma)| = {step_gap:.2e}")
-check_claim("induction_emergence.full-step-rate", step_gap, expected=0.0, atol=1e-12,
-            why="float64 rounding; the identity <grad_W L, B_k> = dL/dc_k is exact");
+check_claim(
+    "induction_emergence.full-step-rate",
+    step_gap,
+    expected=0.0,
+    atol=1e-12,
+    why="float64 rounding; the identity <grad_W L, B_k> = dL/dc_k is exact",
+)
 
 # %% [markdown]
 # ## 2. The closed forms, symbolically
@@ -168,21 +198,34 @@ s = sp.exp(b * sp.exp(a) / G)
 r = s + F
 L_B3 = g**2 * (s**2 + F) / r**2 - 2 * g * s / r + 1
 bracket = g**2 * (s - 1) / r**3 - g / r**2
-grad_B46 = [4 * b * (Ns - 1) * F * s * sp.exp(a) / G**2 * bracket, 2 * F * s * sp.exp(a) / G * bracket,
-            2 * g * (s**2 + F) / r**2 - 2 * s / r]
+grad_B46 = [
+    4 * b * (Ns - 1) * F * s * sp.exp(a) / G**2 * bracket,
+    2 * F * s * sp.exp(a) / G * bracket,
+    2 * g * (s**2 + F) / r**2 - 2 * s / r,
+]
 paren = g / (s + 2 * Ns - 1) ** 2 - g**2 * (s - 1) / (s + 2 * Ns - 1) ** 3
-flow_B5 = [2 * b * (2 * Ns - 2) * (2 * Ns - 1) * s * sp.exp(a) / (sp.exp(a) + 2 * Ns - 2) ** 2 * paren,
-           2 * (2 * Ns - 1) * s * sp.exp(a) / (sp.exp(a) + 2 * Ns - 2) * paren,
-           2 * s / (s + 2 * Ns - 1) - 2 * g * (s**2 + 2 * Ns - 1) / (s + 2 * Ns - 1) ** 2]
+flow_B5 = [
+    2 * b * (2 * Ns - 2) * (2 * Ns - 1) * s * sp.exp(a) / (sp.exp(a) + 2 * Ns - 2) ** 2 * paren,
+    2 * (2 * Ns - 1) * s * sp.exp(a) / (sp.exp(a) + 2 * Ns - 2) * paren,
+    2 * s / (s + 2 * Ns - 1) - 2 * g * (s**2 + 2 * Ns - 1) / (s + 2 * Ns - 1) ** 2,
+]
 
 gradient_ok = all(sp.simplify(sp.diff(L_B3, x) - d) == 0 for x, d in zip((a, b, g), grad_B46))
 flow_ok = all(sp.simplify(f + d) == 0 for f, d in zip(flow_B5, grad_B46))
-identity_ok = sp.simplify(flow_B5[0] - b * (2 * Ns - 2) / (sp.exp(a) + 2 * Ns - 2) * flow_B5[1]) == 0
+identity_ok = (
+    sp.simplify(flow_B5[0] - b * (2 * Ns - 2) / (sp.exp(a) + 2 * Ns - 2) * flow_B5[1]) == 0
+)
 print(f"B.4.6 = grad B.3: {gradient_ok};  B.5 = -grad: {flow_ok};  B.7.3 identity: {identity_ok}")
-check_claim("induction_emergence.sympy-gradient", gradient_ok, expected=True,
-            why="exact algebra: a wrong coefficient or power in B.4.6 leaves a non-zero difference")
+check_claim(
+    "induction_emergence.sympy-gradient",
+    gradient_ok,
+    expected=True,
+    why="exact algebra: a wrong coefficient or power in B.4.6 leaves a non-zero difference",
+)
 check_claim("induction_emergence.sympy-flow", flow_ok, expected=True, why="exact algebra, as above")
-check_claim("induction_emergence.b73-identity", identity_ok, expected=True, why="exact algebra, as above");
+check_claim(
+    "induction_emergence.b73-identity", identity_ok, expected=True, why="exact algebra, as above"
+)
 
 # %% [markdown]
 # **Leaving the origin.** At $\alpha = \beta = \gamma = 0$ the velocity is $(0, 0, 1/N)$: only $\gamma$ moves at
@@ -208,13 +251,22 @@ t, b2, b3, b4 = sp.symbols("t b2 b3 b4")
 beta_series = b2 * t**2 / 2 + b3 * t**3 / 6 + b4 * t**4 / 24
 k_of_alpha = (2 * Ns - 2) / (sp.exp(a) + 2 * Ns - 2)
 # alpha = O(t^4) enters k only at order t^4, beyond the t^3 coefficient that fixes alpha''''(0).
-alpha_dot = sp.series(k_of_alpha.subs(a, 0) * beta_series * sp.diff(beta_series, t), t, 0, 4).removeO()
+alpha_dot = sp.series(
+    k_of_alpha.subs(a, 0) * beta_series * sp.diff(beta_series, t), t, 0, 4
+).removeO()
 alpha_4 = sp.factor((sp.diff(alpha_dot, t, 3).subs(t, 0)).subs(b2, beta_dd))
 print(f"velocity at 0: {velocity};  beta''(0) = {beta_dd};  alpha''''(0) = {alpha_4}")
-initial_ok = (velocity == [0, 0, 1 / Ns] and sp.simplify(beta_dd - 1 / (2 * Ns**3)) == 0
-              and sp.simplify(alpha_4 - 3 * (Ns - 1) / (2 * Ns**6 * (2 * Ns - 1))) == 0)
-check_claim("induction_emergence.initial-velocity", initial_ok, expected=True,
-            why="SymPy's derivatives of B.5 against the hand-derived constants of the text above");
+initial_ok = (
+    velocity == [0, 0, 1 / Ns]
+    and sp.simplify(beta_dd - 1 / (2 * Ns**3)) == 0
+    and sp.simplify(alpha_4 - 3 * (Ns - 1) / (2 * Ns**6 * (2 * Ns - 1))) == 0
+)
+check_claim(
+    "induction_emergence.initial-velocity",
+    initial_ok,
+    expected=True,
+    why="SymPy's derivatives of B.5 against the hand-derived constants of the text above",
+)
 
 # %% [markdown]
 # ## 3. The flow from zero
@@ -228,10 +280,23 @@ check_claim("induction_emergence.initial-velocity", initial_ok, expected=True,
 times = {N: ie.crossing_times(N) for N in progress(N_VALUES, desc="flow")}
 T = {key: np.array([times[N][key] for N in N_VALUES]) for key in ("gamma", "beta", "alpha", "loss")}
 n = np.array(N_VALUES, dtype=float)
-show_table(["N", "T_γ", "T_β", "T_α", "T_L", "T_γ/N", "T_β/N²", "T_α/N²", "T_L/N²"],
-           [[N, f"{T['gamma'][i]:.4g}", f"{T['beta'][i]:.6g}", f"{T['alpha'][i]:.6g}", f"{T['loss'][i]:.6g}",
-             f"{T['gamma'][i] / N:.4f}", f"{T['beta'][i] / N**2:.4f}", f"{T['alpha'][i] / N**2:.4f}",
-             f"{T['loss'][i] / N**2:.4f}"] for i, N in enumerate(N_VALUES)])
+show_table(
+    ["N", "T_γ", "T_β", "T_α", "T_L", "T_γ/N", "T_β/N²", "T_α/N²", "T_L/N²"],
+    [
+        [
+            N,
+            f"{T['gamma'][i]:.4g}",
+            f"{T['beta'][i]:.6g}",
+            f"{T['alpha'][i]:.6g}",
+            f"{T['loss'][i]:.6g}",
+            f"{T['gamma'][i] / N:.4f}",
+            f"{T['beta'][i] / N**2:.4f}",
+            f"{T['alpha'][i] / N**2:.4f}",
+            f"{T['loss'][i] / N**2:.4f}",
+        ]
+        for i, N in enumerate(N_VALUES)
+    ],
+)
 
 # %% [markdown]
 # Theorem 2 says the parameters *always* emerge in the order $T_\gamma < T_\beta < T_\alpha$, but B.6.2 proves it only
@@ -244,10 +309,17 @@ show_table(["N", "T_γ", "T_β", "T_α", "T_L", "T_γ/N", "T_β/N²", "T_α/N²"
 order_times = {**times, **{N: ie.crossing_times(N) for N in ORDER_N_VALUES if N not in times}}
 violations = [N for N, t_N in order_times.items() if not t_N["gamma"] < t_N["beta"] < t_N["alpha"]]
 n1 = ie.emergence_times(1)
-print(f"order violated for N in {violations} (tested: {len(order_times)} values of N from 2 to {max(order_times)}); "
-      f"N = 1: {n1}")
-check_claim("induction_emergence.order", len(violations), expected=0, atol=0,
-            why="a count of values of N, among those integrated, at which the order fails");
+print(
+    f"order violated for N in {violations} (tested: {len(order_times)} values of N from 2 to"
+    f" {max(order_times)}); N = 1: {n1}"
+)
+check_claim(
+    "induction_emergence.order",
+    len(violations),
+    expected=0,
+    atol=0,
+    why="a count of values of N, among those integrated, at which the order fails",
+)
 
 # %% [markdown]
 # B.6.3 shows that the parameters increase in the first regime and so never turn negative. We check the sign of the
@@ -259,10 +331,16 @@ for N in N_VALUES:
     t_grid, alpha_t, beta_t, gamma_t, _ = ie.flow_trajectory(N, times[N]["loss"], num=4001)
     velocity_t = ie.three_param_flow(np.stack([alpha_t, beta_t, gamma_t]), N)
     first_phase = gamma_t < 0.5
-    lowest = min(lowest, alpha_t.min(), beta_t.min(), gamma_t.min(), velocity_t[:, first_phase].min())
+    lowest = min(
+        lowest, alpha_t.min(), beta_t.min(), gamma_t.min(), velocity_t[:, first_phase].min()
+    )
 print(f"smallest parameter or first-phase velocity: {lowest:.3e}")
-check_claim("induction_emergence.nonnegativity", lowest, lower=-1e-13,
-            why="B.6.3 asserts >= 0; -1e-13 is the integrator's absolute tolerance");
+check_claim(
+    "induction_emergence.nonnegativity",
+    lowest,
+    lower=-1e-13,
+    why="B.6.3 asserts >= 0; -1e-13 is the integrator's absolute tolerance",
+)
 
 # %% [markdown]
 # ## 4. The N² law and its constants
@@ -275,12 +353,36 @@ check_claim("induction_emergence.nonnegativity", lowest, lower=-1e-13,
 large = n >= 32
 slopes = {key: log_log_slope(n[large], T[key][large]) for key in ("gamma", "beta", "alpha", "loss")}
 print({key: round(value, 4) for key, value in slopes.items()})
-check_claim("induction_emergence.t-gamma-linear", slopes["gamma"], expected=1.0, atol=0.01,
-            why="T_gamma/N converges like 1/N with constant 0.02: slope error < 0.001; 0.01 is a clear margin")
-check_claim("induction_emergence.t-beta-quadratic", slopes["beta"], expected=2.0, atol=0.02,
-            why="the 0.8/N correction of T/N^2 lowers the fitted slope by about 0.8/N_mid, 0.013 for N_mid = 64")
-check_claim("induction_emergence.t-alpha-quadratic", slopes["alpha"], expected=2.0, atol=0.02,
-            why="the 0.7/N correction of T/N^2 lowers the fitted slope by about 0.7/N_mid, 0.011 for N_mid = 64");
+check_claim(
+    "induction_emergence.t-gamma-linear",
+    slopes["gamma"],
+    expected=1.0,
+    atol=0.01,
+    why=(
+        "T_gamma/N converges like 1/N with constant 0.02: slope error < 0.001; 0.01 is a clear"
+        " margin"
+    ),
+)
+check_claim(
+    "induction_emergence.t-beta-quadratic",
+    slopes["beta"],
+    expected=2.0,
+    atol=0.02,
+    why=(
+        "the 0.8/N correction of T/N^2 lowers the fitted slope by about 0.8/N_mid, 0.013 for N_mid"
+        " = 64"
+    ),
+)
+check_claim(
+    "induction_emergence.t-alpha-quadratic",
+    slopes["alpha"],
+    expected=2.0,
+    atol=0.02,
+    why=(
+        "the 0.7/N correction of T/N^2 lowers the fitted slope by about 0.7/N_mid, 0.011 for N_mid"
+        " = 64"
+    ),
+)
 
 # %% [markdown]
 # App. B.1, summarising the proof, swaps the names: it gives $T_\alpha = T_1 = \Theta(N)$ and
@@ -289,8 +391,15 @@ check_claim("induction_emergence.t-alpha-quadratic", slopes["alpha"], expected=2
 # than that of $T_\gamma$; the flow has it one more.
 
 # %%
-check_claim("induction_emergence.b1-summary", slopes["alpha"] - slopes["gamma"], expected=1.0, atol=0.03,
-            why="Theorem 2's orders give +1 (the two slope tolerances above added); B.1 as printed gives -1");
+check_claim(
+    "induction_emergence.b1-summary",
+    slopes["alpha"] - slopes["gamma"],
+    expected=1.0,
+    atol=0.03,
+    why=(
+        "Theorem 2's orders give +1 (the two slope tolerances above added); B.1 as printed gives -1"
+    ),
+)
 
 # %% [markdown]
 # The orders come with constants, which the paper does not give. They follow from reducing the flow phase by
@@ -383,36 +492,85 @@ glue("t-alpha-limit", asymptotics["T_alpha/N^2"], display=False)
 # $1/N$ term removed at $N = 128$. The loss drop converges more slowly, like $\ln(N)/N$ (Proposition 3); we test
 # its raw value against $\sqrt{2\pi}$ within $2\ln(N)/N$.
 
+
 # %%
 def richardson(values):
     return 2 * values[-1] - values[-2]
 
 
-scaled = {"gamma": T["gamma"] / n, "beta": T["beta"] / n**2, "alpha": T["alpha"] / n**2, "loss": T["loss"] / n**2}
-why_richardson = "Richardson from the two largest N leaves O(1/N^2) < 1e-4; 1e-3 is 8x below the removed 1/N term"
-check_claim("induction_emergence.limit-t-gamma", richardson(scaled["gamma"]), expected=asymptotics["T_gamma/N"],
-            rtol=1e-3, why=why_richardson)
-check_claim("induction_emergence.limit-t-beta", richardson(scaled["beta"]), expected=asymptotics["T_beta/N^2"],
-            rtol=1e-3, why=why_richardson)
-check_claim("induction_emergence.limit-t-alpha", richardson(scaled["alpha"]), expected=asymptotics["T_alpha/N^2"],
-            rtol=1e-3, why=why_richardson)
-check_claim("induction_emergence.limit-loss-drop", scaled["loss"][-1], expected=asymptotics["loss_drop/N^2"],
-            atol=2 * math.log(N_MAX) / N_MAX,
-            why="Proposition 3: the correction is about ln(N)/N; 2 ln(N)/N at the largest N");
+scaled = {
+    "gamma": T["gamma"] / n,
+    "beta": T["beta"] / n**2,
+    "alpha": T["alpha"] / n**2,
+    "loss": T["loss"] / n**2,
+}
+why_richardson = (
+    "Richardson from the two largest N leaves O(1/N^2) < 1e-4; 1e-3 is 8x below the removed 1/N"
+    " term"
+)
+check_claim(
+    "induction_emergence.limit-t-gamma",
+    richardson(scaled["gamma"]),
+    expected=asymptotics["T_gamma/N"],
+    rtol=1e-3,
+    why=why_richardson,
+)
+check_claim(
+    "induction_emergence.limit-t-beta",
+    richardson(scaled["beta"]),
+    expected=asymptotics["T_beta/N^2"],
+    rtol=1e-3,
+    why=why_richardson,
+)
+check_claim(
+    "induction_emergence.limit-t-alpha",
+    richardson(scaled["alpha"]),
+    expected=asymptotics["T_alpha/N^2"],
+    rtol=1e-3,
+    why=why_richardson,
+)
+check_claim(
+    "induction_emergence.limit-loss-drop",
+    scaled["loss"][-1],
+    expected=asymptotics["loss_drop/N^2"],
+    atol=2 * math.log(N_MAX) / N_MAX,
+    why="Proposition 3: the correction is about ln(N)/N; 2 ln(N)/N at the largest N",
+)
 
 # %% mystnb={"figure": {"caption": "Left: emergence and loss-drop times divided by N (for gamma) or N squared (the others), from the integrated flow, converge to the closed-form constants of Propositions 1-3 (dashed). Right: the same times on log-log axes, with slope 1 for gamma and slope 2 for beta, alpha and the loss drop.", "name": "fig-induction_emergence-times"}}
 fig, (left, right) = figure(1, 2)
-labels = {"gamma": r"$T_\gamma/N$", "beta": r"$T_\beta/N^2$", "alpha": r"$T_\alpha/N^2$", "loss": r"$T_L/N^2$"}
-limit_keys = {"gamma": "T_gamma/N", "beta": "T_beta/N^2", "alpha": "T_alpha/N^2", "loss": "loss_drop/N^2"}
+labels = {
+    "gamma": r"$T_\gamma/N$",
+    "beta": r"$T_\beta/N^2$",
+    "alpha": r"$T_\alpha/N^2$",
+    "loss": r"$T_L/N^2$",
+}
+limit_keys = {
+    "gamma": "T_gamma/N",
+    "beta": "T_beta/N^2",
+    "alpha": "T_alpha/N^2",
+    "loss": "loss_drop/N^2",
+}
 for index, key in enumerate(("gamma", "beta", "alpha", "loss")):
     colour = f"C{index}"
     left.plot(n, scaled[key], "o-", color=colour, label=labels[key])
     left.axhline(asymptotics[limit_keys[key]], color=colour, linestyle="--", linewidth=1)
-    right.loglog(n, T[key], "o-", color=colour, label=labels[key].replace("/N^2", "").replace("/N", ""))
-left.set(xscale="log", xlabel="N (pairs in context)", ylabel="rescaled time", title="constants of the law")
-right.set(xlabel="N (pairs in context)", ylabel="gradient-flow time", title="emergence and loss-drop times")
+    right.loglog(
+        n, T[key], "o-", color=colour, label=labels[key].replace("/N^2", "").replace("/N", "")
+    )
+left.set(
+    xscale="log",
+    xlabel="N (pairs in context)",
+    ylabel="rescaled time",
+    title="constants of the law",
+)
+right.set(
+    xlabel="N (pairs in context)",
+    ylabel="gradient-flow time",
+    title="emergence and loss-drop times",
+)
 left.legend(loc="center right")
-right.legend();
+right.legend()
 
 # %% [markdown]
 # **The slow manifold.** Proposition 2 ties $\alpha$ to $\beta$ in the middle phase: $\alpha = \beta^2/2$, so
@@ -428,10 +586,17 @@ for N in (N_MAX // 2, N_MAX):
     deviation[N] = np.max(np.abs(alpha_t[middle] - beta_t[middle] ** 2 / 2))
     curves[N] = (beta_t, alpha_t)
 ratio = deviation[N_MAX] / deviation[N_MAX // 2]
-print({N: f"max|alpha - beta^2/2| = {d:.3e}, N * that = {N * d:.3f}" for N, d in deviation.items()},
-      f"ratio = {ratio:.3f}")
-check_claim("induction_emergence.slow-manifold", ratio, expected=0.5, atol=0.05,
-            why="an O(1/N) deviation halves when N doubles; 0.05 allows the O(1/N^2) term at N >= 64");
+print(
+    {N: f"max|alpha - beta^2/2| = {d:.3e}, N * that = {N * d:.3f}" for N, d in deviation.items()},
+    f"ratio = {ratio:.3f}",
+)
+check_claim(
+    "induction_emergence.slow-manifold",
+    ratio,
+    expected=0.5,
+    atol=0.05,
+    why="an O(1/N) deviation halves when N doubles; 0.05 allows the O(1/N^2) term at N >= 64",
+)
 
 # %% mystnb={"figure": {"caption": "Along the flow, alpha follows beta squared over two (dashed) until alpha emerges: the slow manifold of Proposition 2. The first-layer head is slaved to the second-layer match, not the other way round.", "name": "fig-induction_emergence-manifold"}}
 fig, ax = figure()
@@ -442,7 +607,7 @@ ax.plot(beta_line, beta_line**2 / 2, "k--", linewidth=1, label=r"$\alpha = \beta
 ax.axhline(0.5, color="grey", linewidth=0.8)
 ax.axvline(0.5, color="grey", linewidth=0.8)
 ax.set(xlabel=r"$\beta$ (second layer)", ylabel=r"$\alpha$ (first layer)")
-ax.legend();
+ax.legend()
 
 # %% [markdown]
 # ## 5. The proof, step by step
@@ -454,17 +619,19 @@ ax.legend();
 
 # %%
 bounds = {N: ie.proof_bounds(N) for N in progress(BOUND_N_VALUES, desc="bounds")}
-paper_bound = {  # quantity: (the paper's statement, "lower" or "upper" bound or None for O(1), its value)
-    "N*gammadot phase1 min": (">= 1/2 (B.6.1)", "lower", 0.5),
-    "N*gammadot phase1 max": ("<= 1 (B.6.1)", "upper", 1.0),
-    "N*alpha(T_gamma)": ("O(1) (B.6.2)", None, None),
-    "N*beta(T_gamma)": ("O(1) (B.6.2)", None, None),
-    "gamma max phase2": ("<= 3/2 (B.7.1)", "upper", 1.5),
-    "alphadot/betadot max phase2": ("< 1 (B.7.3)", "upper", 1.0),
-    "8N^2*alphadot min phase3": ("> 1 (B.8.1)", "lower", 1.0),
-    "betadot/(3sqrt(e)/(4N^2)) max phase3": ("< 1 (B.8.2)", "upper", 1.0),
-    "beta(T_alpha)": ("< 5.45 (B.8.2)", "upper", 5.45),
-}
+paper_bound = (
+    {  # quantity: (the paper's statement, "lower" or "upper" bound or None for O(1), its value)
+        "N*gammadot phase1 min": (">= 1/2 (B.6.1)", "lower", 0.5),
+        "N*gammadot phase1 max": ("<= 1 (B.6.1)", "upper", 1.0),
+        "N*alpha(T_gamma)": ("O(1) (B.6.2)", None, None),
+        "N*beta(T_gamma)": ("O(1) (B.6.2)", None, None),
+        "gamma max phase2": ("<= 3/2 (B.7.1)", "upper", 1.5),
+        "alphadot/betadot max phase2": ("< 1 (B.7.3)", "upper", 1.0),
+        "8N^2*alphadot min phase3": ("> 1 (B.8.1)", "lower", 1.0),
+        "betadot/(3sqrt(e)/(4N^2)) max phase3": ("< 1 (B.8.2)", "upper", 1.0),
+        "beta(T_alpha)": ("< 5.45 (B.8.2)", "upper", 5.45),
+    }
+)
 rows = []
 for key, (statement, kind, value) in paper_bound.items():
     measured = [bounds[N][key] for N in BOUND_N_VALUES]
@@ -483,20 +650,48 @@ def extreme(key, pick):
     return pick(bounds[N][key] for N in BOUND_N_VALUES)
 
 
-gamma_rate_margin = min(extreme("N*gammadot phase1 min", min) - 0.5, 1.0 - extreme("N*gammadot phase1 max", max))
-check_claim("induction_emergence.b61-gamma-rate", gamma_rate_margin, lower=-1e-12,
-            why="margin to [1/2, 1]; N gammadot = 1 exactly at t = 0, so only float rounding is allowed")
-check_claim("induction_emergence.b62-small-at-tgamma", bounds[BOUND_N_VALUES[-1]]["N*beta(T_gamma)"],
-            expected=(math.log(2) - 0.5) / 2, rtol=0.01,
-            why="Proposition 1 sharpens O(1/N) to this constant; 1% covers the O(1/N) correction at N >= 64")
-check_claim("induction_emergence.b71-gamma-bound", extreme("gamma max phase2", max), upper=1.5,
-            why="the paper's bound, no slack")
-check_claim("induction_emergence.b73-alpha-slower", extreme("alphadot/betadot max phase2", max), upper=1.0,
-            why="the paper's bound, no slack")
-check_claim("induction_emergence.b81-alpha-rate", extreme("8N^2*alphadot min phase3", min), lower=1.0,
-            why="the paper's bound without its O(1/N^3) slack")
-check_claim("induction_emergence.b82-beta-bound", extreme("beta(T_alpha)", max), upper=5.45,
-            why="the paper's bound, no slack");
+gamma_rate_margin = min(
+    extreme("N*gammadot phase1 min", min) - 0.5, 1.0 - extreme("N*gammadot phase1 max", max)
+)
+check_claim(
+    "induction_emergence.b61-gamma-rate",
+    gamma_rate_margin,
+    lower=-1e-12,
+    why="margin to [1/2, 1]; N gammadot = 1 exactly at t = 0, so only float rounding is allowed",
+)
+check_claim(
+    "induction_emergence.b62-small-at-tgamma",
+    bounds[BOUND_N_VALUES[-1]]["N*beta(T_gamma)"],
+    expected=(math.log(2) - 0.5) / 2,
+    rtol=0.01,
+    why=(
+        "Proposition 1 sharpens O(1/N) to this constant; 1% covers the O(1/N) correction at N >= 64"
+    ),
+)
+check_claim(
+    "induction_emergence.b71-gamma-bound",
+    extreme("gamma max phase2", max),
+    upper=1.5,
+    why="the paper's bound, no slack",
+)
+check_claim(
+    "induction_emergence.b73-alpha-slower",
+    extreme("alphadot/betadot max phase2", max),
+    upper=1.0,
+    why="the paper's bound, no slack",
+)
+check_claim(
+    "induction_emergence.b81-alpha-rate",
+    extreme("8N^2*alphadot min phase3", min),
+    lower=1.0,
+    why="the paper's bound without its O(1/N^3) slack",
+)
+check_claim(
+    "induction_emergence.b82-beta-bound",
+    extreme("beta(T_alpha)", max),
+    upper=5.45,
+    why="the paper's bound, no slack",
+)
 
 # %% [markdown]
 # Every bound holds with room to spare. Two are loose by a factor of about 2 (B.8.1: $8N^2\dot\alpha \approx 2$,
@@ -513,17 +708,30 @@ check_claim("induction_emergence.b82-beta-bound", extreme("beta(T_alpha)", max),
 # %%
 alpha_rate = {N: bounds[N]["8N^2*alphadot min phase3"] for N in BOUND_N_VALUES}
 print({N: round(value, 3) for N, value in alpha_rate.items()})
-check_claim("induction_emergence.proof-sketch-alpha-rate",
-            alpha_rate[BOUND_N_VALUES[-1]] / alpha_rate[BOUND_N_VALUES[0]], lower=0.5,
-            why=f"o(1/N^2) sends N^2 alphadot to 0; even a decay as slow as 1/ln N would give "
-                f"{math.log(BOUND_N_VALUES[0]) / math.log(BOUND_N_VALUES[-1]):.2f} over N = {BOUND_N_VALUES[0]} to "
-                f"{BOUND_N_VALUES[-1]}; Theta(1/N^2) keeps the ratio near 1")
+check_claim(
+    "induction_emergence.proof-sketch-alpha-rate",
+    alpha_rate[BOUND_N_VALUES[-1]] / alpha_rate[BOUND_N_VALUES[0]],
+    lower=0.5,
+    why=(
+        "o(1/N^2) sends N^2 alphadot to 0; even a decay as slow as 1/ln N would give"
+        f" {math.log(BOUND_N_VALUES[0]) / math.log(BOUND_N_VALUES[-1]):.2f} over N ="
+        f" {BOUND_N_VALUES[0]} to {BOUND_N_VALUES[-1]}; Theta(1/N^2) keeps the ratio near 1"
+    ),
+)
 c, N_sym = sp.symbols("c N", positive=True)
 t3_bound = sp.Rational(1, 2) / (1 / (8 * N_sym**2) + c / N_sym**3)
 remainder_over_N = sp.limit((t3_bound - 4 * N_sym**2) / N_sym, N_sym, sp.oo)
 print(f"(T_3 bound - 4N^2)/N -> {remainder_over_N} as N -> oo (O(1/N) would give 0)")
-check_claim("induction_emergence.b81-t3-bound", float(remainder_over_N.subs(c, 1)), expected=-32.0, atol=1e-12,
-            why="exact: the remainder of the inverted bound is -32 c N + O(1); the printed O(1/N) would give 0");
+check_claim(
+    "induction_emergence.b81-t3-bound",
+    float(remainder_over_N.subs(c, 1)),
+    expected=-32.0,
+    atol=1e-12,
+    why=(
+        "exact: the remainder of the inverted bound is -32 c N + O(1); the printed O(1/N) would"
+        " give 0"
+    ),
+)
 
 # %% [markdown]
 # ## 6. Emergence is not the loss drop
@@ -549,11 +757,17 @@ check_claim("induction_emergence.b81-t3-bound", float(remainder_over_N.subs(c, 1
 gap_at_alpha = {}
 for N in (N_MAX // 2, N_MAX):
     alpha_T, beta_T, gamma_T = ie.flow_trajectory(N, times[N]["alpha"], num=2)[1:4]
-    gap_at_alpha[N] = N**2 * (1 - 1 / (2 * N) - ic.three_param_loss(alpha_T[-1], beta_T[-1], gamma_T[-1], N))
+    gap_at_alpha[N] = N**2 * (
+        1 - 1 / (2 * N) - ic.three_param_loss(alpha_T[-1], beta_T[-1], gamma_T[-1], N)
+    )
 print({N: round(float(v), 4) for N, v in gap_at_alpha.items()})
-check_claim("induction_emergence.loss-at-t-alpha", 2 * gap_at_alpha[N_MAX] - gap_at_alpha[N_MAX // 2],
-            expected=math.sqrt(math.e) / 2, rtol=0.01,
-            why="Richardson from the two largest N removes the O(1/N) term; 1% covers the rest at N >= 64");
+check_claim(
+    "induction_emergence.loss-at-t-alpha",
+    2 * gap_at_alpha[N_MAX] - gap_at_alpha[N_MAX // 2],
+    expected=math.sqrt(math.e) / 2,
+    rtol=0.01,
+    why="Richardson from the two largest N removes the O(1/N) term; 1% covers the rest at N >= 64",
+)
 
 # %% mystnb={"figure": {"caption": "Loss (left) and parameters (right) along the flow for N = 32, time in units of N squared. The vertical lines mark T_gamma, T_beta, T_alpha and the loss drop T_L: the induction head is complete at T_alpha, but the loss is still near 1 - 1/(2N) there; it falls only near sqrt(2 pi) N squared (dotted).", "name": "fig-induction_emergence-loss"}}
 N_show = 32
@@ -567,15 +781,25 @@ right.plot(tau_grid, alpha_t, label=r"$\alpha$")
 right.plot(tau_grid, beta_t, label=r"$\beta$")
 right.plot(tau_grid, gamma_t, label=r"$\gamma$")
 for axis in (left, right):
-    for index, (key, name) in enumerate((("gamma", r"$T_\gamma$"), ("beta", r"$T_\beta$"),
-                                         ("alpha", r"$T_\alpha$"), ("loss", r"$T_L$"))):
-        axis.axvline(marks[key] / N_show**2, color=f"C{(2, 1, 0, 3)[index]}", linewidth=0.9,
-                     label=name if axis is left else None)
+    for index, (key, name) in enumerate(
+        (
+            ("gamma", r"$T_\gamma$"),
+            ("beta", r"$T_\beta$"),
+            ("alpha", r"$T_\alpha$"),
+            ("loss", r"$T_L$"),
+        )
+    ):
+        axis.axvline(
+            marks[key] / N_show**2,
+            color=f"C{(2, 1, 0, 3)[index]}",
+            linewidth=0.9,
+            label=name if axis is left else None,
+        )
     axis.axvline(math.sqrt(2 * math.pi), color="grey", linestyle=":", linewidth=0.9)
 left.set(xlabel=r"$t / N^2$", ylabel="loss", title=f"N = {N_show}")
 right.set(xlabel=r"$t / N^2$", ylabel="parameter value", ylim=(0, 3))
 left.legend(loc="lower left")
-right.legend(loc="upper left");
+right.legend(loc="upper left")
 
 # %% [markdown]
 # ## 7. Fig. 5: thresholds 0.1 and gradient descent
@@ -597,8 +821,13 @@ fig5_asymptotics = ie.emergence_asymptotics(thresholds=fig5_thresholds)
 glue("t-alpha-limit-fig5", fig5_asymptotics["T_alpha/N^2"], display=False)
 glue("t-beta-limit-fig5", fig5_asymptotics["T_beta/N^2"], display=False)
 print(f"t_ICL/N^2: {np.round(t_icl / n**2, 4)};  asymptote {fig5_asymptotics['T_alpha/N^2']:.4f}")
-check_claim("induction_emergence.fig5-thresholds", richardson(t_icl / n**2),
-            expected=fig5_asymptotics["T_alpha/N^2"], rtol=1e-3, why=why_richardson);
+check_claim(
+    "induction_emergence.fig5-thresholds",
+    richardson(t_icl / n**2),
+    expected=fig5_asymptotics["T_alpha/N^2"],
+    rtol=1e-3,
+    why=why_richardson,
+)
 
 # %% [markdown]
 # Now the discrete training. Under Assumptions 7-8 the loss is the same for every sample, so the batch of 64 is
@@ -619,34 +848,75 @@ gd_steps, gd_diverged = ie.gradient_descent_times(GD_N_VALUES, eta=eta, threshol
 flow_fig5 = np.array([[fig5[N][key] for key in ("alpha", "beta", "gamma")] for N in GD_N_VALUES])
 allowed = eta + flow_fig5 * eta / gd_n[:, None]
 worst = np.max((np.abs(gd_steps * eta - flow_fig5) / allowed)[gd_n >= 16])
-print(f"GD with eta = lambda/D: relative error to the flow {np.round(gd_steps * eta / flow_fig5 - 1, 5).tolist()}")
-print(f"largest |eta k - T| / (eta + T eta/N) for N >= 16: {worst:.3f};  diverged: {gd_diverged.tolist()}")
-check_claim("induction_emergence.step-as-lambda-over-d", worst, upper=1.0,
-            why="one step of quantisation plus the first-order Euler error eta/N relative to the time scale N");
+print(
+    "GD with eta = lambda/D: relative error to the flow"
+    f" {np.round(gd_steps * eta / flow_fig5 - 1, 5).tolist()}"
+)
+print(
+    f"largest |eta k - T| / (eta + T eta/N) for N >= 16: {worst:.3f};  diverged:"
+    f" {gd_diverged.tolist()}"
+)
+check_claim(
+    "induction_emergence.step-as-lambda-over-d",
+    worst,
+    upper=1.0,
+    why=(
+        "one step of quantisation plus the first-order Euler error eta/N relative to the time"
+        " scale N"
+    ),
+)
 
 # %%
-literal_steps, literal_diverged = ie.gradient_descent_times(N_VALUES, eta=ie.APP_F.lr, thresholds=fig5_thresholds)
+literal_steps, literal_diverged = ie.gradient_descent_times(
+    N_VALUES, eta=ie.APP_F.lr, thresholds=fig5_thresholds
+)
 predicted_diverged = n < ie.APP_F.lr / 2
-print(f"eta = 100 on (alpha, beta, gamma): diverged for N = {[N for N, d in zip(N_VALUES, literal_diverged) if d]}")
-check_claim("induction_emergence.literal-step-diverges",
-            bool(np.array_equal(literal_diverged, predicted_diverged)), expected=True,
-            why="divergence is predicted for exactly the N < 50 tested; a step that were stable, or unstable, "
-                "for every N would fail");
+print(
+    "eta = 100 on (alpha, beta, gamma): diverged for N ="
+    f" {[N for N, d in zip(N_VALUES, literal_diverged) if d]}"
+)
+check_claim(
+    "induction_emergence.literal-step-diverges",
+    bool(np.array_equal(literal_diverged, predicted_diverged)),
+    expected=True,
+    why=(
+        "divergence is predicted for exactly the N < 50 tested; a step that were stable, or"
+        " unstable, for every N would fail"
+    ),
+)
 
 # %% mystnb={"figure": {"caption": "Paper Fig. 5, recomputed. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step lambda/D = 0.39 (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from Proposition 2 (dashed), and the paper's Definition-1 time T_alpha with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}}
 fig, (left, right) = figure(1, 2)
 for index, key in enumerate(("alpha", "beta", "gamma")):
     left.loglog(n, T5[key], "-", color=f"C{index}", label=rf"$T_\{key}$ flow")
-    left.loglog(gd_n, gd_steps[:, index] * eta, "o", color=f"C{index}", markersize=4,
-                label=rf"$T_\{key}$ GD, $\eta=\lambda/D$")
+    left.loglog(
+        gd_n,
+        gd_steps[:, index] * eta,
+        "o",
+        color=f"C{index}",
+        markersize=4,
+        label=rf"$T_\{key}$ GD, $\eta=\lambda/D$",
+    )
 left.set(xlabel="N (pairs in context)", ylabel="emergence time", title="thresholds 0.1, 0.1, 0.5")
 left.legend(fontsize=7)
 right.semilogy(n, t_icl, "o-", color="C0", label=r"$t_{ICL}$ (App. F thresholds)")
-right.semilogy(n, fig5_asymptotics["T_alpha/N^2"] * n**2, "--", color="C0", label=rf"${fig5_asymptotics['T_alpha/N^2']:.4f}\,N^2$")
+right.semilogy(
+    n,
+    fig5_asymptotics["T_alpha/N^2"] * n**2,
+    "--",
+    color="C0",
+    label=rf"${fig5_asymptotics['T_alpha/N^2']:.4f}\,N^2$",
+)
 right.semilogy(n, T["alpha"], "s-", color="C1", markersize=4, label=r"$T_\alpha$ (Definition 1)")
-right.semilogy(n, asymptotics["T_alpha/N^2"] * n**2, ":", color="C1", label=rf"${asymptotics['T_alpha/N^2']:.3f}\,N^2$")
+right.semilogy(
+    n,
+    asymptotics["T_alpha/N^2"] * n**2,
+    ":",
+    color="C1",
+    label=rf"${asymptotics['T_alpha/N^2']:.3f}\,N^2$",
+)
 right.set(xlabel="N (pairs in context)", ylabel="time until ICL", title="quadratic asymptotes")
-right.legend(fontsize=7);
+right.legend(fontsize=7)
 
 # %% [markdown]
 # ## What we saw

@@ -49,21 +49,29 @@ torch.set_num_threads(1)
 # Symmetrised training: (D, N, base batch, steps); every step uses 2 D^2 x base sequences.
 SYM = by_mode(quick=(8, 4, 4, 30), default=(8, 4, 16, 100), full=(16, 4, 8, 100))
 # Plain SGD at several batch sizes: (D, N, steps, batch sizes).
-MC = by_mode(quick=(8, 4, 40, (256, 1024)), default=(8, 4, 40, (256, 1024, 4096)),
-             full=(16, 4, 100, (1024, 4096, 16384)))
+MC = by_mode(
+    quick=(8, 4, 40, (256, 1024)),
+    default=(8, 4, 40, (256, 1024, 4096)),
+    full=(16, 4, 100, (1024, 4096, 16384)),
+)
 # Fig. 4: (D, N, B, steps); the paper uses D = 32, N = 16, B = 256.
 FIG4 = by_mode(quick=(8, 4, 256, 100), default=(16, 8, 512, 300), full=(32, 16, 1024, 300))
 # App. D (Figs. 15 and 16 at their captions' sizes, B = 256): (D, N, steps).
 APP_D = by_mode(quick=((8, 4, 60),), default=((32, 8, 200),), full=((32, 8, 200), (16, 32, 600)))
 # App. C (Figs. 6-14): D = 16, B = 512, lr 1; (N, the steps at which the paper shows the weights).
-APP_C = by_mode(quick=((4, (50, 100, 200)),), default=((4, (100, 200, 400)), (8, (200, 400, 800))),
-                full=((4, (100, 200, 400)), (8, (200, 400, 800)), (16, (250, 500, 1000))))
+APP_C = by_mode(
+    quick=((4, (50, 100, 200)),),
+    default=((4, (100, 200, 400)), (8, (200, 400, 800))),
+    full=((4, (100, 200, 400)), (8, (200, 400, 800)), (16, (250, 500, 1000))),
+)
 # The standard transformer of Sec. 2: (width D = D_H, batch, AdamW steps); the paper uses (2048, 512, 300),
 # which `full` runs once more after the checked run at width 256.
 STANDARD = by_mode(quick=(64, 256, 800), default=(256, 512, 300), full=(256, 512, 300))
 PAPER_WIDTH = by_mode(quick=None, default=None, full=(2048, 512, 300))
-print(f"mode = {mode()}; symmetrised {SYM}, Monte-Carlo {MC}, Fig. 4 {FIG4}, App. D {APP_D}, App. C {APP_C}, "
-      f"standard transformer {STANDARD}, at the paper's width {PAPER_WIDTH}")
+print(
+    f"mode = {mode()}; symmetrised {SYM}, Monte-Carlo {MC}, Fig. 4 {FIG4}, App. D {APP_D}, App. C"
+    f" {APP_C}, standard transformer {STANDARD}, at the paper's width {PAPER_WIDTH}"
+)
 
 # %% [markdown]
 # ## 1. The model and its parameter count
@@ -92,26 +100,44 @@ print(f"mode = {mode()}; symmetrised {SYM}, Monte-Carlo {MC}, Fig. 4 {FIG4}, App
 # %%
 N, D = 3, 4
 X, y = ic.sample_icl_batch(D, N, 2, generator=torch_generator(0))
-W_random = tuple(0.3 * torch.randn(*shape, dtype=torch.float64, generator=torch_generator(1))
-                 for shape in ((2 * D, 2 * D), (4 * D, 4 * D), (8 * D, D)))
+W_random = tuple(
+    0.3 * torch.randn(*shape, dtype=torch.float64, generator=torch_generator(1))
+    for shape in ((2 * D, 2 * D), (4 * D, 4 * D), (8 * D, D))
+)
 model = ic.DisentangledTransformer(D, weights=W_random)
 states = ic.disentangled_states(X, *W_random)
 shapes = {name: tuple(states[name].shape[1:]) for name in ("U", "V", "z")}
 n_parameters = sum(W.numel() for W in model.parameters())
-print(f"N = {N}, D = {D}: X {tuple(X.shape[1:])}, H_1 {shapes['U']}, H_2 {shapes['V']}, z {shapes['z']}; "
-      f"parameters {n_parameters} = 28 D^2 = {28 * D * D}")
+print(
+    f"N = {N}, D = {D}: X {tuple(X.shape[1:])}, H_1 {shapes['U']}, H_2 {shapes['V']}, z"
+    f" {shapes['z']}; parameters {n_parameters} = 28 D^2 = {28 * D * D}"
+)
 print("attention of layer 1 (sequence 0), rows = queries:")
 print(np.array2string(states["T"][0].numpy(), precision=2, suppress_small=True))
-mask_ok = all(bool(torch.all(A[:, 0] == 0) and torch.all(A.triu() == 0)) for A in (states["T"], states["Q"]))
+mask_ok = all(
+    bool(torch.all(A[:, 0] == 0) and torch.all(A.triu() == 0)) for A in (states["T"], states["Q"])
+)
 # U read as X instead of H_1 would give H_2 the width 2D + 4D = 6D, not the 8D stated after Eq. 1.
 width_if_U_were_X = X.shape[-1] + shapes["U"][1]
-check_claim("induction_subspace.model-shapes",
-            shapes == {"U": (2 * N + 1, 4 * D), "V": (2 * N + 1, 8 * D), "z": (D,)} and mask_ok
-            and width_if_U_were_X != 8 * D and torch.equal(model(X), states["z"]), expected=True,
-            why="shapes are exact; with H_1 in place of U the stated dimensions hold, with X they do not")
-check_claim("induction_subspace.parameter-count", n_parameters, expected=28 * D * D, atol=0,
-            why="a count of matrices of the shapes stated after Eq. 1: 4D^2 + 16D^2 + 8D^2; it tests the "
-                "paper's sum");
+check_claim(
+    "induction_subspace.model-shapes",
+    shapes == {"U": (2 * N + 1, 4 * D), "V": (2 * N + 1, 8 * D), "z": (D,)}
+    and mask_ok
+    and width_if_U_were_X != 8 * D
+    and torch.equal(model(X), states["z"]),
+    expected=True,
+    why="shapes are exact; with H_1 in place of U the stated dimensions hold, with X they do not",
+)
+check_claim(
+    "induction_subspace.parameter-count",
+    n_parameters,
+    expected=28 * D * D,
+    atol=0,
+    why=(
+        "a count of matrices of the shapes stated after Eq. 1: 4D^2 + 16D^2 + 8D^2; it tests the "
+        "paper's sum"
+    ),
+)
 
 # %% [markdown]
 # ## 2. Nineteen basis directions
@@ -138,18 +164,33 @@ check_claim("induction_subspace.parameter-count", n_parameters, expected=28 * D 
 gram_errors, trip_errors, idem_errors = [], [], []
 for D in (2, 4, 8, 16):
     basis = isp.subspace_basis(D)
-    gram_errors.append(float((basis @ basis.T - D * torch.eye(19, dtype=torch.float64)).abs().max()))
+    gram_errors.append(
+        float((basis @ basis.T - D * torch.eye(19, dtype=torch.float64)).abs().max())
+    )
     c = torch.randn(19, dtype=torch.float64, generator=torch_generator(D))
-    trip_errors.append(float((isp.pseudo_parameter_vector(*ic.structured_weights(c, D)) - c).abs().max()))
-    W = tuple(torch.randn(*w.shape, dtype=torch.float64, generator=torch_generator(D + 1))
-              for w in ic.structured_weights(c, D))
+    trip_errors.append(
+        float((isp.pseudo_parameter_vector(*ic.structured_weights(c, D)) - c).abs().max())
+    )
+    W = tuple(
+        torch.randn(*w.shape, dtype=torch.float64, generator=torch_generator(D + 1))
+        for w in ic.structured_weights(c, D)
+    )
     once = isp.project_structured(*W)
-    idem_errors.append(max(float((a - b).abs().max()) for a, b in zip(once, isp.project_structured(*once))))
+    idem_errors.append(
+        max(float((a - b).abs().max()) for a, b in zip(once, isp.project_structured(*once)))
+    )
 rank = int(torch.linalg.matrix_rank(isp.subspace_basis(8)))
-print(f"max |Gram - D I| = {max(gram_errors):.1e}, round trip {max(trip_errors):.1e}, "
-      f"Pi(Pi W) - Pi W {max(idem_errors):.1e}; rank of the basis = {rank}")
-check_claim("induction_subspace.basis", max(gram_errors) + max(trip_errors) + max(idem_errors), expected=0.0,
-            atol=1e-13, why="the Gram matrix holds exact integers; the round trip and idempotence are float64 rounding");
+print(
+    f"max |Gram - D I| = {max(gram_errors):.1e}, round trip {max(trip_errors):.1e}, "
+    f"Pi(Pi W) - Pi W {max(idem_errors):.1e}; rank of the basis = {rank}"
+)
+check_claim(
+    "induction_subspace.basis",
+    max(gram_errors) + max(trip_errors) + max(idem_errors),
+    expected=0.0,
+    atol=1e-13,
+    why="the Gram matrix holds exact integers; the round trip and idempotence are float64 rounding",
+)
 
 # %% [markdown]
 # ## 3. The inductive step: how a data rotation moves the gradient
@@ -171,9 +212,10 @@ check_claim("induction_subspace.basis", max(gram_errors) + max(trip_errors) + ma
 # that the induction hypothesis of App. A.6 (the weights are structured *now*) is really used, at random
 # unstructured weights.
 
+
 # %%
 def equivariance_error(W, strict, seed):
-    """Largest relative error of g(W; h.x) = rho(h)^{-1} g(W; x) over the three matrices, one sample."""
+    """Largest relative error of g(W; h.x) = rho(h)^{-1} g(W; x) over the 3 matrices, 1 sample."""
     generator = torch_generator(seed)
     X, y = ic.sample_icl_batch(8, 4, 1, generator=generator)
     E, F = isp.random_rotation(8, generator=generator)
@@ -184,17 +226,32 @@ def equivariance_error(W, strict, seed):
 
 coefficients = 0.3 * torch.randn(19, dtype=torch.float64, generator=torch_generator(2))
 W_structured = ic.structured_weights(coefficients, 8)
-W_unstructured = tuple(0.3 / np.sqrt(8) * torch.randn(*w.shape, dtype=torch.float64, generator=torch_generator(3))
-                       for w in W_structured)
-errors = {(kind, strict): [equivariance_error(W, strict, seed) for seed in range(10)]
-          for kind, W in (("structured", W_structured), ("random", W_unstructured)) for strict in (True, False)}
+W_unstructured = tuple(
+    0.3 / np.sqrt(8) * torch.randn(*w.shape, dtype=torch.float64, generator=torch_generator(3))
+    for w in W_structured
+)
+errors = {
+    (kind, strict): [equivariance_error(W, strict, seed) for seed in range(10)]
+    for kind, W in (("structured", W_structured), ("random", W_unstructured))
+    for strict in (True, False)
+}
 for (kind, strict), values in errors.items():
-    print(f"{kind:10s} W, {'strict' if strict else 'ordinary'} mask: relative error in "
-          f"[{min(values):.1e}, {max(values):.1e}]")
-check_claim("induction_subspace.equivariance", max(errors["structured", True] + errors["structured", False]),
-            upper=1e-13, why="an exact identity; float64 rounding through two softmax layers is ~1e-15")
-check_claim("induction_subspace.needs-structure", min(errors["random", True] + errors["random", False]),
-            lower=0.1, why="an O(1) failure, far above rounding (1e-15); 0.1 leaves a factor 10 below what we see");
+    print(
+        f"{kind:10s} W, {'strict' if strict else 'ordinary'} mask: relative error in "
+        f"[{min(values):.1e}, {max(values):.1e}]"
+    )
+check_claim(
+    "induction_subspace.equivariance",
+    max(errors["structured", True] + errors["structured", False]),
+    upper=1e-13,
+    why="an exact identity; float64 rounding through two softmax layers is ~1e-15",
+)
+check_claim(
+    "induction_subspace.needs-structure",
+    min(errors["random", True] + errors["random", False]),
+    lower=0.1,
+    why="an O(1) failure, far above rounding (1e-15); 0.1 leaves a factor 10 below what we see",
+)
 
 # %% [markdown]
 # The identity holds to rounding error at structured weights and fails by order one at random ones, for either
@@ -211,25 +268,51 @@ check_claim("induction_subspace.needs-structure", min(errors["random", True] + e
 # corrected chain rule against autograd, block by block, with $S = X W^{(1)} X^\top$ kept from the forward pass.
 
 # %%
-W2_eq7 = W_structured[1].reshape(4, 8, 4, 8)                    # [block-row, row, block-column, column]
-spread = max(float((W2_eq7[r] - W2_eq7[0]).norm()) for r in range(1, 4)) / float(W_structured[1].norm())
+W2_eq7 = W_structured[1].reshape(4, 8, 4, 8)  # [block-row, row, block-column, column]
+spread = max(float((W2_eq7[r] - W2_eq7[0]).norm()) for r in range(1, 4)) / float(
+    W_structured[1].norm()
+)
 X_chain, y_chain = ic.sample_icl_batch(8, 4, 3, generator=torch_generator(30))
 W_chain = tuple(w.clone().requires_grad_(True) for w in W_unstructured)
 chain_states = ic.disentangled_states(X_chain, *W_chain)
 chain_states["S"].retain_grad()
 ((y_chain - chain_states["z"]) ** 2).sum(-1).mean().backward()
 dS = chain_states["S"].grad
-blocks = (X_chain[..., :8], X_chain[..., 8:])                   # X = [X_1 | X_2]
-chain_error = max(float((torch.einsum("bki,bkl,blj->ij", blocks[i], dS, blocks[j])
-                         - W_chain[0].grad[8 * i:8 * i + 8, 8 * j:8 * j + 8]).abs().max()
-                        / W_chain[0].grad.abs().max()) for i in range(2) for j in range(2))
-print(f"Eq. 7: block-rows 2-4 of W2 differ from block-row 1 by {spread:.2f} of ||W2|| (the A.4 layout needs 0); "
-      f"W3 is {tuple(W_structured[2].shape)}, a row of its blocks would be (8, 64)")
-print(f"A.7.3 corrected, X_i^T (dL/dS) X_j against autograd: largest relative error {chain_error:.1e}")
-check_claim("induction_subspace.a4-block-notation", spread, lower=0.1,
-            why="the printed A.4 layout repeats block-row 1, a spread of exactly 0; Eq. 7's is of order one")
-check_claim("induction_subspace.a73-chain-rule", chain_error, upper=1e-12,
-            why="an exact identity; float64 rounding of the sums over 2N+1 rows");
+blocks = (X_chain[..., :8], X_chain[..., 8:])  # X = [X_1 | X_2]
+chain_error = max(
+    float(
+        (
+            torch.einsum("bki,bkl,blj->ij", blocks[i], dS, blocks[j])
+            - W_chain[0].grad[8 * i : 8 * i + 8, 8 * j : 8 * j + 8]
+        )
+        .abs()
+        .max()
+        / W_chain[0].grad.abs().max()
+    )
+    for i in range(2)
+    for j in range(2)
+)
+print(
+    f"Eq. 7: block-rows 2-4 of W2 differ from block-row 1 by {spread:.2f} of ||W2|| (the A.4 layout"
+    f" needs 0); W3 is {tuple(W_structured[2].shape)}, a row of its blocks would be (8, 64)"
+)
+print(
+    f"A.7.3 corrected, X_i^T (dL/dS) X_j against autograd: largest relative error {chain_error:.1e}"
+)
+check_claim(
+    "induction_subspace.a4-block-notation",
+    spread,
+    lower=0.1,
+    why=(
+        "the printed A.4 layout repeats block-row 1, a spread of exactly 0; Eq. 7's is of order one"
+    ),
+)
+check_claim(
+    "induction_subspace.a73-chain-rule",
+    chain_error,
+    upper=1e-12,
+    why="an exact identity; float64 rounding of the sums over 2N+1 rows",
+)
 
 # %% [markdown]
 # ## 4. Propositions 1-4 of App. A
@@ -251,47 +334,101 @@ E_haar, F_haar = isp.random_rotation(D_prop, generator=torch_generator(11), coun
 A = torch.randn(D_prop, D_prop, dtype=torch.float64, generator=torch_generator(12))
 M_prop, I_prop = ic.rotation_M(D_prop), torch.eye(D_prop, dtype=torch.float64)
 targets = {
-    "Prop. 1: E A E^T -> (tr A / D) I": (E_haar @ A @ E_haar.transpose(-1, -2), torch.trace(A) / D_prop * I_prop),
-    "Prop. 2: F A F^T -> a I + b M": (F_haar @ A @ F_haar.transpose(-1, -2),
-                                      (torch.trace(A) * I_prop + torch.trace(A @ M_prop) * M_prop) / D_prop),
-    "Prop. 3: E A F^T -> 0": (E_haar @ A @ F_haar.transpose(-1, -2), torch.zeros(D_prop, D_prop, dtype=torch.float64)),
+    "Prop. 1: E A E^T -> (tr A / D) I": (
+        E_haar @ A @ E_haar.transpose(-1, -2),
+        torch.trace(A) / D_prop * I_prop,
+    ),
+    "Prop. 2: F A F^T -> a I + b M": (
+        F_haar @ A @ F_haar.transpose(-1, -2),
+        (torch.trace(A) * I_prop + torch.trace(A @ M_prop) * M_prop) / D_prop,
+    ),
+    "Prop. 3: E A F^T -> 0": (
+        E_haar @ A @ F_haar.transpose(-1, -2),
+        torch.zeros(D_prop, D_prop, dtype=torch.float64),
+    ),
 }
 z_scores = {}
 for name, (samples, target) in targets.items():
     standard_error = samples.std(0) / np.sqrt(n_haar)
     z_scores[name] = float(((samples.mean(0) - target).abs() / standard_error).max())
-    print(f"{name:36s} largest error {float((samples.mean(0) - target).abs().max()):.4f} "
-          f"= {z_scores[name]:.2f} standard errors ({n_haar} Haar samples)")
+    print(
+        f"{name:36s} largest error {float((samples.mean(0) - target).abs().max()):.4f} "
+        f"= {z_scores[name]:.2f} standard errors ({n_haar} Haar samples)"
+    )
 prop4_error = float((F_haar @ M_prop @ F_haar.transpose(-1, -2) - M_prop).abs().max())
 E_orbit, F_orbit = isp.orbit_rotations(D_prop)
-orbit_error = max(float(((E_orbit.transpose(-1, -2) @ A @ E_orbit).mean(0) - torch.trace(A) / D_prop * I_prop).abs().max()),
-                  float((E_orbit.transpose(-1, -2) @ A @ F_orbit).mean(0).abs().max()))
-print(f"Prop. 4: max |F M F^T - M| over all samples {prop4_error:.1e}; "
-      f"the {E_orbit.shape[0]} rotations of section 5 give Props. 1 and 3 exactly (error {orbit_error:.1e})")
+orbit_error = max(
+    float(
+        ((E_orbit.transpose(-1, -2) @ A @ E_orbit).mean(0) - torch.trace(A) / D_prop * I_prop)
+        .abs()
+        .max()
+    ),
+    float((E_orbit.transpose(-1, -2) @ A @ F_orbit).mean(0).abs().max()),
+)
+print(
+    f"Prop. 4: max |F M F^T - M| over all samples {prop4_error:.1e}; the {E_orbit.shape[0]}"
+    f" rotations of section 5 give Props. 1 and 3 exactly (error {orbit_error:.1e})"
+)
 exact = isp.sympy_propositions()
-print("SymPy, Prop. 1 over O(2) minus (tr A/2) I:", exact["prop1"].tolist(),
-      "| over SO(2) only:", exact["prop1_rotations_only"].tolist())
-print("SymPy, Prop. 2 (k = 1):", exact["prop2"].tolist(), "| Prop. 4, F M F^T - M for both forms of F:",
-      [m.tolist() for m in exact["prop4"]])
-check_claim("induction_subspace.propositions-haar", max(z_scores.values()), upper=5.0,
-            why="Monte Carlo: the largest of 3 x 64 entry errors, each in its own standard errors; for independent "
-                "Gaussian errors it exceeds 5 with probability below 1e-4; a target off by 8 standard errors in "
-                "one entry would pass with probability below 1%")
-check_claim("induction_subspace.proposition4", max(prop4_error, orbit_error), upper=1e-13,
-            why="an exact identity (and an exact finite average); what remains is float64 rounding")
+print(
+    "SymPy, Prop. 1 over O(2) minus (tr A/2) I:",
+    exact["prop1"].tolist(),
+    "| over SO(2) only:",
+    exact["prop1_rotations_only"].tolist(),
+)
+print(
+    "SymPy, Prop. 2 (k = 1):",
+    exact["prop2"].tolist(),
+    "| Prop. 4, F M F^T - M for both forms of F:",
+    [m.tolist() for m in exact["prop4"]],
+)
+check_claim(
+    "induction_subspace.propositions-haar",
+    max(z_scores.values()),
+    upper=5.0,
+    why=(
+        "Monte Carlo: the largest of 3 x 64 entry errors, each in its own standard errors; for"
+        " independent Gaussian errors it exceeds 5 with probability below 1e-4; a target off by 8"
+        " standard errors in one entry would pass with probability below 1%"
+    ),
+)
+check_claim(
+    "induction_subspace.proposition4",
+    max(prop4_error, orbit_error),
+    upper=1e-13,
+    why="an exact identity (and an exact finite average); what remains is float64 rounding",
+)
 # Remark 1: block-orthogonal invariance is weaker, so the F-average keeps (tr(AM)/D) M, which Prop. 1 removes.
 F_samples, _ = targets["Prop. 2: F A F^T -> a I + b M"]
-remark_z = float(((F_samples.mean(0) - torch.trace(A) / D_prop * I_prop).abs()
-                  / (F_samples.std(0) / np.sqrt(n_haar))).max())
-print(f"Remark 1: tr(AM)/D = {float(torch.trace(A @ M_prop)) / D_prop:.3f}; the F-average differs from Prop. 1's "
-      f"(tr A/D) I by {remark_z:.0f} standard errors")
-check_claim("induction_subspace.remark1", remark_z, lower=5.0,
-            why="were the F-average Prop. 1's (tr A / D) I, the largest of 64 entry z-scores would exceed 5 with "
-                "probability below 1e-4: a false pass that rare")
-symbolic_zero = all(entry == 0 for m in (exact["prop1"], exact["prop2"], *exact["prop4"]) for entry in m)
+remark_z = float(
+    (
+        (F_samples.mean(0) - torch.trace(A) / D_prop * I_prop).abs()
+        / (F_samples.std(0) / np.sqrt(n_haar))
+    ).max()
+)
+print(
+    f"Remark 1: tr(AM)/D = {float(torch.trace(A @ M_prop)) / D_prop:.3f}; the F-average differs"
+    f" from Prop. 1's (tr A/D) I by {remark_z:.0f} standard errors"
+)
+check_claim(
+    "induction_subspace.remark1",
+    remark_z,
+    lower=5.0,
+    why=(
+        "were the F-average Prop. 1's (tr A / D) I, the largest of 64 entry z-scores would exceed 5"
+        " with probability below 1e-4: a false pass that rare"
+    ),
+)
+symbolic_zero = all(
+    entry == 0 for m in (exact["prop1"], exact["prop2"], *exact["prop4"]) for entry in m
+)
 rotations_fail = any(entry != 0 for entry in exact["prop1_rotations_only"])
-check_claim("induction_subspace.propositions-sympy", symbolic_zero and rotations_fail,
-            expected=True, why="exact algebra: every difference simplifies to the zero matrix");
+check_claim(
+    "induction_subspace.propositions-sympy",
+    symbolic_zero and rotations_fail,
+    expected=True,
+    why="exact algebra: every difference simplifies to the zero matrix",
+)
 
 # %% [markdown]
 # All three averages land within a few standard errors of the propositions' values, $FMF^\top = M$ holds for
@@ -323,15 +460,26 @@ _, g_plain = isp.loss_and_grads(X, y, *W_at)
 _, g_sym = isp.loss_and_grads(*isp.symmetrise(X, y), *W_at)
 residual_sym = max(isp.subspace_residual(*g_sym))
 gap = max(float((a - b).norm() / b.norm()) for a, b in zip(g_sym, isp.project_structured(*g_plain)))
-W_off = tuple(w + 0.05 * torch.randn(*w.shape, dtype=torch.float64, generator=generator) for w in W_at)
+W_off = tuple(
+    w + 0.05 * torch.randn(*w.shape, dtype=torch.float64, generator=generator) for w in W_at
+)
 _, g_off = isp.loss_and_grads(*isp.symmetrise(X, y), *W_off)
 print(f"{E_set.shape[0]} rotations for D = {D_orbit}; 16 base sequences")
 print(f"residual of the plain gradient: {np.round(isp.subspace_residual(*g_plain), 3)}")
-print(f"residual of the symmetrised gradient: {residual_sym:.1e}; ||g_sym - Pi(g_plain)|| / ||Pi|| = {gap:.1e}")
-print(f"at perturbed (unstructured) weights the symmetrised gradient has residual "
-      f"{np.round(isp.subspace_residual(*g_off), 3)}")
-check_claim("induction_subspace.expected-gradient-structured", max(residual_sym, gap), upper=1e-13,
-            why="the finite average equals the Haar projection exactly; what remains is float64 rounding");
+print(
+    f"residual of the symmetrised gradient: {residual_sym:.1e}; ||g_sym - Pi(g_plain)|| / ||Pi|| ="
+    f" {gap:.1e}"
+)
+print(
+    "at perturbed (unstructured) weights the symmetrised gradient has residual "
+    f"{np.round(isp.subspace_residual(*g_off), 3)}"
+)
+check_claim(
+    "induction_subspace.expected-gradient-structured",
+    max(residual_sym, gap),
+    upper=1e-13,
+    why="the finite average equals the Haar projection exactly; what remains is float64 rounding",
+)
 
 # %% [markdown]
 # Sixteen sequences, symmetrised, already have a perfectly structured gradient, while their plain gradient is
@@ -351,31 +499,56 @@ check_claim("induction_subspace.expected-gradient-structured", max(residual_sym,
 
 # %%
 D_sym, N_sym, base, steps_sym = SYM
-symmetrised = isp.train_sgd(N_sym, D_sym, steps=steps_sym, batch=base, lr=1.0, generator=torch_generator(5),
-                           training="symmetrised")
-plain = isp.train_sgd(N_sym, D_sym, steps=steps_sym, batch=base * 2 * D_sym**2, lr=1.0,
-                     generator=torch_generator(5))
+symmetrised = isp.train_sgd(
+    N_sym,
+    D_sym,
+    steps=steps_sym,
+    batch=base,
+    lr=1.0,
+    generator=torch_generator(5),
+    training="symmetrised",
+)
+plain = isp.train_sgd(
+    N_sym, D_sym, steps=steps_sym, batch=base * 2 * D_sym**2, lr=1.0, generator=torch_generator(5)
+)
 max_sym = float(symmetrised["residual"].max())
 print(f"D = {D_sym}, N = {N_sym}, {steps_sym} steps of {base} x {2 * D_sym**2} sequences")
-print(f"symmetrised: max residual over training {max_sym:.1e}; loss {symmetrised['loss'][0]:.2f} -> "
-      f"{symmetrised['loss'][-1]:.2f}")
-print(f"plain: residual at the end {np.round(plain['residual'][-1], 3)}; loss {plain['loss'][-1]:.2f}")
+print(
+    f"symmetrised: max residual over training {max_sym:.1e}; loss {symmetrised['loss'][0]:.2f} -> "
+    f"{symmetrised['loss'][-1]:.2f}"
+)
+print(
+    f"plain: residual at the end {np.round(plain['residual'][-1], 3)}; loss {plain['loss'][-1]:.2f}"
+)
 row2 = max(run["grad_row2"].max() for run in (symmetrised, plain))
 print(f"largest |dL/dW2| in the query-position block-row, over every step of both runs: {row2}")
-check_claim("induction_subspace.theorem1", max_sym, upper=1e-13,
-            why="exact in exact arithmetic; the residual is rounding relative to the weights' norm");
+check_claim(
+    "induction_subspace.theorem1",
+    max_sym,
+    upper=1e-13,
+    why="exact in exact arithmetic; the residual is rounding relative to the weights' norm",
+)
 
 # %% mystnb={"figure": {"caption": "Distance from the 19-dimensional subspace during training from zero. With symmetrised batches (solid) the residual of every weight matrix stays at float64 rounding; with plain batches of the same size (dashed) Monte-Carlo noise pushes the weights off the subspace (values below 1e-17, i.e. exact zeros of a still-zero matrix, are drawn at 1e-17).", "name": "fig-induction_subspace-residuals"}}
 fig, ax = figure()
 steps_axis = np.arange(steps_sym + 1)
 for k, name in enumerate(("W1", "W2", "W3")):
-    ax.semilogy(steps_axis[1:], np.maximum(symmetrised["residual"][1:, k], 1e-17), color=PALETTE[k],
-                label=f"{name}, symmetrised")
-    ax.semilogy(steps_axis[1:], np.maximum(plain["residual"][1:, k], 1e-17), color=PALETTE[k], ls="--",
-                label=f"{name}, plain")
+    ax.semilogy(
+        steps_axis[1:],
+        np.maximum(symmetrised["residual"][1:, k], 1e-17),
+        color=PALETTE[k],
+        label=f"{name}, symmetrised",
+    )
+    ax.semilogy(
+        steps_axis[1:],
+        np.maximum(plain["residual"][1:, k], 1e-17),
+        color=PALETTE[k],
+        ls="--",
+        label=f"{name}, plain",
+    )
 ax.set_xlabel("SGD step")
 ax.set_ylabel("residual ||W - Pi(W)|| / ||W||")
-ax.legend(ncol=2, fontsize=8);
+ax.legend(ncol=2, fontsize=8)
 
 # %% [markdown]
 # The symmetrised run keeps all three matrices in the subspace to rounding error; the plain run leaves it.
@@ -387,8 +560,16 @@ ax.legend(ncol=2, fontsize=8);
 largest = np.maximum(np.abs(symmetrised["coords"]).max(0), np.abs(plain["coords"]).max(0))
 moving = [name for name, value in zip(ic.PSEUDO_PARAMETERS, largest) if value > 0]
 print(f"{len(moving)} pseudo-parameters ever differ from 0: {', '.join(moving)}")
-check_claim("induction_subspace.fifteen-move", row2, expected=0.0, atol=0,
-            why="a structural zero: the gradient is a product with the query's positional embedding, exactly 0");
+check_claim(
+    "induction_subspace.fifteen-move",
+    row2,
+    expected=0.0,
+    atol=0,
+    why=(
+        "a structural zero: the gradient is a product with the query's positional embedding,"
+        " exactly 0"
+    ),
+)
 
 # %% [markdown]
 # ## 7. Finite batches: the residual falls as $B^{-1/2}$
@@ -408,36 +589,58 @@ check_claim("induction_subspace.fifteen-move", row2, expected=0.0, atol=0,
 # %%
 literal = isp.train_sgd(4, 16, steps=30, batch=512, lr=16.0, generator=torch_generator(6))
 per_coordinate = isp.train_sgd(4, 16, steps=30, batch=512, lr=1.0, generator=torch_generator(6))
-print(f"D = 16, N = 4, B = 512: loss after 0/10/20/30 steps, step 1 on ||y - z||^2: "
-      f"{np.array2string(literal['loss'][::10], precision=3)}")
-print(f"                         step 1 on ||y - z||^2 / D: {np.array2string(per_coordinate['loss'][::10], precision=3)}")
-check_claim("induction_subspace.lr-one", literal["loss"][-1] / literal["loss"][0], lower=1e6,
-            why="divergence: a growth by 10^6 in 30 steps cannot be a noisy plateau (the L/D run falls)");
+print(
+    "D = 16, N = 4, B = 512: loss after 0/10/20/30 steps, step 1 on ||y - z||^2: "
+    f"{np.array2string(literal['loss'][::10], precision=3)}"
+)
+print(
+    "                         step 1 on ||y - z||^2 / D:"
+    f" {np.array2string(per_coordinate['loss'][::10], precision=3)}"
+)
+check_claim(
+    "induction_subspace.lr-one",
+    literal["loss"][-1] / literal["loss"][0],
+    lower=1e6,
+    why="divergence: a growth by 10^6 in 30 steps cannot be a noisy plateau (the L/D run falls)",
+)
 
 # %%
 D_mc, N_mc, steps_mc, batches = MC
-runs = {B: isp.train_sgd(N_mc, D_mc, steps=steps_mc, batch=B, lr=1.0, generator=torch_generator(B)) for B in batches}
+runs = {
+    B: isp.train_sgd(N_mc, D_mc, steps=steps_mc, batch=B, lr=1.0, generator=torch_generator(B))
+    for B in batches
+}
 residuals = np.array([runs[B]["residual"][-1] for B in batches])
 slopes = [log_log_slope(batches, residuals[:, k]) for k in range(3)]
 for B, r in zip(batches, residuals):
     coords = runs[B]["coords"][-1][list(ic.INDUCTION_INDICES)]
-    print(f"B = {B:5d}: residual (W1, W2, W3) = {np.round(r, 4)}, loss {runs[B]['loss'][-1]:.2f}, "
-          f"(alpha_3, beta_2, gamma_3) = {np.round(coords, 2)}")
+    print(
+        f"B = {B:5d}: residual (W1, W2, W3) = {np.round(r, 4)}, loss {runs[B]['loss'][-1]:.2f}, "
+        f"(alpha_3, beta_2, gamma_3) = {np.round(coords, 2)}"
+    )
 print(f"log-log slopes of the residual against B: {np.round(slopes, 3)}")
-check_claim("induction_subspace.sgd-residual-rate", max(abs(slope + 0.5) for slope in slopes), upper=0.15,
-            why="largest deviation of the three slopes from -1/2 (pure noise); 0.15 allows for the trajectory, "
-                "hence the norm of W, changing with B; a residual not falling with B (slope 0) or falling like "
-                "1/B (slope -1) would miss by 0.5");
+check_claim(
+    "induction_subspace.sgd-residual-rate",
+    max(abs(slope + 0.5) for slope in slopes),
+    upper=0.15,
+    why=(
+        "largest deviation of the three slopes from -1/2 (pure noise); 0.15 allows for the"
+        " trajectory, hence the norm of W, changing with B; a residual not falling with B (slope 0)"
+        " or falling like 1/B (slope -1) would miss by 0.5"
+    ),
+)
 
 # %% mystnb={"figure": {"caption": "Residual after a fixed number of plain SGD steps against the batch size, per weight matrix, with a B^(-1/2) guide through the first point of W1. The three slopes are close to -1/2: finite batches leave the subspace only through Monte-Carlo noise.", "name": "fig-induction_subspace-batch"}}
 fig, ax = figure()
 for k, name in enumerate(("W1", "W2", "W3")):
-    ax.loglog(batches, residuals[:, k], "o-", color=PALETTE[k], label=f"{name} (slope {slopes[k]:.2f})")
+    ax.loglog(
+        batches, residuals[:, k], "o-", color=PALETTE[k], label=f"{name} (slope {slopes[k]:.2f})"
+    )
 guide = residuals[0, 0] * (np.asarray(batches) / batches[0]) ** -0.5
 ax.loglog(batches, guide, ":", color="black", label="B^(-1/2)")
 ax.set_xlabel("batch size B")
 ax.set_ylabel(f"residual after {steps_mc} steps")
-ax.legend();
+ax.legend()
 
 # %% [markdown]
 # The residual falls as $B^{-1/2}$ for each matrix, $W^{(1)}$ being the noisiest (its gradient signal is the
@@ -455,28 +658,59 @@ ax.legend();
 # %%
 D4, N4, B4, steps4 = FIG4
 full = isp.train_sgd(N4, D4, steps=steps4, batch=B4, lr=1.0, generator=torch_generator(7))
-three = isp.train_sgd(N4, D4, steps=steps4, batch=B4, lr=1.0, generator=torch_generator(7), training="three")
-exits = {name: int(np.argmax(run["loss"] <= D4 / 2)) for name, run in (("full", full), ("three", three))}
+three = isp.train_sgd(
+    N4, D4, steps=steps4, batch=B4, lr=1.0, generator=torch_generator(7), training="three"
+)
+exits = {
+    name: int(np.argmax(run["loss"] <= D4 / 2)) for name, run in (("full", full), ("three", three))
+}
 final = np.abs(full["coords"][-1])
 top3 = set(np.argsort(final)[-3:].tolist())
 runner_up = max(final[k] for k in range(19) if k not in ic.INDUCTION_INDICES)
-print(f"D = {D4}, N = {N4}, B = {B4}: plateau exit at step {exits['full']} (full) and {exits['three']} (three)")
-print(f"final losses: full {full['loss'][-20:].mean():.2f}, three {three['loss'][-20:].mean():.2f} "
-      f"(mean of the last 20 batches)")
-print("largest final |pseudo-parameters| (full): " + ", ".join(
-    f"{ic.PSEUDO_PARAMETERS[k]} {full['coords'][-1][k]:.2f}" for k in np.argsort(final)[::-1][:5])
-      + f"; the smallest of the three is {min(final[list(ic.INDUCTION_INDICES)]) / runner_up:.1f} x the runner-up")
-check_claim("induction_subspace.hypothesis1-dominant", top3 == set(ic.INDUCTION_INDICES), expected=True,
-            why="an ordering of the final |c_k|: a random ordering of the 15 that move would pass with "
-                "probability 1/455")
-check_claim("induction_subspace.hypothesis2", exits["three"] / exits["full"], lower=0.75, upper=1.0,
-            why="'unaffected, even slightly accelerated': the three-parameter exit no later and at most 25% earlier, "
-                "on the same data stream; an exit later than the full model's, or a third sooner, fails");
+print(
+    f"D = {D4}, N = {N4}, B = {B4}: plateau exit at step {exits['full']} (full) and"
+    f" {exits['three']} (three)"
+)
+print(
+    f"final losses: full {full['loss'][-20:].mean():.2f}, three {three['loss'][-20:].mean():.2f} "
+    "(mean of the last 20 batches)"
+)
+print(
+    "largest final |pseudo-parameters| (full): "
+    + ", ".join(
+        f"{ic.PSEUDO_PARAMETERS[k]} {full['coords'][-1][k]:.2f}"
+        for k in np.argsort(final)[::-1][:5]
+    )
+    + f"; the smallest of the three is {min(final[list(ic.INDUCTION_INDICES)]) / runner_up:.1f} x"
+    " the runner-up"
+)
+check_claim(
+    "induction_subspace.hypothesis1-dominant",
+    top3 == set(ic.INDUCTION_INDICES),
+    expected=True,
+    why=(
+        "an ordering of the final |c_k|: a random ordering of the 15 that move would pass with "
+        "probability 1/455"
+    ),
+)
+check_claim(
+    "induction_subspace.hypothesis2",
+    exits["three"] / exits["full"],
+    lower=0.75,
+    upper=1.0,
+    why=(
+        "'unaffected, even slightly accelerated': the three-parameter exit no later and at most 25%"
+        " earlier, on the same data stream; an exit later than the full model's, or a third sooner,"
+        " fails"
+    ),
+)
 
 # %% mystnb={"figure": {"caption": "Paper Fig. 4, recomputed. Top: the 19 pseudo-parameters (left) and the batch loss (right) during standard SGD from zero; alpha_3, beta_2 and gamma_3 (thick) grow while the loss leaves its plateau, the other 16 stay small and beta_3 to beta_6 stay exactly 0. Bottom: only alpha_3, beta_2, gamma_3 trained, on the same data stream; the plateau and its exit are nearly the same.", "name": "fig-induction_subspace-fig4"}}
 fig, axes = figure(2, 2, height=6.4)
+
+
 def plot_pseudo_parameters(ax, coords, title):
-    """The 19 pseudo-parameters over training; the induction head thick and coloured, the other 16 thin grey."""
+    """The 19 pseudo-parameters over training: the induction head thick, the 16 others grey."""
     for k, name in enumerate(ic.PSEUDO_PARAMETERS):
         if k in ic.INDUCTION_INDICES:
             ax.plot(coords[:, k], lw=2.2, color=PALETTE[ic.INDUCTION_INDICES.index(k)], label=name)
@@ -486,7 +720,9 @@ def plot_pseudo_parameters(ax, coords, title):
     ax.legend(fontsize=8)
 
 
-for row, (run, title) in enumerate(((full, "standard training"), (three, "only alpha_3, beta_2, gamma_3"))):
+for row, (run, title) in enumerate(
+    ((full, "standard training"), (three, "only alpha_3, beta_2, gamma_3"))
+):
     plot_pseudo_parameters(axes[row, 0], run["coords"], title)
     ax = axes[row, 1]
     ax.plot(run["loss"], color=PALETTE[3], label="batch loss ||y - z||^2")
@@ -498,8 +734,11 @@ for row, (run, title) in enumerate(((full, "standard training"), (three, "only a
 
 # %% mystnb={"figure": {"caption": "Paper Fig. 3, recomputed: the weights at the end of the standard run above. Block lines separate the D x D blocks. The diagonals of I and the anti-diagonal blocks of M stand out: alpha_3 M in the positional block of W1, beta_2 I in block (X1, TX1) of W2, gamma_3 I in block 5 (QX1) of W3; the rest is small SGD noise, and the second block-row of W2 is exactly 0.", "name": "fig-induction_subspace-weights"}}
 fig, axes = figure(1, 3, height=3.4)
-labels = (("W1", "key index (X1, X2)", "query index (X1, X2)"), ("W2", "key index (U1..U4)", "query index (U1..U4)"),
-          ("W3", "output coordinate", "input index (V1..V8)"))
+labels = (
+    ("W1", "key index (X1, X2)", "query index (X1, X2)"),
+    ("W2", "key index (U1..U4)", "query index (U1..U4)"),
+    ("W3", "output coordinate", "input index (V1..V8)"),
+)
 for ax, W, (name, xlabel, ylabel) in zip(axes, full["weights"], labels):
     block_heatmap(ax, W.numpy(), D4, title=name, xlabel=xlabel, ylabel=ylabel)
 
@@ -514,23 +753,45 @@ for ax, W, (name, xlabel, ylabel) in zip(axes, full["weights"], labels):
 # %%
 shares_fig3 = [1.0 - r**2 for r in isp.subspace_residual(*full["weights"])]
 X_fresh, y_fresh = ic.sample_icl_batch(D4, N4, 4096, generator=torch_generator(31))
-flat, coords_final = isp.flatten_weights(*full["weights"]), isp.pseudo_parameter_vector(*full["weights"])
+flat, coords_final = isp.flatten_weights(*full["weights"]), isp.pseudo_parameter_vector(
+    *full["weights"]
+)
 basis_fig4 = isp.subspace_basis(D4)
-ablated = np.array([isp.loss_and_grads(X_fresh, y_fresh, *isp.unflatten_weights(flat - coords_final[k] * basis_fig4[k],
-                                                                              D4))[0] for k in range(19)])
+ablated = np.array(
+    [
+        isp.loss_and_grads(
+            X_fresh, y_fresh, *isp.unflatten_weights(flat - coords_final[k] * basis_fig4[k], D4)
+        )[0]
+        for k in range(19)
+    ]
+)
 trained_loss = isp.loss_and_grads(X_fresh, y_fresh, *full["weights"])[0]
 head = list(ic.INDUCTION_INDICES)
 others = [k for k in range(19) if k not in head]
 print(f"share of the squared norm in the subspace (W1, W2, W3): {np.round(shares_fig3, 3)}")
-print(f"loss on fresh data: trained {trained_loss:.2f} (plateau D = {D4}); without alpha3, beta2, gamma3: "
-      f"{np.round(ablated[head], 2)}; without any one of the other 16: at most {ablated[others].max():.2f}")
-check_claim("induction_subspace.sgd-structure", min(shares_fig3), lower=0.5,
-            why="'has the predicted structure' read as: most of each matrix's squared norm on its 3, 12 or 4 "
-                "basis directions, where a random matrix puts 3/(4D^2), 12/(16D^2), 4/(8D^2)")
-check_claim("induction_subspace.hypothesis1",
-            bool(ablated[head].min() > D4 / 2 > ablated[others].max()), expected=True,
-            why="each head parameter necessary, none of the other 16: removing one of the three puts the loss "
-                "above D/2, removing any other keeps it below");
+print(
+    f"loss on fresh data: trained {trained_loss:.2f} (plateau D = {D4}); without alpha3, beta2,"
+    f" gamma3: {np.round(ablated[head], 2)}; without any one of the other 16: at most"
+    f" {ablated[others].max():.2f}"
+)
+check_claim(
+    "induction_subspace.sgd-structure",
+    min(shares_fig3),
+    lower=0.5,
+    why=(
+        "'has the predicted structure' read as: most of each matrix's squared norm on its 3, 12 or"
+        " 4 basis directions, where a random matrix puts 3/(4D^2), 12/(16D^2), 4/(8D^2)"
+    ),
+)
+check_claim(
+    "induction_subspace.hypothesis1",
+    bool(ablated[head].min() > D4 / 2 > ablated[others].max()),
+    expected=True,
+    why=(
+        "each head parameter necessary, none of the other 16: removing one of the three puts the"
+        " loss above D/2, removing any other keeps it below"
+    ),
+)
 
 # %% [markdown]
 # The loss leaves its plateau as $\alpha_3$, $\beta_2$, $\gamma_3$ grow, they are the three largest
@@ -551,10 +812,21 @@ check_claim("induction_subspace.hypothesis1",
 # over the last 20 steps divided by the lowest 20-step mean after the exit.
 
 # %%
-app_d_runs = {(D_d, N_d): {training: isp.train_sgd(N_d, D_d, steps=steps_d, batch=256, lr=1.0,
-                                                  generator=torch_generator(15), training=training)
-                           for training in ("full", "three")}
-              for D_d, N_d, steps_d in APP_D}
+app_d_runs = {
+    (D_d, N_d): {
+        training: isp.train_sgd(
+            N_d,
+            D_d,
+            steps=steps_d,
+            batch=256,
+            lr=1.0,
+            generator=torch_generator(15),
+            training=training,
+        )
+        for training in ("full", "three")
+    }
+    for D_d, N_d, steps_d in APP_D
+}
 
 
 def rebound(losses, exit_step, window=20):
@@ -569,26 +841,47 @@ for (D_d, N_d), runs in app_d_runs.items():
     final_d = np.abs(runs["full"]["coords"][-1])
     on_top = set(np.argsort(final_d)[-3:].tolist()) == set(ic.INDUCTION_INDICES)
     app_d_ok.append(on_top and 0.75 <= exits_d["three"] / exits_d["full"] <= 1.0)
-    print(f"D = {D_d}, N = {N_d}, B = 256: exit at step {exits_d['full']} (full) and {exits_d['three']} (three); "
-          f"alpha3, beta2, gamma3 largest: {on_top}; rebound of the loss: full x{rebound(runs['full']['loss'], exits_d['full']):.1f}, "
-          f"three x{rebound(runs['three']['loss'], exits_d['three']):.1f}; final losses "
-          f"{runs['full']['loss'][-20:].mean():.2f} and {runs['three']['loss'][-20:].mean():.2f}")
-print(f"for comparison, Fig. 4 above (D = {D4}, N = {N4}, B = {B4}): rebound full x{rebound(full['loss'], exits['full']):.1f}, "
-      f"three x{rebound(three['loss'], exits['three']):.1f}")
-check_claim("induction_subspace.appd-hypotheses", all(app_d_ok), expected=True,
-            why="per size, the ordering of Hypothesis 1 (a random ordering passes with probability 1/455) and the "
-                "exit-step ratio in [0.75, 1] used for Fig. 4");
+    print(
+        f"D = {D_d}, N = {N_d}, B = 256: exit at step {exits_d['full']} (full) and"
+        f" {exits_d['three']} (three); alpha3, beta2, gamma3 largest: {on_top}; rebound of the"
+        f" loss: full x{rebound(runs['full']['loss'], exits_d['full']):.1f}, three"
+        f" x{rebound(runs['three']['loss'], exits_d['three']):.1f}; final losses"
+        f" {runs['full']['loss'][-20:].mean():.2f} and {runs['three']['loss'][-20:].mean():.2f}"
+    )
+print(
+    f"for comparison, Fig. 4 above (D = {D4}, N = {N4}, B = {B4}): rebound full"
+    f" x{rebound(full['loss'], exits['full']):.1f}, three"
+    f" x{rebound(three['loss'], exits['three']):.1f}"
+)
+check_claim(
+    "induction_subspace.appd-hypotheses",
+    all(app_d_ok),
+    expected=True,
+    why=(
+        "per size, the ordering of Hypothesis 1 (a random ordering passes with probability 1/455)"
+        " and the exit-step ratio in [0.75, 1] used for Fig. 4"
+    ),
+)
 
 # %% mystnb={"figure": {"caption": "Paper Figs. 15 and 16 (App. D), recomputed with its batch B = 256 (the book's default mode shows Paper Fig. 16, D = 32, N = 8; full mode adds Paper Fig. 15, D = 16, N = 32). Left: the 19 pseudo-parameters of standard training (thick: alpha_3, beta_2, gamma_3). Right: the batch loss of standard training and of training only the three induction-head parameters (20-step means). Both leave the plateau at the same step; afterwards the standard model's loss climbs back up (the SGD-noise rebound) while the three-parameter model's keeps falling.", "name": "fig-induction_subspace-appd"}}
 fig, axes = figure(len(app_d_runs), 2, height=3.2 * len(app_d_runs))
 axes = np.atleast_2d(axes)
 for row, ((D_d, N_d), runs) in enumerate(app_d_runs.items()):
-    plot_pseudo_parameters(axes[row, 0], runs["full"]["coords"], f"standard training, D = {D_d}, N = {N_d}")
+    plot_pseudo_parameters(
+        axes[row, 0], runs["full"]["coords"], f"standard training, D = {D_d}, N = {N_d}"
+    )
     ax = axes[row, 1]
-    for colour, (training, label) in zip(PALETTE[3:], (("full", "standard training"), ("three", "only alpha_3, beta_2, gamma_3"))):
+    for colour, (training, label) in zip(
+        PALETTE[3:], (("full", "standard training"), ("three", "only alpha_3, beta_2, gamma_3"))
+    ):
         means = np.convolve(runs[training]["loss"], np.ones(20) / 20, mode="valid")
         ax.plot(np.arange(19, len(runs[training]["loss"])), means, color=colour, label=label)
-    ax.set(xlabel="SGD step", ylabel="batch loss, 20-step mean", yscale="log", title=f"D = {D_d}, N = {N_d}, B = 256")
+    ax.set(
+        xlabel="SGD step",
+        ylabel="batch loss, 20-step mean",
+        yscale="log",
+        title=f"D = {D_d}, N = {N_d}, B = 256",
+    )
     ax.legend(fontsize=8)
 
 # %% [markdown]
@@ -611,9 +904,15 @@ if (32, 8) in app_d_runs:
     fig16 = app_d_runs[32, 8]
     after_exit = fig16["full"]["loss"][-20:].mean() / fig16["three"]["loss"][-20:].mean()
     print(f"Fig. 16 sizes, last 20 batches: standard / three-parameter loss = {after_exit:.0f}")
-    check_claim("induction_subspace.hypothesis2-after-exit", after_exit, lower=10.0,
-                why="losses that stayed alike after the exit would keep the ratio near 1; we record that it exceeds "
-                    "an order of magnitude (one seed, App. D's step count unknown)")
+    check_claim(
+        "induction_subspace.hypothesis2-after-exit",
+        after_exit,
+        lower=10.0,
+        why=(
+            "losses that stayed alike after the exit would keep the ratio near 1; we record that it"
+            " exceeds an order of magnitude (one seed, App. D's step count unknown)"
+        ),
+    )
 
 # %% [markdown]
 # ## 9. The weights during training (App. C, Figs. 6-14)
@@ -626,9 +925,21 @@ if (32, 8) in app_d_runs:
 # Figs. 12-14 ($N = 16$, 1000 steps); `quick` draws Figs. 6-8 at half the steps.
 
 # %%
-app_c_runs = {N_c: (steps_c, isp.train_sgd(N_c, 16, steps=steps_c[-1], batch=512, lr=1.0,
-                                          generator=torch_generator(100 + N_c), snapshots=steps_c))
-              for N_c, steps_c in APP_C}
+app_c_runs = {
+    N_c: (
+        steps_c,
+        isp.train_sgd(
+            N_c,
+            16,
+            steps=steps_c[-1],
+            batch=512,
+            lr=1.0,
+            generator=torch_generator(100 + N_c),
+            snapshots=steps_c,
+        ),
+    )
+    for N_c, steps_c in APP_C
+}
 table, shares, head_on_top = [], [], []
 for N_c, (steps_c, run) in app_c_runs.items():
     for step in steps_c:
@@ -639,23 +950,61 @@ for N_c, (steps_c, run) in app_c_runs.items():
         shares.append(min(share))
         if step == steps_c[-1]:
             head_on_top.append(set(largest[:3]) == {"alpha3", "beta2", "gamma3"})
-        table.append([N_c, step, f"{run['loss'][step]:.2f}", " / ".join(f"{x:.2f}" for x in share),
-                      ", ".join(f"{name} {coords[name]:.2f}" for name in largest)])
-show_table(["N", "step", "batch loss", "share in subspace (W1 / W2 / W3)", "four largest pseudo-parameters"], table)
-check_claim("induction_subspace.appc-structure", min(shares), lower=0.5,
-            why="'the predicted structure' read as: most of every matrix's squared norm lies on its 3, 12 or 4 "
-                "basis directions, out of 4D^2 = 1024, 16D^2 = 4096 and 8D^2 = 2048")
-check_claim("induction_subspace.appc-head", all(head_on_top), expected=True,
-            why="an ordering: at each N's last step alpha3, beta2, gamma3 are the three largest |c_k| (a random "
-                "ordering of the 15 that move passes with probability 1/455 per N)");
+        table.append(
+            [
+                N_c,
+                step,
+                f"{run['loss'][step]:.2f}",
+                " / ".join(f"{x:.2f}" for x in share),
+                ", ".join(f"{name} {coords[name]:.2f}" for name in largest),
+            ]
+        )
+show_table(
+    [
+        "N",
+        "step",
+        "batch loss",
+        "share in subspace (W1 / W2 / W3)",
+        "four largest pseudo-parameters",
+    ],
+    table,
+)
+check_claim(
+    "induction_subspace.appc-structure",
+    min(shares),
+    lower=0.5,
+    why=(
+        "'the predicted structure' read as: most of every matrix's squared norm lies on its 3, 12"
+        " or 4 basis directions, out of 4D^2 = 1024, 16D^2 = 4096 and 8D^2 = 2048"
+    ),
+)
+check_claim(
+    "induction_subspace.appc-head",
+    all(head_on_top),
+    expected=True,
+    why=(
+        "an ordering: at each N's last step alpha3, beta2, gamma3 are the three largest |c_k| (a"
+        " random ordering of the 15 that move passes with probability 1/455 per N)"
+    ),
+)
 
 # %% mystnb={"figure": {"caption": "Paper Figs. 6-14 (App. C), recomputed: W1, W2, W3 (columns) after the paper's numbers of SGD steps, one row per (N, step); lines separate the 16 x 16 blocks, and each panel has its own symmetric colour scale. From the first snapshot on, the weight sits on the diagonals of I and M in a few blocks (alpha_3 M in the positional block of W1, beta_2 I in block (1, 3) of W2, gamma_3 I in block 5 of W3) and grows there, while everything else is SGD noise.", "name": "fig-induction_subspace-appc"}}
-snapshots = [(N_c, step, run["snapshots"][step]) for N_c, (steps_c, run) in app_c_runs.items() for step in steps_c]
+snapshots = [
+    (N_c, step, run["snapshots"][step])
+    for N_c, (steps_c, run) in app_c_runs.items()
+    for step in steps_c
+]
 fig, axes = figure(len(snapshots), 3, height=2.7 * len(snapshots))
 for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), snapshots)):
     for col, (name, W) in enumerate(zip(("W1", "W2", "W3"), weights)):
-        block_heatmap(axes[row, col], W.numpy(), 16, title=f"Fig. {figure_number}: {name}, N = {N_c}, step {step}",
-                      xlabel="column (16 x 16 blocks)", ylabel="row (16 x 16 blocks)")
+        block_heatmap(
+            axes[row, col],
+            W.numpy(),
+            16,
+            title=f"Fig. {figure_number}: {name}, N = {N_c}, step {step}",
+            xlabel="column (16 x 16 blocks)",
+            ylabel="row (16 x 16 blocks)",
+        )
 
 # %% [markdown]
 # The pictures have the predicted structure at every step the paper shows, and the table puts numbers on it:
@@ -676,13 +1025,21 @@ for label, variance in (("1/D", 1.0 / D_big), ("1/sqrt(D)", D_big**-0.5)):
     vectors = np.sqrt(variance) * torch.randn(16, D_big, dtype=torch.float64, generator=generator)
     gram = vectors @ vectors.T
     off = (gram - torch.diag(torch.diagonal(gram))).abs().max()
-    print(f"variance {label:9s}: mean squared norm {float(torch.diagonal(gram).mean()):7.3f}, "
-          f"largest |inner product| {float(off):.3f}")
+    print(
+        f"variance {label:9s}: mean squared norm {float(torch.diagonal(gram).mean()):7.3f}, "
+        f"largest |inner product| {float(off):.3f}"
+    )
     if label == "1/sqrt(D)":
-        check_claim("induction_subspace.assumption7-gaussian", float(torch.diagonal(gram).mean()),
-                    expected=np.sqrt(D_big), rtol=0.05,
-                    why="the squared norm is sqrt(D) (= 64 here) times a chi-square mean with 16 x 4096 d.o.f.: "
-                        "relative error ~0.5%")
+        check_claim(
+            "induction_subspace.assumption7-gaussian",
+            float(torch.diagonal(gram).mean()),
+            expected=np.sqrt(D_big),
+            rtol=0.05,
+            why=(
+                "the squared norm is sqrt(D) (= 64 here) times a chi-square mean with 16 x 4096"
+                " d.o.f.: relative error ~0.5%"
+            ),
+        )
 
 # %% [markdown]
 # With variance $1/\sqrt D$ the squared norm is $\sqrt D = 64$, not 1; with variance $1/D$ the vectors are
@@ -699,16 +1056,25 @@ for label, variance in (("1/D", 1.0 / D_big), ("1/sqrt(D)", D_big**-0.5)):
 # %%
 X_ortho, y_ortho = ic.orthonormal_task(3, 8, generator=torch_generator(13))
 a_1, b_2 = X_ortho[0, :8].clone(), X_ortho[3, :8].clone()
-point = (0.7, 1.3, 0.9)                     # (alpha, beta, gamma)
+point = (0.7, 1.3, 0.9)  # (alpha, beta, gamma)
 closed_form = float(ic.three_param_loss(*point, 3))
 gaps = {}
 for angle in (0.0, 0.5):
     X_tilted = X_ortho.clone()
-    X_tilted[3, :8] = np.cos(angle) * b_2 + np.sin(angle) * a_1   # still unit norm and orthogonal to a_2, b_1, b_3
+    X_tilted[3, :8] = (
+        np.cos(angle) * b_2 + np.sin(angle) * a_1
+    )  # still unit norm and orthogonal to a_2, b_1, b_3
     gaps[angle] = abs(ic.full_model_loss_and_grad(*point, X_tilted, y_ortho)[0] - closed_form)
-    print(f"a_1 . b_2 = {float(X_tilted[3, :8] @ a_1):.3f}: |model loss - closed form| = {gaps[angle]:.2e}")
-check_claim("induction_subspace.assumption7-quantifier", gaps[0.5], lower=1e-3,
-            why="an O(1) tilt gives an O(1e-2) gap, far above the 1e-15 agreement without it");
+    print(
+        f"a_1 . b_2 = {float(X_tilted[3, :8] @ a_1):.3f}: |model loss - closed form| ="
+        f" {gaps[angle]:.2e}"
+    )
+check_claim(
+    "induction_subspace.assumption7-quantifier",
+    gaps[0.5],
+    lower=1e-3,
+    why="an O(1) tilt gives an O(1e-2) gap, far above the 1e-15 agreement without it",
+)
 
 # %% [markdown]
 # ## 11. The standard transformer of Sec. 2
@@ -730,11 +1096,18 @@ check_claim("induction_subspace.assumption7-quantifier", gaps[0.5], lower=1e-3,
 D_paper = 2048
 wide = isp.StandardTransformer(D_paper, generator=torch_generator(32))
 with torch.no_grad():
-    for weight in wide.parameters():                 # weights of order one: each layer moves the stream
+    for weight in wide.parameters():  # weights of order one: each layer moves the stream
         weight.normal_(0.0, D_paper**-0.5, generator=torch_generator(33))
     heads = [wide.W_O[layer] @ wide.W_V[layer] for layer in range(2)]
-    embeddings = torch.cat([wide.E, wide.P]).T      # D x (N_E + N_P): the vectors e_i and p_i as columns
-    spans = [embeddings, heads[0] @ embeddings, heads[1] @ embeddings, heads[1] @ heads[0] @ embeddings]
+    embeddings = torch.cat(
+        [wide.E, wide.P]
+    ).T  # D x (N_E + N_P): the vectors e_i and p_i as columns
+    spans = [
+        embeddings,
+        heads[0] @ embeddings,
+        heads[1] @ embeddings,
+        heads[1] @ heads[0] @ embeddings,
+    ]
     tokens, positions, _ = isp.standard_task(64, generator=torch_generator(34))
     stream = wide.residual_streams(tokens, positions)[-1].reshape(-1, D_paper).double()
 
@@ -746,11 +1119,20 @@ def remainder(columns):
 
 
 remainders = {"four subspaces": remainder(spans), "the first three": remainder(spans[:3])}
-print({name: f"{value:.1e}" for name, value in remainders.items()},
-      f"(a random 256-dimensional subspace would leave {np.sqrt(1 - 256 / D_paper):.2f})")
-check_claim("induction_subspace.residual-stream-subspaces", remainders["four subspaces"], upper=1e-4,
-            why="an identity up to float32 rounding (1e-7 relative); without the fourth subspace the remainder is "
-                f"{remainders['the first three']:.2f}, outside any 256 random directions about 0.94");
+print(
+    {name: f"{value:.1e}" for name, value in remainders.items()},
+    f"(a random 256-dimensional subspace would leave {np.sqrt(1 - 256 / D_paper):.2f})",
+)
+check_claim(
+    "induction_subspace.residual-stream-subspaces",
+    remainders["four subspaces"],
+    upper=1e-4,
+    why=(
+        "an identity up to float32 rounding (1e-7 relative); without the fourth subspace the"
+        f" remainder is {remainders['the first three']:.2f}, outside any 256 random directions"
+        " about 0.94"
+    ),
+)
 
 # %% [markdown]
 # Training the model at width 2048 is far beyond a book build (the ledger's deciding run gives its cost), so `default` keeps the whole
@@ -762,15 +1144,27 @@ check_claim("induction_subspace.residual-stream-subspaces", remainders["four sub
 
 # %%
 D_std, B_std, steps_std = STANDARD
-untrained = isp.StandardTransformer(D_std, generator=torch_generator(9))    # the initialisation of the run below
-standard, standard_losses = isp.train_standard(D_std, steps=steps_std, batch=B_std, generator=torch_generator(9))
+untrained = isp.StandardTransformer(
+    D_std, generator=torch_generator(9)
+)  # the initialisation of the run below
+standard, standard_losses = isp.train_standard(
+    D_std, steps=steps_std, batch=B_std, generator=torch_generator(9)
+)
 accuracy = isp.standard_accuracy(standard, 4096, generator=torch_generator(10))
-print(f"D = D_H = {D_std}, B = {B_std}, {steps_std} steps: loss {standard_losses[0]:.3f} (ln 32 = {np.log(32):.3f})"
-      f" -> {standard_losses[-20:].mean():.3f} (mean of the last 20 batches); accuracy on 4096 fresh sequences "
-      f"{accuracy:.3f}")
-check_claim("induction_subspace.standard-transformer-paper-width", accuracy, lower=0.9,
-            why=f"'learns the task' read as 90% accuracy on fresh sequences (chance is 1/8 among the context "
-                f"labels); at width {D_std}, not the paper's 2048");
+print(
+    f"D = D_H = {D_std}, B = {B_std}, {steps_std} steps: loss {standard_losses[0]:.3f} (ln 32 ="
+    f" {np.log(32):.3f}) -> {standard_losses[-20:].mean():.3f} (mean of the last 20 batches);"
+    f" accuracy on 4096 fresh sequences {accuracy:.3f}"
+)
+check_claim(
+    "induction_subspace.standard-transformer-paper-width",
+    accuracy,
+    lower=0.9,
+    why=(
+        "'learns the task' read as 90% accuracy on fresh sequences (chance is 1/8 among the"
+        f" context labels); at width {D_std}, not the paper's 2048"
+    ),
+)
 
 # %% [markdown]
 # Fig. 2 reads the first layer through the positional block of its key-query product. As printed (line 57),
@@ -783,6 +1177,7 @@ check_claim("induction_subspace.standard-transformer-paper-width", accuracy, low
 # half, which the same statistic at initialisation is far from. (The share of rows whose arg-max is the previous
 # position is not used: it reached 58 % in a width-2048 run that had not learned the task.)
 
+
 # %%
 def previous_weight(attention):
     """Mean over query positions i >= 2 of the attention weight on position i - 1."""
@@ -793,23 +1188,46 @@ def previous_weight(attention):
 positional = standard.previous_position_attention()
 with torch.no_grad():
     P_emb = standard.P
-    scores = (P_emb @ standard.W_Q[0].T) @ (P_emb @ standard.W_K[0].T).T   # row: query position, column: key
-    printed = P_emb @ standard.W_K[0] @ standard.W_Q[0] @ P_emb.T          # p_i^T W_K W_Q p_j, as on line 57
-distance = min(float((candidate - scores).norm() / scores.norm()) for candidate in (printed, printed.T))
+    scores = (P_emb @ standard.W_Q[0].T) @ (
+        P_emb @ standard.W_K[0].T
+    ).T  # row: query position, column: key
+    printed = (
+        P_emb @ standard.W_K[0] @ standard.W_Q[0] @ P_emb.T
+    )  # p_i^T W_K W_Q p_j, as on line 57
+distance = min(
+    float((candidate - scores).norm() / scores.norm()) for candidate in (printed, printed.T)
+)
 printed_weight = previous_weight(ic.causal_softmax(printed / np.sqrt(D_std), strict=False))
 untrained_weight = previous_weight(untrained.previous_position_attention())
 rows = torch.arange(1, positional.shape[0])
 previous_share = float((positional[1:].argmax(-1) == rows - 1).double().mean())
-print(f"printed product against the scores: relative distance {distance:.2f}; softmax of the printed product puts "
-      f"{printed_weight:.2f} on the previous position")
-print(f"weight on the previous position: trained {previous_weight(positional):.2f}, at initialisation "
-      f"{untrained_weight:.2f}; arg-max at the previous position in {previous_share:.0%} of the rows")
-check_claim("induction_subspace.fig2-score-formula", distance, lower=0.5,
-            why="W_K W_Q is not W_Q^T W_K: a formula for the scores would be at float32 rounding (1e-7); the "
-                "printed one is at a distance of order one in either orientation")
-check_claim("induction_subspace.fig2-subdiagonal", previous_weight(positional), lower=0.5,
-            why=f"'dominated by the subdiagonal' read as: more than half of each row's weight on the previous "
-                f"position, on average (at initialisation {untrained_weight:.2f}); at width {D_std}, not 2048");
+print(
+    f"printed product against the scores: relative distance {distance:.2f}; softmax of the printed"
+    f" product puts {printed_weight:.2f} on the previous position"
+)
+print(
+    f"weight on the previous position: trained {previous_weight(positional):.2f}, at initialisation"
+    f" {untrained_weight:.2f}; arg-max at the previous position in {previous_share:.0%} of the rows"
+)
+check_claim(
+    "induction_subspace.fig2-score-formula",
+    distance,
+    lower=0.5,
+    why=(
+        "W_K W_Q is not W_Q^T W_K: a formula for the scores would be at float32 rounding (1e-7);"
+        " the printed one is at a distance of order one in either orientation"
+    ),
+)
+check_claim(
+    "induction_subspace.fig2-subdiagonal",
+    previous_weight(positional),
+    lower=0.5,
+    why=(
+        "'dominated by the subdiagonal' read as: more than half of each row's weight on the"
+        f" previous position, on average (at initialisation {untrained_weight:.2f}); at width"
+        f" {D_std}, not 2048"
+    ),
+)
 
 # %% mystnb={"figure": {"caption": "The standard transformer of Sec. 2 (width 256 in the book's default mode). Left (Paper Fig. 17): the loss of each fresh batch sits at the chance level ln 32 for most of training, then drops abruptly. Right (Paper Fig. 2, positional block of layer 1): the causal softmax of the positional key-query scores, query position by row and key position by column; the weight concentrates on the subdiagonal, each position attending to the previous one.", "name": "fig-induction_subspace-standard"}}
 fig, (left, right) = figure(1, 2)
@@ -818,12 +1236,14 @@ left.axhline(np.log(32), color="black", ls=":", label="ln 32 (chance)")
 left.set_xlabel("AdamW step")
 left.set_ylabel("negative log-likelihood")
 left.legend()
-image = right.imshow(positional.numpy(), cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
+image = right.imshow(
+    positional.numpy(), cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest"
+)
 right.grid(False)
 right.set_xlabel("key position j")
 right.set_ylabel("query position i")
 right.set_title("layer 1, positions only")
-fig.colorbar(image, ax=right, shrink=0.8, label="attention weight");
+fig.colorbar(image, ax=right, shrink=0.8, label="attention weight")
 
 # %% [markdown]
 # Like the disentangled model, the standard transformer sits on a plateau at the chance level and then drops;
@@ -843,12 +1263,15 @@ if PAPER_WIDTH is not None:
     D_wide, B_wide, steps_wide = PAPER_WIDTH
     # At this width the float32 products are large enough for every core to pay off.
     torch.set_num_threads(os.cpu_count() or 1)
-    wide_model, wide_losses = isp.train_standard(D_wide, steps=steps_wide, batch=B_wide,
-                                                generator=torch_generator(9))
+    wide_model, wide_losses = isp.train_standard(
+        D_wide, steps=steps_wide, batch=B_wide, generator=torch_generator(9)
+    )
     torch.set_num_threads(1)
-    print(f"D = D_H = {D_wide}: loss {wide_losses[0]:.3f} -> {wide_losses[-20:].mean():.3f}; accuracy "
-          f"{isp.standard_accuracy(wide_model, 4096, generator=torch_generator(10)):.3f}; weight on the previous "
-          f"position {previous_weight(wide_model.previous_position_attention()):.2f}")
+    print(
+        f"D = D_H = {D_wide}: loss {wide_losses[0]:.3f} -> {wide_losses[-20:].mean():.3f}; accuracy"
+        f" {isp.standard_accuracy(wide_model, 4096, generator=torch_generator(10)):.3f}; weight on"
+        f" the previous position {previous_weight(wide_model.previous_position_attention()):.2f}"
+    )
 
 # %% [markdown]
 # ## What we saw

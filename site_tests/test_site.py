@@ -250,9 +250,12 @@ def test_every_image_has_meaningful_alt_text(site):
 
 
 @pytest.mark.parametrize("chapter", chapter_pages())
-def test_the_downloadable_notebooks_carry_no_machine_paths(site, chapter):
+def test_the_downloadable_notebooks_carry_no_machine_paths_and_no_echoed_values(site, chapter):
     text = (site / "_sources" / f"{chapter}.ipynb").read_text()
     assert not re.search(r"(/work/|/tmp/|/root/|/home/|site-packages)", text)
+    echoed = [output for cell in json.loads(text)["cells"] for output in cell.get("outputs", [])
+              if output["output_type"] == "execute_result"]
+    assert not echoed, f"echoed values under the code: {[o['data'].get('text/plain') for o in echoed][:5]}"
 
 
 def test_no_page_names_a_repository_while_none_is_configured(site):

@@ -16,9 +16,16 @@ def test_figure_applies_the_house_style_and_sizes_panels():
     assert matplotlib.rcParams["axes.prop_cycle"].by_key()["color"][0] == plotting.PALETTE[0]
 
 
-@pytest.mark.parametrize("kwargs", [{"nrows": 0}, {"ncols": 1.5}])
-def test_figure_rejects_bad_grids(kwargs):
-    with pytest.raises(ValueError, match="nrows|ncols"):
+def test_a_wide_figure_keeps_its_tick_labels_at_9_px_on_the_page():
+    fig, _ = plotting.figure(1, 3)
+    width_px = fig.get_size_inches()[0] * matplotlib.rcParams["figure.dpi"]
+    tick_px = matplotlib.rcParams["xtick.labelsize"] / 72 * matplotlib.rcParams["figure.dpi"]
+    assert tick_px * min(1.0, 768 / width_px) >= 9.0
+
+
+@pytest.mark.parametrize("kwargs", [{"nrows": 0}, {"ncols": 1.5}, {"width": 12.6}, {"width": -1.0}])
+def test_figure_rejects_bad_grids_and_widths(kwargs):
+    with pytest.raises(ValueError, match="nrows|ncols|width"):
         plotting.figure(**kwargs)
 
 

@@ -313,8 +313,10 @@ def check_claim(
     lower: float | None = None,
     upper: float | None = None,
     why: str | None = None,
-) -> float | bool:
-    """Check a registered claim against a measured value, record the result, and return ``measured``.
+) -> None:
+    """Check a registered claim against a measured value and record the result.
+
+    It returns nothing, so a chapter cell that ends with a check echoes no bare number under its code.
 
     - With ``expected``, the check is ``|measured - expected| <= atol + rtol * |expected|``; at least one
       of ``rtol`` and ``atol`` must be given (``atol=0`` asks for equality). A bool ``expected`` asks for
@@ -395,7 +397,6 @@ def check_claim(
             f"  measured {measured!r}, {target} within {record['tolerance']}"
             + (f" ({why})" if why else "")
         )
-    return measured
 
 
 def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:

@@ -18,6 +18,10 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F
 
 # One panel is 4.2 x 3.2 inches; wider figures tile panels.
 PANEL_SIZE = (4.2, 3.2)
+# The site shows a figure at most 768 px wide (its column at 1400 px). A figure of width w inches is shrunk by
+# 768 / (110 w) when wider, so 9-point tick labels (13.75 px at 110 dpi) stay at 9 px or more on the page
+# only up to w = 768 / 110 * 13.75 / 9 = 10.7 inches: no figure is wider than this.
+MAX_WIDTH = 10.5
 
 HOUSE_STYLE = {
     "figure.dpi": 110,
@@ -50,13 +54,17 @@ def figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height
     """A new figure in the house style with ``nrows x ncols`` panels; returns ``(fig, axes)``.
 
     ``axes`` is a single Axes for one panel, else a NumPy array of shape ``(nrows, ncols)`` flattened
-    when one of them is 1 (as ``plt.subplots`` does).
+    when one of them is 1 (as ``plt.subplots`` does). The width is ``ncols`` panels, at most
+    :data:`MAX_WIDTH` inches, so that tick labels are at least 9 px on the page.
     """
     for name, value in (("nrows", nrows), ("ncols", ncols)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if width is not None and not 0 < width <= MAX_WIDTH:
+        raise ValueError(f"width must be in (0, {MAX_WIDTH}] inches (wider figures shrink their tick labels "
+                         f"below 9 px on the page), got {width!r}")
     use_house_style()
-    size = (width or PANEL_SIZE[0] * ncols, height or PANEL_SIZE[1] * nrows)
+    size = (width or min(PANEL_SIZE[0] * ncols, MAX_WIDTH), height or PANEL_SIZE[1] * nrows)
     return plt.subplots(nrows, ncols, figsize=size, squeeze=True, **subplot_kw)
 
 
