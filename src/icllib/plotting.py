@@ -54,8 +54,8 @@ def figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height
     """A new figure in the house style with ``nrows x ncols`` panels; returns ``(fig, axes)``.
 
     ``axes`` is a single Axes for one panel, else a NumPy array of shape ``(nrows, ncols)`` flattened
-    when one of them is 1 (as ``plt.subplots`` does). The width is ``ncols`` panels, at most
-    :data:`MAX_WIDTH` inches, so that tick labels are at least 9 px on the page.
+    when one of them is 1 (as ``plt.subplots`` does). The width is ``ncols`` panels, at most ``MAX_WIDTH``
+    inches, so that tick labels are at least 9 px on the page.
     """
     for name, value in (("nrows", nrows), ("ncols", ncols)):
         if not isinstance(value, int) or value < 1:
