@@ -686,8 +686,10 @@ def offer_executed_notebook(app, pagename, templatename, context, doctree):
 
 
 # MathJax parts no page uses: the speech-rule engine (about 4 MB of speech maps, for the a11y menu's speech
-# option), the SVG output, and the input jax that tex-mml-chtml.js already bundles or that the book never loads.
-UNUSED_MATHJAX = {"sre", "svg", "svg.js", "tex-full.js", "asciimath.js", "mml"}
+# option) and the a11y extensions that need it (the menu's assistive MathML stays), the SVG output, and the
+# input jax that tex-mml-chtml.js already bundles or that the book never loads.
+UNUSED_MATHJAX = {"sre", "sre.js", "explorer.js", "semantic-enrich.js", "complexity.js", "svg", "svg.js",
+                  "tex-full.js", "asciimath.js", "mml"}
 
 
 def copy_mathjax(app, exception):

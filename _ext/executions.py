@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import base64
 import copy
 import hashlib
 import inspect
+import io
 import json
 import os
 import platform
@@ -162,7 +164,7 @@ def code_cells(notebook) -> list:
 @cache
 def executor_fingerprint() -> bytes:
     """The code here that runs a kernel and stores what it printed, as this process first read it."""
-    functions = (kernel_environment, run_kernel, execute, store)
+    functions = (kernel_environment, run_kernel, execute, compact_png, store)
     return ("".join(inspect.getsource(function) for function in functions)
             + repr((KERNEL_THREADS, THREAD_VARIABLES, KERNEL_CONFIG))).encode()
 
@@ -221,10 +223,26 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(partial, path)
 
 
+def compact_png(encoded: str) -> str:
+    """A figure as a 256-colour PNG (base64 in, base64 out) when that is smaller: the house style's flat
+    colours survive exactly, anti-aliased edges nearly so, and the site and its notebooks weigh a third less."""
+    from PIL import Image
+
+    original = base64.b64decode(encoded)
+    image = Image.open(io.BytesIO(original))
+    if image.mode == "P":
+        return encoded  # compact already
+    buffer = io.BytesIO()
+    image.convert("RGB").quantize(256, dither=Image.Dither.NONE).save(buffer, format="png", optimize=True)
+    smaller = buffer.getvalue()
+    return base64.b64encode(smaller).decode() + "\n" if len(smaller) < len(original) else encoded
+
+
 def store(notebook, mode: str, records: list[str], facts: dict, folder: Path | None = None,
           notebook_key: str | None = None) -> str:
-    """Store an executed notebook (its stderr streams dropped: the pages never show them) and its records,
-    under ``notebook_key`` (the key of the notebook as it was before it ran) or the notebook's own key."""
+    """Store an executed notebook (its stderr streams dropped: the pages never show them; its figures as
+    compact PNGs) and its records, under ``notebook_key`` (the key of the notebook as it was before it ran)
+    or the notebook's own key."""
     folder = folder or cache_folder()
     folder.mkdir(parents=True, exist_ok=True)
     notebook_key = notebook_key or key(notebook, mode)
@@ -236,6 +254,9 @@ def store(notebook, mode: str, records: list[str], facts: dict, folder: Path | N
         cell.metadata.pop("execution", None)  # timing stamps: in the facts, not in the download
         cell.outputs = [output for output in cell.get("outputs", [])
                         if not (output.get("output_type") == "stream" and output.get("name") == "stderr")]
+        for output in cell.outputs:
+            if "image/png" in output.get("data", {}):
+                output["data"]["image/png"] = compact_png(output["data"]["image/png"])
     notebook_file, records_file, facts_file = _files(folder, notebook_key)
     _write_atomically(records_file, "".join(line.rstrip("\n") + "\n" for line in records))
     _write_atomically(facts_file, json.dumps({"mode": mode, **facts}, indent=1))

@@ -109,18 +109,25 @@ class Chromium:
             raise RuntimeError(f"in the page: {details.get('exception', {}).get('description') or details.get('text')}")
         return result["result"].get("value")
 
-    def _loaded(self) -> bool:
+    def _loaded(self, previous: str) -> bool:
+        """A new page has loaded (the one before it also reads "complete" until it is replaced; a page that
+        redirects, like the site's index.html, counts once its target has loaded)."""
         try:
-            return self.evaluate("document.readyState") == "complete"
+            href, state = self.evaluate("[location.href, document.readyState]")
         except RuntimeError:    # asked while the previous page was being torn down
             return False
+        return href != previous and state == "complete"
 
     def measure(self, url: str, width: int) -> dict:
         self.send("Emulation.setDeviceMetricsOverride", self.session, width=width, height=900,
                   deviceScaleFactor=1, mobile=width < 600)
+        previous = self.evaluate("location.href")
+        if previous == url:
+            self.send("Page.navigate", self.session, url="about:blank")
+            previous = "about:blank"
         self.send("Page.navigate", self.session, url=url)
         deadline = time.monotonic() + self.timeout_s
-        while not self._loaded():
+        while not self._loaded(previous):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{url} did not load in {self.timeout_s} s")
             time.sleep(0.05)

@@ -223,10 +223,11 @@ def test_the_footer_names_both_licences(site):
     assert "MIT" in footer and "CC BY 4.0" in footer
 
 
-# Issue 14 asks for 12 MB; the site weighed 15.9 MB (quick build) on 2026-11-25 after dropping MathJax's speech
-# maps, every source map and the message catalogues. What is left above 12 MB: the theme's fontawesome.js (1.5 MB)
-# and webfonts (1 MB), and the figures twice (PNG files and inside the downloadable notebooks). Never up.
-SITE_CEILING_MB = 16.5
+# Issue 14 asks for 12 MB. The default build weighed 16.9 MB on 2026-11-25 after dropping MathJax's speech
+# maps, every source map and the message catalogues; 256-colour figures (executions.compact_png) take about
+# 3.5 MB more off. What is left above 12 MB: the theme's fontawesome.js (1.5 MB) and webfonts (1 MB), MathJax
+# (3.2 MB), and the figures twice (PNG files and inside the downloadable notebooks). Never up.
+SITE_CEILING_MB = 14.0
 
 
 def test_the_site_ships_no_source_maps_speech_maps_or_catalogues_and_keeps_its_weight(site):
@@ -301,7 +302,8 @@ def test_in_a_real_browser_nothing_overflows_and_every_image_row_and_anchor_is_i
     no page wider than the window. At 1400 px no equation is wider than the column at all; at 400 px the
     widest ones scroll sideways inside their own box (counted and printed, and capped at today's count)."""
     problems, scrolling = [], 0
-    pages = sorted(page for page in site.rglob("*.html") if page.name not in {"genindex.html", "search.html"})
+    pages = sorted(page for page in site.rglob("*.html") if page.name not in {"genindex.html", "search.html"}
+                   and not {"_static", "_sources"} & set(page.relative_to(site).parts))
     for page in pages:
         found = browser.measure(page.as_uri(), width)
         for kind in ("code", "equations", "images", "rows", "anchors"):

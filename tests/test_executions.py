@@ -198,3 +198,30 @@ def test_the_slowest_cells_are_read_from_the_timing_stamps():
     for cell, (start, end) in zip(executions.code_cells(nb), stamps):
         cell.metadata["execution"] = {"iopub.execute_input": start, "shell.execute_reply": end}
     assert executions.slowest_cells(nb, count=1) == [{"cell": 2, "seconds": 60.0, "first line": "slow()"}]
+
+
+def test_a_stored_figure_is_a_smaller_png_of_the_same_picture():
+    import base64
+    import io
+
+    import matplotlib
+    import numpy as np
+    from PIL import Image
+
+    matplotlib.use("Agg")
+    from icllib.plotting import figure
+
+    fig, (ax_line, ax_map) = figure(1, 2)
+    ax_line.plot(np.linspace(0, 1, 50) ** 2, label="a line")
+    ax_line.legend()
+    ax_map.imshow(np.outer(np.linspace(0, 1, 64), np.linspace(1, 0, 64)))
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    original = base64.b64encode(buffer.getvalue()).decode()
+    compact = executions.compact_png(original)
+    before, after = (Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB") for data in (original, compact))
+    assert len(base64.b64decode(compact)) < 0.7 * len(buffer.getvalue())
+    assert after.size == before.size
+    difference = np.abs(np.asarray(after, dtype=int) - np.asarray(before, dtype=int))
+    assert difference.mean() < 1.0 and np.percentile(difference, 99) <= 16
+    assert executions.compact_png(compact) == compact  # already compact: left as it is
