@@ -2,12 +2,29 @@
 
 - ``per_sample_g_terms``: g_K^i, g_Q^i of 200 sequences from per-sample gradients, ``torch.func.vmap``
   against a Python loop of autograd calls (the naive version).
+- ``gradient_batch200``: loss and gradient of the two half batches of one App. B.11 step at batch 200, derived
+  by hand (``balance.attention_loss_and_grads``) against autograd (``vmap`` of ``grad`` over the halves, what
+  the loop used before).
 - ``sgd_100_steps_batch200`` / ``sgd_100_steps_batch20``: 100 steps of the App. B.11 SGD loop with the exact
-  per-step bookkeeping of D_i (two half-batch passes), against plain ``torch.optim.SGD`` without bookkeeping;
-  steps per second of the chapter's loop = 100 / fast_s.
+  per-step bookkeeping of D_i, against the same loop with the autograd gradient (the loop as it was before the
+  hand-derived gradient); steps per second of the chapter's loop = 100 / fast_s.
+- ``sgd_vs_plain_100_steps_batch200``: the chapter's loop against plain ``torch.optim.SGD``, no bookkeeping.
+
+The floor of one step at batch 200 (sequences of T = 50 tokens of width d = 6), by a count of multiply-adds
+per sequence: layer 1 forward 2 T^2 d + 2 T d^2 = 33,600 (scores, P0 V0; X M0, X W_V); layer 2, query row
+only, about 1,000; backward 3 T^2 d + 2 T d^2 + 2 T^2 = 53,600 (G V0^T, G^T P0, X^T dA0; the softmax) and
+about 1,500 for layer 2. About 90,000 in all: 18 M multiply-adds = 36 MFLOP per step, and 200 (T^2 + T) =
+510,000 exponentials. One core of the book's 2-core machine (one thread) reaches about 75 GFLOP/s on a large
+single-precision matmul (two 2000 x 2000 matrices; about 37 when the machine is loaded) and about 26 GFLOP/s
+on the thin batched matmuls of this model (50 x 6 by 6 x 50), and computes an exponential in about 1 ns.
+So no step runs faster than about 1 ms (0.5 ms of arithmetic at the large-matmul rate, 0.5 ms of
+exponentials), or 2 ms at the thin-matmul rate: 500 to 1000 steps per second, before the fresh batch
+(50,000 normal draws) is drawn. The rest of the chapter's step goes to the passes over the (tokens, tokens)
+arrays (softmax, its backward) and to the dispatch of about 70 small tensor operations.
 """
 
 import torch
+from torch.func import grad_and_value, vmap
 
 from icllib import balance
 from icllib.config import torch_generator
@@ -16,6 +33,7 @@ torch.set_num_threads(1)
 
 _PARAMS = balance.init_attention(generator=torch_generator(0), imbalance=2.0)
 _X, _Y = balance.icl_regression_batch(200, generator=torch_generator(1))
+_HALVES = _X.reshape(2, 100, *_X.shape[1:]), _Y.reshape(2, 100)
 
 
 def _g_vmap():
@@ -32,9 +50,54 @@ def _g_loop():
     return balance.g_terms(grads)
 
 
+def _half_batch_loss(params, X, y):
+    # the unchecked forward pass, as the loop used it (the checks cannot run under vmap)
+    return ((balance._prediction(params, X) - y) ** 2).mean()
+
+
+_autograd_halves = vmap(grad_and_value(_half_batch_loss), in_dims=(None, 0, 0))
+
+
+def _gradient_by_hand():
+    return balance.attention_loss_and_grads(_PARAMS, *_HALVES)
+
+
+def _gradient_by_autograd():
+    return _autograd_halves(_PARAMS, *_HALVES)
+
+
 def _sgd_chapter(batch_size):
     return lambda: balance.train_attention_sgd(_PARAMS, lr=4e-3, batch_size=batch_size, steps=100,
                                                generator=torch_generator(2), checkpoint_every=1000, g_samples=4)
+
+
+def _sgd_autograd(batch_size, lr=4e-3, steps=100):
+    """The chapter's loop with the autograd gradient: same batches, checkpoints, bookkeeping and update."""
+    def run():
+        p = dict(_PARAMS)
+        generator = torch_generator(2)
+
+        def checkpoint():           # g_samples=4 in two chunks of 2, as train_attention_sgd draws them
+            chunks = (balance.icl_regression_batch(2, generator=generator) for _ in range(2))
+            return [balance.g_terms(balance.per_sample_grads(p, X, y)) for X, y in chunks]
+
+        D, dD_gd, dD_noise, losses, g = [balance.column_imbalance(p)], [], [], [], checkpoint()
+        for _ in range(steps):
+            X, y = balance.icl_regression_batch(batch_size, generator=generator)
+            halves, loss = _autograd_halves(p, X.reshape(2, batch_size // 2, *X.shape[1:]),
+                                            y.reshape(2, batch_size // 2))
+            ga, gb = ({name: g_[i] for name, g_ in halves.items()} for i in (0, 1))
+
+            def columns(f):
+                return lr**2 * torch.stack([f(f"Wk{l}") - f(f"Wq{l}") for l in balance.LAYERS])
+
+            dD_gd.append(columns(lambda n: (ga[n] * gb[n]).sum(0)))
+            dD_noise.append(columns(lambda n: ((ga[n] - gb[n]) ** 2).sum(0) / 4))
+            p = {name: p[name] - lr * (ga[name] + gb[name]) / 2 for name in balance.PARAM_NAMES}
+            losses.append(float(loss.mean()))
+            D.append(balance.column_imbalance(p))
+        return torch.stack(D), g + checkpoint()
+    return run
 
 
 def _sgd_plain(batch_size):
@@ -52,6 +115,8 @@ def _sgd_plain(batch_size):
 
 KERNELS = {
     "per_sample_g_terms": (_g_vmap, _g_loop),
-    "sgd_100_steps_batch200": (_sgd_chapter(200), _sgd_plain(200)),
-    "sgd_100_steps_batch20": (_sgd_chapter(20), _sgd_plain(20)),
+    "gradient_batch200": (_gradient_by_hand, _gradient_by_autograd),
+    "sgd_100_steps_batch200": (_sgd_chapter(200), _sgd_autograd(200)),
+    "sgd_100_steps_batch20": (_sgd_chapter(20), _sgd_autograd(20)),
+    "sgd_vs_plain_100_steps_batch200": (_sgd_chapter(200), _sgd_plain(200)),
 }

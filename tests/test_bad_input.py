@@ -250,6 +250,7 @@ VALID = {
     "balance.attention_forward": lambda: dict(params=_attention()[0], X=_attention()[1]),
     "balance.attention_loss": lambda: dict(zip(("params", "X", "y"), _attention())),
     "balance.per_sample_grads": lambda: dict(zip(("params", "X", "y"), _attention())),
+    "balance.attention_loss_and_grads": lambda: dict(zip(("params", "X", "y"), _attention())),
     "balance.rescale_columns": lambda: dict(params=_attention()[0], lambdas=2 * torch.ones(2, 6, dtype=torch.float64)),
     "balance.column_imbalance": lambda: dict(params=_attention()[0]),
     "balance.euler_residuals": lambda: dict(grads=balance.per_sample_grads(*_attention()), params=_attention()[0]),

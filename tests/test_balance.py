@@ -192,6 +192,51 @@ def test_per_sample_grads_match_autograd(setup64):
         assert torch.allclose(grads[name].mean(0), g, rtol=1e-10, atol=1e-12)
 
 
+def _autograd(params, X, y):
+    leaf = {k: v.clone().requires_grad_(True) for k, v in params.items()}
+    loss = balance.attention_loss(leaf, X, y)
+    grads = torch.autograd.grad(loss, [leaf[k] for k in balance.PARAM_NAMES])
+    return loss.detach(), dict(zip(balance.PARAM_NAMES, grads))
+
+
+@pytest.mark.parametrize("seed, imbalance, weight_scale, groups", [
+    (0, 2.0, 1.0, ()),            # the chapter's imbalanced init, one batch
+    (1, 1.0, 1.0, (2,)),          # balanced init, two half batches as the SGD loop passes them
+    (2, 2.0, 3.0, (3, 2)),        # larger weights: peaked softmax in both layers
+    (3, 0.5, 1.0, (24,)),         # one sample per batch (per-sample gradients)
+])
+def test_hand_gradient_matches_autograd(seed, imbalance, weight_scale, groups):
+    # to 1e-12 of each gradient's largest entry: where a softmax is nearly one-hot, both routes (one formula)
+    # lose digits to cancellation in its small entries, and an entrywise tolerance would test that round-off
+    gen = torch_generator(seed)
+    params = balance.init_attention(generator=gen, imbalance=imbalance, dtype=torch.float64)
+    lambdas = torch.exp(torch.randn(2, 6, generator=gen, dtype=torch.float64))
+    params = balance.rescale_columns({k: weight_scale * v for k, v in params.items()}, lambdas)
+    X, y = balance.icl_regression_batch(24, generator=gen, dtype=torch.float64)
+    n = 24 // math.prod(groups)
+    loss, grads = balance.attention_loss_and_grads(params, X.reshape(*groups, n, *X.shape[1:]),
+                                                   y.reshape(*groups, n))
+    assert loss.shape == groups and all(g.shape == (*groups, 6, 6) for g in grads.values())
+    for at, Xg, yg in zip(np.ndindex(groups), X.split(n), y.split(n), strict=True):
+        expected_loss, expected = _autograd(params, Xg, yg)
+        assert float(loss[at]) == pytest.approx(float(expected_loss), rel=1e-12)
+        for name in balance.PARAM_NAMES:
+            torch.testing.assert_close(grads[name][at], expected[name], rtol=0,
+                                       atol=1e-12 * float(expected[name].abs().max()))
+
+
+def test_hand_gradient_bad_input(setup64):
+    params, X, y = setup64
+    with pytest.raises(ValueError, match="X must"):
+        balance.attention_loss_and_grads(params, X[0], y[0])
+    with pytest.raises(ValueError, match="X must"):
+        balance.attention_loss_and_grads(params, X[..., :5], y)
+    with pytest.raises(ValueError, match="y must"):
+        balance.attention_loss_and_grads(params, X.reshape(2, 32, *X.shape[1:]), y)
+    with pytest.raises(ValueError, match="params"):
+        balance.attention_loss_and_grads({"Wq0": params["Wq0"]}, X, y)
+
+
 def test_a_broken_symmetry_is_detected(setup64):
     # the Euler residual must be non-zero when the pair is not a symmetry (here: W_V against W_Q)
     params, X, y = setup64
@@ -219,6 +264,25 @@ def test_sgd_bookkeeping():
     assert run["D"].shape == (31, 2, 6) and run["gK"].shape == (4, 2, 6)
     predicted, measured, noise = balance.law_prediction(run, lr=4e-3, batch_size=8)
     assert predicted.shape == measured.shape == noise.shape == (2, 6)
+    np.testing.assert_allclose(run["D"][-1], balance.column_imbalance(run["params"]), rtol=0, atol=1e-13)
+
+
+def test_sgd_takes_autograds_steps():
+    # the loop's fresh batches (drawn after the first checkpoint's two chunks), stepped with autograd
+    params = balance.init_attention(generator=torch_generator(0), imbalance=2.0, dtype=torch.float64)
+    run = balance.train_attention_sgd(params, lr=4e-3, batch_size=8, steps=5, generator=torch_generator(1),
+                                      checkpoint_every=10, g_samples=4, g_chunk=2)
+    gen = torch_generator(1)
+    for _ in range(2):
+        balance.icl_regression_batch(2, generator=gen, dtype=torch.float64)
+    p = params
+    for k in range(5):
+        X, y = balance.icl_regression_batch(8, generator=gen, dtype=torch.float64)
+        loss, grads = _autograd(p, X, y)
+        assert run["loss"][k] == pytest.approx(float(loss), rel=1e-12)
+        p = {name: p[name] - 4e-3 * grads[name] for name in balance.PARAM_NAMES}
+    for name in balance.PARAM_NAMES:
+        torch.testing.assert_close(run["params"][name], p[name], rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("kwargs, match", [({"batch_size": 3}, "even"), ({"batch_size": 1}, "batch_size"),

@@ -14,7 +14,8 @@ The module is read top to bottom as the chapter uses it:
 
 1. the noise terms of the law from per-sample gradients (:func:`noise_terms`);
 2. the two-layer attention network of App. B.11, its data (:func:`icl_regression_batch`), its per-sample
-   gradients, and the terms ``g_K^i, g_Q^i`` of Fig. 6 computed both ways (variances and C1, C2);
+   gradients, its gradient derived by hand (:func:`attention_loss_and_grads`, the SGD loop's), and the terms
+   ``g_K^i, g_Q^i`` of Fig. 6 computed both ways (variances and C1, C2);
 3. integrators for the conservation experiment (gradient descent, implicit midpoint);
 4. the online SGD run of App. B.11 with the exact per-step bookkeeping of ``D_i = |W_K^i|^2 - |W_Q^i|^2``;
 5. the width-one two-layer linear model whose C1, C2 are closed forms, for Eq. 7.
@@ -26,7 +27,7 @@ import math
 
 import numpy as np
 import torch
-from torch.func import grad, grad_and_value, vmap
+from torch.func import grad, vmap
 
 from icllib.config import progress
 from icllib.validation import (array_like, numpy_generator_arg, positive_int, positive_number, real_array, tensor_arg,
@@ -205,6 +206,73 @@ def per_sample_grads(params, X, y):
     return vmap(grad(_sample_loss), in_dims=(None, 0, 0))(params, X, y)
 
 
+def attention_loss_and_grads(params, X, y):
+    """The loss of :func:`attention_loss` and its gradient in every weight matrix, derived by hand.
+
+    ``X`` has shape ``(..., n, tokens, width)`` and ``y`` ``(..., n)``: the leading axes hold independent
+    batches (the SGD loop passes its two half batches as ``(2, n, ...)``), each with its own mean loss.
+    Returns ``(loss, grads)``: the losses, shape ``(...)``, and a dict of ``(..., width, width)`` gradients.
+    Equal to autograd up to round-off (unit test) and several times faster, which is what makes App. B.11's
+    batch 200 affordable (benchmark ``balance.sgd_100_steps_batch200``).
+    """
+    _check_params(params)
+    width = params["Wq0"].shape[0]
+    what = f"of shape (..., n, tokens, {width})"
+    tensor_arg("X", X, min_ndim=3, what=what)
+    if X.shape[-1] != width:
+        raise ValueError(f"X must have shape {what}, got {tuple(X.shape)}")
+    tensor_arg("y", y, what=f"of shape {tuple(X.shape[:-2])}")
+    if y.shape != X.shape[:-2]:
+        raise ValueError(f"y must have shape {tuple(X.shape[:-2])}, got {tuple(y.shape)}")
+    loss, grads = _loss_and_grads([params[name] for name in PARAM_NAMES], X, y)
+    return loss, dict(zip(PARAM_NAMES, grads.unbind(-3)))
+
+
+def _loss_and_grads(weights, X, y):
+    """:func:`attention_loss_and_grads` without the checks; ``weights`` and the gradients, stacked on axis
+    -3, in the order of ``PARAM_NAMES``.
+
+    The forward pass is :func:`_forward_logits`, except that layer 2 is computed for the query row only, the
+    one the prediction reads. The backward pass uses the same symbols with ``d`` for ``dL/d``; ``G = dL/dH1``;
+    and through ``M_l = W_Q^l W_K^l^T``, ``dL/dW_Q^l = dL/dM_l W_K^l`` and ``dL/dW_K^l = dL/dM_l^T W_Q^l``.
+    """
+    Wq0, Wk0, Wv0, Wq1, Wk1, Wv1 = weights
+    scale = 1.0 / math.sqrt(X.shape[-1])
+    M0, M1 = Wq0 @ Wk0.T, Wq1 @ Wk1.T
+    # layer 1, every token: H1 = X + P0 V0, P0 = softmax(X M0 X^T / sqrt(width)), V0 = X W_V^0
+    P0 = torch.softmax(X @ (scale * M0) @ X.mT, dim=-1)               # (..., n, tokens, tokens)
+    V0 = X @ Wv0
+    PV = (V0.mT @ P0.mT).mT          # P0 V0: MKL's batched matmul is several times faster thin factor first
+    H1 = X + PV
+    # layer 2, query row h only: scores a = H1 r / sqrt(width) with r = M1^T h, prediction h[-1] + p . (H1 c)
+    h = H1[..., -1, :]                                                 # (..., n, width)
+    r = h @ M1
+    p = torch.softmax((H1 @ (scale * r)[..., None])[..., 0], dim=-1)   # (..., n, tokens)
+    c = Wv1[:, -1]
+    v = H1 @ c
+    error = h[..., -1] + (p * v).sum(-1) - y
+
+    delta = 2 * error / X.shape[-3]                                    # dL/dy_hat, L the mean over n
+    dv = delta[..., None] * p
+    dp = delta[..., None] * v
+    da = p * (dp - (p * dp).sum(-1, keepdim=True))                     # through the softmax
+    dr = scale * (da[..., None, :] @ H1)[..., 0, :]
+    dh = dr @ M1.T
+    dh[..., -1] += delta
+    G = dv[..., None] * c + (scale * da)[..., None] * r[..., None, :]  # through the values and the keys,
+    G[..., -1, :] += dh                                                # and the query row
+    # dP0 = G V0^T, and through the softmax dA0 = P0 * (dP0 - rowsum(P0 * dP0)), whose row sums are those of
+    # G * (P0 V0). In place: a fresh (tokens, tokens) buffer costs as much in page faults as in arithmetic.
+    dA0 = (G @ V0.mT).sub_((G * PV).sum(-1, keepdim=True)).mul_(P0)
+    dM0 = scale * ((X.mT @ dA0) @ X).sum(-3)
+    dWv0 = ((G.mT @ P0) @ X).sum(-3).mT                                # sum over n of (P0 X)^T G
+    dM1 = h.mT @ dr
+    dWv1 = torch.zeros_like(dWv0)
+    dWv1[..., -1] = (dv[..., None, :] @ H1)[..., 0, :].sum(-2)         # only the column c is read
+    grads = (dM0 @ Wk0, dM0.mT @ Wq0, dWv0, dM1 @ Wk1, dM1.mT @ Wq1, dWv1)
+    return (error**2).mean(-1), torch.stack(grads, dim=-3)
+
+
 def rescale_columns(params, lambdas):
     """The symmetry of Eq. 114, one factor per column pair: ``W_K^i -> lambda W_K^i``, ``W_Q^i -> W_Q^i / lambda``.
 
@@ -371,12 +439,13 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
                         g_chunk=2000, noise_std=0.1):
     """Online SGD (fresh batch every step) with the exact per-step split of ``Delta D_i`` (spec section 3.5-3.6).
 
-    Each step computes the gradients of the two half batches ``a, b`` (the step uses their mean). With
-    ``|g|^2 = g_a . g_b + |g_a - g_b|^2 / 4``, the exact ``Delta D_i = lr^2 (|g_K^i|^2 - |g_Q^i|^2)`` splits
-    into a *GD part* (``g_a . g_b``, unbiased for the full-gradient term) and a *noise part*
-    (``|g_a - g_b|^2 / 4``, unbiased for ``-lr T (g_K^i - g_Q^i)``, the law). Every ``checkpoint_every``
-    steps, ``g_K^i, g_Q^i`` are estimated from ``g_samples`` fresh sequences (per-sample gradients, in
-    whole chunks of ``g_chunk``, at least two; the spread of the per-chunk values gives the error bar).
+    Each step computes the gradients of the two half batches ``a, b`` in one call of the hand-derived
+    :func:`attention_loss_and_grads` (the step uses their mean). With ``|g|^2 = g_a . g_b + |g_a - g_b|^2 / 4``,
+    the exact ``Delta D_i = lr^2 (|g_K^i|^2 - |g_Q^i|^2)`` splits into a *GD part* (``g_a . g_b``, unbiased for
+    the full-gradient term) and a *noise part* (``|g_a - g_b|^2 / 4``, unbiased for ``-lr T (g_K^i - g_Q^i)``,
+    the law). Every ``checkpoint_every`` steps, ``g_K^i, g_Q^i`` are estimated from ``g_samples`` fresh
+    sequences (per-sample gradients, in whole chunks of ``g_chunk``, at least two; the spread of the
+    per-chunk values gives the error bar).
 
     Returns a dict of numpy arrays: ``loss`` (steps,), ``D`` (steps + 1, 2, width), ``dD_gd``, ``dD_noise``
     (steps, 2, width), ``identity_residual`` (accumulated ``|D_k - D_0 - sum dD|`` max), ``checkpoints``,
@@ -397,13 +466,21 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
     generator = torch_generator_arg("generator", generator)
     dtype = params["Wq0"].dtype
     half = batch_size // 2
-    p = {k: v.detach() for k, v in params.items()}
-    D0 = column_imbalance(p)
-    out = {"loss": [], "D": [D0], "dD_gd": [], "dD_noise": [], "checkpoints": [], "gK": [], "gQ": [],
-           "gK_se": [], "gQ_se": []}
-    accumulated = torch.zeros_like(D0, dtype=torch.float64)
+    weights = torch.stack([params[name].detach() for name in PARAM_NAMES])          # (6, width, width)
+    keys, queries = ([PARAM_NAMES.index(f"{w}{l}") for l in LAYERS] for w in ("Wk", "Wq"))
+
+    def columns(t):
+        """Per layer and column ``i``: ``t`` summed over ``W_K^i`` minus over ``W_Q^i``, ``(2, width)``."""
+        return t[keys].sum(-2) - t[queries].sum(-2)
+
+    D = torch.empty(steps + 1, len(LAYERS), weights.shape[-1], dtype=dtype)
+    D[0] = columns(weights**2)
+    loss, dD_gd, dD_noise = torch.empty(steps, dtype=dtype), torch.empty_like(D[1:]), torch.empty_like(D[1:])
+    accumulated = torch.zeros_like(D[0], dtype=torch.float64)
+    out = {"checkpoints": [], "gK": [], "gQ": [], "gK_se": [], "gQ_se": []}
 
     def checkpoint(k):
+        p = dict(zip(PARAM_NAMES, weights))
         chunks = []
         for start in range(0, g_samples, g_chunk):
             n = min(g_chunk, g_samples - start)
@@ -419,35 +496,25 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
         out["gK_se"].append(gK.std(0) / math.sqrt(len(chunks)))
         out["gQ_se"].append(gQ.std(0) / math.sqrt(len(chunks)))
 
-    def half_batch_loss(params_, X_, y_):
-        return ((_prediction(params_, X_) - y_) ** 2).mean()
-
-    # both half-batch gradients in one vectorised call: (2, width, width) per weight matrix
-    half_batch_grads = vmap(grad_and_value(half_batch_loss), in_dims=(None, 0, 0))
     for k in progress(range(steps), desc=f"SGD batch={batch_size}"):
         if k % checkpoint_every == 0:
             checkpoint(k)
         X, y = icl_regression_batch(batch_size, generator=generator, noise_std=noise_std, dtype=dtype)
-        halves, losses = half_batch_grads(p, X.reshape(2, half, *X.shape[1:]), y.reshape(2, half))
-        ga = {name: g_[0] for name, g_ in halves.items()}
-        gb = {name: g_[1] for name, g_ in halves.items()}
-
-        def split(f):
-            return lr**2 * torch.stack([f(f"Wk{l}") - f(f"Wq{l}") for l in LAYERS])
-
-        gd_part = split(lambda n_: (ga[n_] * gb[n_]).sum(0))
-        noise_part = split(lambda n_: ((ga[n_] - gb[n_]) ** 2).sum(0) / 4)
-        p = {name: p[name] - lr * (ga[name] + gb[name]) / 2 for name in PARAM_NAMES}
-        out["loss"].append(float(losses.mean()))
-        out["dD_gd"].append(gd_part)
-        out["dD_noise"].append(noise_part)
-        accumulated += (gd_part + noise_part).double()
-        out["D"].append(column_imbalance(p))
+        halves = X.reshape(2, half, *X.shape[1:]), y.reshape(2, half)
+        losses, (ga, gb) = _loss_and_grads(weights.unbind(), *halves)
+        dD_gd[k] = lr**2 * columns(ga * gb)
+        dD_noise[k] = lr**2 * columns((ga - gb) ** 2 / 4)
+        weights = weights - lr * (ga + gb) / 2
+        loss[k] = losses.mean()
+        accumulated += (dD_gd[k] + dD_noise[k]).double()
+        D[k + 1] = columns(weights**2)
     checkpoint(steps)
-    result = {key: np.asarray(torch.stack(v).double()) if key in ("D", "dD_gd", "dD_noise", "gK", "gQ", "gK_se", "gQ_se")
-              else np.asarray(v) for key, v in out.items()}
-    result["identity_residual"] = float((result["D"][-1] - result["D"][0] - accumulated.numpy()).__abs__().max())
-    result["params"] = p
+    result = {key: np.asarray(torch.stack(v).double()) if key != "checkpoints" else np.asarray(v)
+              for key, v in out.items()}
+    result.update(loss=loss.double().numpy(), D=D.double().numpy(), dD_gd=dD_gd.double().numpy(),
+                  dD_noise=dD_noise.double().numpy())
+    result["identity_residual"] = float(np.abs(result["D"][-1] - result["D"][0] - accumulated.numpy()).max())
+    result["params"] = dict(zip(PARAM_NAMES, weights))
     return result
 
 
