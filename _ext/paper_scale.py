@@ -118,7 +118,9 @@ def run_chapter(name: str, folder: Path | None = None) -> Path:
     commit, machine, date = _commit(root), _machine(), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     cells = sum(1 for cell in executions.code_cells(notebook) if cell.source.strip())  # nbclient skips empty ones
 
-    with tempfile.TemporaryDirectory() as scratch, tqdm(total=cells, desc=name, unit="cell") as bar:
+    # Draw every cell: they differ in length by orders of magnitude, so tqdm must not learn to skip updates.
+    with tempfile.TemporaryDirectory() as scratch, \
+            tqdm(total=cells, desc=name, unit="cell", miniters=1, mininterval=0) as bar:
         records_file = Path(scratch) / "records.jsonl"
         failed_cells = 0
 
