@@ -2299,7 +2299,7 @@ check_claim(
 )
 
 # %% mystnb={"figure": {"caption": "Paper Fig. 6: entropy of the attention on distinct tokens after 100 SGD iterations against eta_Y/eta_Z, one panel per size, one colour per eta_Z. Lines with error bars: this chapter (mean +- std over seeds); open circles: the authors' released means. Entropy falls with eta_Z everywhere; the dip at ratio 2 appears for K >= 6 only.", "name": "fig-scan_snap-fig6"}}
-fig, axes = figure(1, len(num_last_values), width=3.2 * len(num_last_values))
+fig, axes = figure(1, len(num_last_values))
 for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
     for j, (colour, eta_Z) in enumerate(zip(PALETTE, eta_Z_values)):
         ax.errorbar(
