@@ -33,7 +33,7 @@ Run a chapter (here `{EXAMPLE_CHAPTER}`; any name in `notebooks/` works) in `qui
 python3 -m venv .venv
 .venv/bin/python -m pip install -r requirements.txt
 .venv/bin/python -m pip install --no-deps -e .
-ICLLIB_MODE=quick .venv/bin/jupytext --to notebook --execute notebooks/{EXAMPLE_CHAPTER}.py
+ICLLIB_MODE=quick .venv/bin/python -c "import jupytext, nbclient; nb = jupytext.read('notebooks/{EXAMPLE_CHAPTER}.py'); nbclient.NotebookClient(nb, kernel_name='python3', resources={{'metadata': {{'path': 'notebooks'}}}}).execute(); jupytext.write(nb, 'notebooks/{EXAMPLE_CHAPTER}.ipynb')"
 ```
 
 The last command writes the executed notebook `notebooks/{EXAMPLE_CHAPTER}.ipynb`; every claim the chapter
