@@ -8,7 +8,9 @@ A notebook's key is a SHA-256 of what its outputs depend on:
   package (the claims registry, the list of the papers' numbered results), or the registry that
   ``ICLLIB_REGISTRY`` names;
 - the pins (``requirements.txt``, ``pyproject.toml``), the Python version, and the code here that runs a
-  kernel and stores what it printed.
+  kernel and stores what it printed;
+- the paper-scale archive (``results/full/<chapter>.json``) of each chapter whose arrays it draws
+  (:func:`archives_read`).
 
 An execution stored under a key is the executed notebook, the ``check_claim`` records its run wrote, and a
 few facts about the run (seconds, date, machine). Three things store executions: ``python
@@ -32,6 +34,7 @@ import io
 import json
 import os
 import platform
+import re
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -200,7 +203,17 @@ def key(notebook, mode: str, root: Path | None = None, package: Path | None = No
     for name in PINS:
         path = root / name
         add(name, path.read_bytes() if path.is_file() else b"")
+    for chapter in archives_read(notebook):
+        path = root / "results" / "full" / f"{chapter}.json"
+        add(f"archive/{chapter}", path.read_bytes() if path.is_file() else b"")
     return digest.hexdigest()
+
+
+def archives_read(notebook) -> list[str]:
+    """The chapters whose paper-scale archive ``notebook`` reads (``archived_arrays("<chapter>", ...)`` calls):
+    a new full run changes the figures drawn from it, so the archive is part of the key."""
+    sources = "\n".join(cell.source for cell in code_cells(notebook))
+    return sorted(set(re.findall(r"archived_arrays\(\s*[\"'](\w+)[\"']", sources)))
 
 
 # --- Storing and loading ---------------------------------------------------------------------------------

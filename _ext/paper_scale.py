@@ -4,8 +4,10 @@ The site is built in ``default`` mode, so a claim whose check needs the papers' 
 page unless a full run left one. ``python _ext/paper_scale.py <chapter>|all`` (``make paper-scale``) runs
 chapters in ``full`` mode, one at a time and to their end (a failing cell is recorded, not fatal), and writes
 ``results/full/<chapter>.json``: the commit, date, machine, package versions and wall time of the run, the
-cells that raised, and every ``check_claim`` record with the registry's statement at run time. The files
-are committed; they hold numbers and short strings only, never notebooks, figures or weights.
+cells that raised, every ``check_claim`` record with the registry's statement at run time, and the small
+arrays the chapter saved for its paper-scale figures (``icllib.claims.save_arrays``, at most 20,000 values
+each). The files are committed; they hold numbers and short strings only, never notebooks, figures or
+weights.
 
 ``results/full/pending.yaml`` lists the chapters (or parts of chapters) whose full run is not archived, with
 its estimated cost and why it was not run. The ledger and the status page read both through
@@ -138,10 +140,13 @@ def run_chapter(name: str, folder: Path | None = None) -> Path:
         lines = records_file.read_text().splitlines() if records_file.is_file() else []
 
     statements = {claim_id: claim.statement for claim_id, claim in registry().claims.items()}
+    written = [json.loads(line) for line in lines if line.strip()]
     run = {"chapter": name, "mode": MODE, "commit": commit, "date": date, "machine": machine,
            "threads": executions.KERNEL_THREADS, "versions": _versions(), "wall_s": round(wall_s, 1),
            "errors": _cell_errors(notebook, root),
-           "records": [_archived(json.loads(line), statements) for line in lines if line.strip()]}
+           "records": [_archived(record, statements) for record in written if "id" in record],
+           "arrays": {record["arrays"]: {"shapes": record["shapes"], "values": record["values"]}
+                      for record in written if "arrays" in record}}
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{name}.json"
     executions._write_atomically(target, json.dumps(run, sort_keys=True, indent=1) + "\n")

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from icllib import balance
-from icllib.claims import check_claim
+from icllib.claims import archived_arrays, check_claim, save_arrays
 from icllib.config import by_mode, mode, rng, torch_generator
 from icllib.plotting import PALETTE, figure
 
@@ -866,51 +866,91 @@ if mode() == "full":
 else:
     check_claim("balance.fig6-approach-batch20", end_gap / start_gap, upper=0.8, why=approach_why)
 
+
 # %% mystnb={"figure": {"caption": "App. B.11 / Fig. 6 at higher temperature (batch 20 in default mode): the two noise terms of each of the 12 query/key column pairs (g_K solid, g_Q dashed, same colour for one pair; band: standard error over chunks of samples). The gaps shrink from the start; in layer 2 they close to within a factor 2, in layer 1 they do not. Right: the imbalances D_i; in layer 1, where g_K stays above g_Q, every D_i keeps falling, as the law says.", "name": "fig-balance-attention"}}
-fig, axes = figure(1, 3)
-steps_ckpt = attention_run["checkpoints"] / 1000
-for layer in range(2):
-    for column in range(6):
-        colour = PALETTE[column]
-        for g, se, style in (
-            (attention_run["gK"], attention_run["gK_se"], "-"),
-            (attention_run["gQ"], attention_run["gQ_se"], "--"),
-        ):
-            axes[layer].plot(steps_ckpt, g[:, layer, column], style, color=colour, lw=1)
-            axes[layer].fill_between(
-                steps_ckpt,
-                np.maximum(g[:, layer, column] - se[:, layer, column], 1e-3),
-                g[:, layer, column] + se[:, layer, column],
-                color=colour,
-                alpha=0.15,
-            )
-    axes[layer].set(
-        yscale="log",
+def draw_noise_balance(axes, run, drift_ratio):
+    """Fig. 6's two noise terms per column pair (one panel per layer) and the imbalances D_i."""
+    steps_ckpt = run["checkpoints"] / 1000
+    for layer in range(2):
+        for column in range(6):
+            colour = PALETTE[column]
+            for g, se, style in ((run["gK"], run["gK_se"], "-"), (run["gQ"], run["gQ_se"], "--")):
+                axes[layer].plot(steps_ckpt, g[:, layer, column], style, color=colour, lw=1)
+                axes[layer].fill_between(
+                    steps_ckpt,
+                    np.maximum(g[:, layer, column] - se[:, layer, column], 1e-3),
+                    g[:, layer, column] + se[:, layer, column],
+                    color=colour,
+                    alpha=0.15,
+                )
+        axes[layer].set(
+            yscale="log",
+            xlabel="SGD step (thousands)",
+            ylabel="g_K^i (solid), g_Q^i (dashed)",
+            title=f"layer {layer + 1}",
+        )
+        axes[layer].plot([], [], "k-", label="g_K")
+        axes[layer].plot([], [], "k--", label="g_Q")
+        axes[layer].legend()
+    for index in range(12):
+        layer, column = divmod(index, 6)
+        axes[2].plot(
+            run["D_steps"] / 1000,
+            run["D"][:, layer, column],
+            color=PALETTE[column],
+            ls="-" if layer == 0 else "--",
+            lw=1,
+        )
+    axes[2].plot([], [], "k-", label="layer 1")
+    axes[2].plot([], [], "k--", label="layer 2")
+    axes[2].set(
         xlabel="SGD step (thousands)",
-        ylabel="g_K^i (solid), g_Q^i (dashed)",
-        title=f"layer {layer + 1}",
+        ylabel="D_i = |W_K^i|^2 - |W_Q^i|^2",
+        title=f"measured/law drift {drift_ratio:.2f}",
     )
-    axes[layer].plot([], [], "k-", label="g_K")
-    axes[layer].plot([], [], "k--", label="g_Q")
-    axes[layer].legend()
-D_path = attention_run["D"]
-for index in range(12):
-    layer, column = divmod(index, 6)
-    axes[2].plot(
-        np.arange(len(D_path))[::50] / 1000,
-        D_path[::50, layer, column],
-        color=PALETTE[column],
-        ls="-" if layer == 0 else "--",
-        lw=1,
+    axes[2].legend()
+
+
+# About 400 points of the D_i paths: the figure needs no more, and a paper-scale run archives them.
+D_stride = max(1, sgd_steps // 400)
+fig6_series = {key: attention_run[key] for key in ("checkpoints", "gK", "gQ", "gK_se", "gQ_se")} | {
+    "D_steps": np.arange(0, sgd_steps + 1, D_stride),
+    "D": attention_run["D"][::D_stride],
+    "rate_ratio": [rate_ratio],
+}
+save_arrays("fig6", **fig6_series)
+draw_noise_balance(figure(1, 3)[1], fig6_series, rate_ratio)
+
+# %% [markdown]
+# ### Fig. 6 at the paper's batch, from the archive
+#
+# `full` mode runs the cells above at the paper's batch $S = 200$ for $4\times10^5$ steps, and
+# `make paper-scale CHAPTER=balance` archives its checks and the series of its figure in
+# `results/full/balance.json`. The next figure is drawn from that archive, not computed in this build: the
+# line above it names the run (date, commit, machine), and the ledger's Paper scale column holds its checks of
+# `balance.fig6-approach` and `balance.fig6-overlap`.
+
+# %% mystnb={"figure": {"caption": "Paper Fig. 6 at the paper's setting (batch 200, lr 4e-3, 400 000 steps of online SGD), drawn from the archived full-mode run, not recomputed in this build. Panels as in the figure above: g_K (solid) and g_Q (dashed) of each column pair per layer, and the imbalances D_i.", "name": "fig-balance-attention-paper-scale"}}
+paper_scale = archived_arrays("balance", "fig6") if mode() != "full" else None
+if paper_scale is None:
+    print(
+        "No archived full run with Fig. 6's series"
+        + (
+            " (this run is the full one)"
+            if mode() == "full"
+            else ": `make paper-scale CHAPTER=balance`"
+        )
     )
-axes[2].plot([], [], "k-", label="layer 1")
-axes[2].plot([], [], "k--", label="layer 2")
-axes[2].set(
-    xlabel="SGD step (thousands)",
-    ylabel="D_i = |W_K^i|^2 - |W_Q^i|^2",
-    title=f"measured/law drift {rate_ratio:.2f}",
-)
-axes[2].legend()
+else:
+    archived_gap = np.log(paper_scale["gK"] / paper_scale["gQ"])
+    print(
+        f"archived full run of {paper_scale['date']}, commit {paper_scale['commit']},"
+        f" {paper_scale['machine']}: mean |log(g_K/g_Q)| {np.abs(archived_gap[0]).mean():.2f} at"
+        f" the start, {np.abs(archived_gap[-3:]).mean():.2f} over the last 3 checkpoints; pairs"
+        " within a factor 2 at the end:"
+        f" {np.mean(np.abs(archived_gap[-3:].mean(axis=0)) < math.log(2)):.2f}"
+    )
+    draw_noise_balance(figure(1, 3)[1], paper_scale, paper_scale["rate_ratio"][0])
 
 # %% [markdown]
 # What we saw: the law holds where it can be measured. The $D_i$ move in the direction of

@@ -52,7 +52,8 @@ The verdicts mean one thing each (the ledger page shows this legend):
 :func:`check_claim` compares a measured value with the paper's value (or with bounds), appends a
 record to the results file (``_build/claims/results.jsonl`` under the book's root, or the path in
 ``ICLLIB_RESULTS``) and raises ``AssertionError`` quoting the claim when the check fails. The book's
-ledger page is built from the registry and these records.
+ledger page is built from the registry and these records. :func:`save_arrays` records the few small
+arrays a paper-scale figure is drawn from; :func:`archived_arrays` reads them back from the archive.
 """
 
 from __future__ import annotations
@@ -268,9 +269,12 @@ def results_path() -> Path:
     override = os.environ.get(RESULTS_VARIABLE)
     if override:
         return Path(override)
+    return _book_root() / "_build" / "claims" / "results.jsonl"
+
+
+def _book_root() -> Path:
     here = Path.cwd().resolve()
-    root = next((folder for folder in (here, *here.parents) if (folder / "_config.yml").is_file()), here)
-    return root / "_build" / "claims" / "results.jsonl"
+    return next((folder for folder in (here, *here.parents) if (folder / "_config.yml").is_file()), here)
 
 
 def _as_number(name: str, value) -> float | bool:
@@ -399,6 +403,73 @@ def check_claim(
         )
 
 
+# --- Arrays for figures at paper scale ---------------------------------------------------------------------
+# A chapter's `full` run can leave a few small arrays next to its check records (the series a figure is drawn
+# from); `make paper-scale` archives them in results/full/<chapter>.json and the default-mode page draws the
+# paper-scale figure from there. The cap keeps the archive at numbers, not data sets.
+ARRAYS_MAX_VALUES = 20_000
+ARCHIVE_FOLDER = ("results", "full")
+
+
+def save_arrays(name: str, **arrays) -> None:
+    """Record small numeric arrays under ``name`` in the results file (any run mode; a paper-scale run archives
+    them). Values are kept to 6 significant digits.
+
+    Raises ``ValueError`` for a ``name`` that is not a non-empty identifier, no arrays, a non-numeric or
+    non-finite array, or more than :data:`ARRAYS_MAX_VALUES` values in all.
+    """
+    import numpy as np
+
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be an identifier such as 'fig6', got {name!r}")
+    if not arrays:
+        raise ValueError("save_arrays needs at least one array (given as keyword arguments)")
+    values = {}
+    for key, array in arrays.items():
+        try:
+            array = np.asarray(array, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"array {key!r} is not numeric: {error}") from None
+        if not np.isfinite(array).all():
+            raise ValueError(f"array {key!r} holds non-finite values")
+        values[key] = array
+    total = sum(array.size for array in values.values())
+    if total > ARRAYS_MAX_VALUES:
+        raise ValueError(f"arrays {name!r} hold {total} values, over the {ARRAYS_MAX_VALUES} an archive keeps: "
+                         "subsample them")
+    record = {"arrays": name, "mode": mode(), "run": _RUN_TOKEN,
+              "values": {key: [float(f"{x:.6g}") for x in array.ravel()] for key, array in values.items()},
+              "shapes": {key: list(array.shape) for key, array in values.items()}}
+    path = results_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as stream:
+        stream.write(json.dumps(record) + "\n")
+
+
+def archive_path(chapter: str) -> Path:
+    """``results/full/<chapter>.json`` under the book root (see :func:`results_path`)."""
+    if not isinstance(chapter, str) or not chapter.isidentifier():
+        raise ValueError(f"chapter must be a chapter's name such as 'balance', got {chapter!r}")
+    return _book_root().joinpath(*ARCHIVE_FOLDER, f"{chapter}.json")
+
+
+def archived_arrays(chapter: str, name: str) -> dict | None:
+    """The arrays ``name`` archived by the last paper-scale run of ``chapter``, as numpy arrays, with that run's
+    ``date``, ``commit`` and ``machine``; None when there is no archived run or it saved no such arrays."""
+    import numpy as np
+
+    path = archive_path(chapter)
+    if not path.is_file():
+        return None
+    run = json.loads(path.read_text())
+    saved = run.get("arrays", {}).get(name)
+    if saved is None:
+        return None
+    arrays = {key: np.asarray(saved["values"][key], dtype=np.float64).reshape(shape)
+              for key, shape in saved["shapes"].items()}
+    return {**arrays, "date": run["date"], "commit": run["commit"], "machine": run["machine"]}
+
+
 def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:
     """Every record of each claim id from the latest run that checked it, in the order they were made.
 
@@ -412,6 +483,8 @@ def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:
         for line in path.read_text().splitlines():
             if line.strip():
                 record = json.loads(line)
+                if "id" not in record:  # arrays (save_arrays), not a check
+                    continue
                 earlier = runs.get(record["id"], [])
                 if earlier and earlier[-1].get("run") == record.get("run"):
                     if record not in earlier:
