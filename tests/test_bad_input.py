@@ -163,6 +163,9 @@ VALID = {
     "claims.parse_registry": lambda: dict(files=sorted((Path(balance.__file__).parent / "registry").glob("*.yaml"))),
     "claims.results_path": lambda: {},
     "claims.read_all_results": lambda: {},
+    "claims.save_arrays": lambda: dict(name="series", values=[1.0, 2.0]),
+    "claims.archive_path": lambda: dict(chapter="balance"),
+    "claims.archived_arrays": lambda: dict(chapter="balance", name="fig6"),
     "validation.positive_int": lambda: dict(name="n", value=3),
     "validation.even_int": lambda: dict(name="D", value=4),
     "validation.power_of_two": lambda: dict(name="d", value=8),
@@ -422,6 +425,8 @@ ACCEPTED = {
     "config.by_mode": {"quick": ANY, "default": ANY, "full": ANY},  # by_mode returns whichever the mode picks
     "config.progress": {"iterable": {"str", "numpy", "empty"}},  # each is an iterable: a loop over it is valid
     "claims.check_claim": {"measured": REAL},  # within the valid call's bounds [-10, 10]
+    "claims.save_arrays": {"name": {"str"}}, "claims.archive_path": {"chapter": {"str"}},  # "x" is a name
+    "claims.archived_arrays": {"chapter": {"str"}, "name": {"str"}},  # no archive or series "x": None
     "config.rng": {"seed": {"0"}}, "config.torch_generator": {"seed": {"0"}},  # seeds start at 0
     "coverage.named_results": {"text": {"str"}}, "coverage.paper_results": {"text": {"str"}},  # a text
     "coverage.quote_found": {"quote": {"str"}},  # a quote is any text

@@ -180,6 +180,24 @@ def test_read_all_results_keeps_every_record_of_the_latest_run(demo_registry, mo
     assert all(record["run"] == "a later run" for record in records)
 
 
+def test_saved_arrays_are_recorded_beside_the_checks_and_skipped_by_the_ledger(demo_registry):
+    _, results = demo_registry
+    claims.check_claim("demo.exact", 2.0, expected=2, atol=0, why="exact")
+    claims.save_arrays("series", steps=[0, 5], values=[[1.0, 2.0], [math.pi, 4.0]])
+    saved = json.loads(results.read_text().splitlines()[1])
+    assert saved["arrays"] == "series" and saved["shapes"] == {"steps": [2], "values": [2, 2]}
+    assert saved["values"]["values"] == [1.0, 2.0, 3.14159, 4.0]
+    assert list(claims.read_all_results(results)) == ["demo.exact"]
+
+
+@pytest.mark.parametrize(("arrays", "message"), [
+    ({}, "at least one array"), ({"x": [1.0, math.inf]}, "'x' holds non-finite"),
+    ({"x": ["a"]}, "'x' is not numeric"), ({"x": [0.0] * 20_001}, "subsample")])
+def test_save_arrays_refuses_what_an_archive_should_not_hold(demo_registry, arrays, message):
+    with pytest.raises(ValueError, match=message):
+        claims.save_arrays("series", **arrays)
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [

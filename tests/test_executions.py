@@ -86,6 +86,17 @@ def test_the_pins_change_the_key(package):
     assert key_of(package) != before
 
 
+def test_the_paper_scale_archive_a_chapter_draws_from_is_in_its_key(package):
+    archive = package.parent / "results" / "full" / "chapter.json"
+    drawing = notebook('from icllib.claims import archived_arrays\nseries = archived_arrays("chapter", "fig")')
+    without_archive = key_of(package, drawing), key_of(package)
+    archive.parent.mkdir(parents=True)
+    archive.write_text('{"arrays": {}}')
+    assert key_of(package, drawing) != without_archive[0]
+    assert key_of(package) == without_archive[1]   # a chapter that does not read the archive keeps its key
+    assert executions.archives_read(drawing) == ["chapter"]
+
+
 @pytest.mark.parametrize("code", ["import icllib", "from icllib import *", "%time import icllib.chapter"])
 def test_code_that_may_reach_any_module_depends_on_all_of_them(package, code):
     before = key_of(package, notebook(code))

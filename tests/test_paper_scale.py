@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from icllib.claims import registry
+from icllib.claims import archived_arrays, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
@@ -151,9 +151,10 @@ claims:
 """
 
 NOTEBOOK = """# %%
-from icllib.claims import check_claim
+from icllib.claims import check_claim, save_arrays
 
 check_claim("tiny.passes", 2.0, expected=2.0, atol=1e-12, why="exact arithmetic")
+save_arrays("series", steps=[0, 10, 20], grid=[[1.0, 2.0], [3.0, 1 / 3]])
 
 # %%
 check_claim("tiny.fails", 2.5, expected=3.0, atol=0.1, why="a tolerance the value misses")
@@ -188,3 +189,8 @@ def test_run_chapter_records_a_failed_check_and_goes_on_to_the_last_cell(tmp_pat
     assert {"python", "numpy", "scipy", "torch", "icllib"} <= set(run["versions"])
     assert "Traceback" not in target.read_text() and str(tmp_path) not in target.read_text()
     assert paper_scale.read_pending() == [] and set(paper_scale.archived_records()) == {"tiny.passes", "tiny.fails"}
+    series = archived_arrays("tiny", "series")
+    assert series["steps"].tolist() == [0, 10, 20] and series["grid"].shape == (2, 2)
+    assert series["grid"][1, 1] == 0.333333   # 6 significant digits
+    assert (series["date"], series["commit"]) == (run["date"], run["commit"])
+    assert archived_arrays("tiny", "no_such_series") is None and archived_arrays("other", "series") is None

@@ -458,6 +458,8 @@ def archived_arrays(chapter: str, name: str) -> dict | None:
     ``date``, ``commit`` and ``machine``; None when there is no archived run or it saved no such arrays."""
     import numpy as np
 
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be the identifier the arrays were saved under, got {name!r}")
     path = archive_path(chapter)
     if not path.is_file():
         return None
