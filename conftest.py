@@ -53,24 +53,25 @@ class TextNotebook(IPyNbFile):
         os.close(handle)
         self.records_file = Path(name)
         saved = dict(os.environ)
-        os.environ.update(executions.kernel_environment(mode(), self.records_file))
+        os.environ.update(executions.kernel_environment(mode(), self.records_file, Path(self.fspath).stem))
         try:
             super().setup()  # the kernel starts here and keeps these variables
         finally:
             os.environ.clear()
             os.environ.update(saved)
         client = self.kernel.kc
-        # As a notebook front-end (and nbclient) does: with nbval's store_history=False, IPython reads a
-        # stale input for the trailing-semicolon rule and echoes values the page must not show.
+        # Execute as nbclient does in the book build (store_history=True, nbval's default is False), so that the
+        # execution stored from this run is the one the build would have made.
         self.kernel.execute_cell_input = lambda source, allow_stdin=None: client.execute(
             source, store_history=True, allow_stdin=allow_stdin, stop_on_error=False)
 
     def teardown(self):
-        from icllib.claims import results_path
+        from icllib.claims import figure_problems, results_path
         from icllib.config import mode
 
         super().teardown()
         records = self.records_file.read_text().splitlines()
+        unreadable_figures = figure_problems(self.records_file)
         self.records_file.unlink(missing_ok=True)
         executions.pass_on(records, results_path())
         ran_every_cell = all(item.test_outputs is not None for item in self.cell_items)
@@ -81,6 +82,8 @@ class TextNotebook(IPyNbFile):
                 cell.outputs, cell.execution_count = item.test_outputs, count
             executions.store(notebook, mode(), records, {"notebook": Path(self.fspath).name,
                                                          "executed by": "the notebook tests (nbval)"})
+        if unreadable_figures:  # icllib.plotting.layout_problems, measured as each figure was drawn
+            pytest.fail("figures that do not read:\n" + "\n".join(unreadable_figures), pytrace=False)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -158,7 +158,7 @@ def offer_the_source(app, doctree):
     paragraph += nodes.emphasis(text="Run it yourself: ")
     paragraph += nodes.Text("download the book's source, ")
     paragraph += nodes.reference(text=source_archive.ARCHIVE_NAME, refuri="../" * depth + source_archive.ARCHIVE_NAME)
-    paragraph += nodes.Text(", and follow its README (quick mode, a minute), or take the executed ")
+    paragraph += nodes.Text(", and follow its README (a few minutes to install the pinned packages, then about a minute to run the chapter in quick mode), or take the executed ")
     paragraph += nodes.reference(text=f"{name}.ipynb", refuri="../" * depth + f"_sources/{app.env.docname}.ipynb")
     paragraph += nodes.Text(f" (the source's notebooks/{name}.py is the same chapter as a text notebook).")
     title_index = doctree[0].first_child_matching_class(nodes.title)
@@ -591,6 +591,13 @@ def _verdict_class(verdict: str) -> str:
     return "verdict-" + verdict.lower().replace(" ", "-")
 
 
+def warn_about_unreadable_figures(app, env):
+    """A build warning for each figure whose tick labels overlap or whose legend covers data, as measured when
+    its chapter drew it (icllib.plotting.layout_problems)."""
+    for problem in claims_module.figure_problems(_results_file(app)):
+        logger.warning(f"a figure that does not read: {problem}")
+
+
 def fill_ledger(app, doctree, docname):
     placeholders = list(doctree.findall(ledger_placeholder))
     if not placeholders:
@@ -685,37 +692,43 @@ def offer_executed_notebook(app, pagename, templatename, context, doctree):
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
-# MathJax parts no page uses: the speech-rule engine (about 4 MB of speech maps, for the a11y menu's speech
-# option) and the a11y extensions that need it (the menu's assistive MathML stays), the SVG output, and the
-# input jax that tex-mml-chtml.js already bundles or that the book never loads.
-UNUSED_MATHJAX = {"sre", "sre.js", "explorer.js", "semantic-enrich.js", "complexity.js", "svg", "svg.js",
-                  "tex-full.js", "asciimath.js", "mml"}
+# MathJax: tex-mml-chtml.js bundles the TeX and MathML input, the CHTML output with its font data, the menu
+# and assistive MathML; what it fetches later is a TeX extension the autoloader asks for (boldsymbol, ...) and
+# the woff2 fonts. Nothing else of the package reaches a reader: not the separate components the bundle
+# already holds, the speech-rule engine (about 4 MB of speech maps) with the a11y parts that need it, the SVG
+# output, tex-full's all-packages.js, Node's adaptors or source maps. The browser test fails on any
+# expression MathJax cannot typeset, so a page that needs a dropped part does not go unnoticed.
+MATHJAX_SHIPPED = ("tex-mml-chtml.js", "input/tex/extensions/*.js", "output/chtml/fonts/woff-v2/*.woff",
+                   "a11y/assistive-mml.js")
+MATHJAX_DROPPED = {"input/tex/extensions/all-packages.js"}
 
 
 def copy_mathjax(app, exception):
-    """Serve MathJax 3 from ``_static/mathjax``: the CHTML build and the components it loads."""
+    """Serve MathJax 3 from ``_static/mathjax``: the CHTML build and the parts it loads (:data:`MATHJAX_SHIPPED`)."""
     if exception is not None or app.builder.format != "html":
         return
     import mathjax
 
     source = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
     target = Path(app.outdir) / "_static" / "mathjax"
-    unused_builds = {path.name for path in source.glob("*.js")} - {"tex-mml-chtml.js"}
-
-    def unused(folder, names):
-        at_top = Path(folder) == source
-        return [name for name in names
-                if (at_top and name in unused_builds) or name in UNUSED_MATHJAX or name.endswith(".map")]
-
-    shutil.copytree(source, target, dirs_exist_ok=True, ignore=unused)
+    shutil.rmtree(target, ignore_errors=True)  # no part of an earlier build's selection stays behind
+    for pattern in MATHJAX_SHIPPED:
+        for path in source.glob(pattern):
+            relative = path.relative_to(source)
+            if relative.as_posix() not in MATHJAX_DROPPED:
+                (target / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target / relative)
 
 
 def drop_what_serves_nobody(app, exception):
-    """Source maps of the theme's scripts and message catalogues: nothing a reader's browser asks for."""
+    """Source maps of the theme's scripts, message catalogues, and the TrueType copies of the icon fonts (the
+    theme's CSS offers woff2 first, which every browser of the last eight years reads): nothing a reader's
+    browser asks for."""
     if exception is not None or app.builder.format != "html":
         return
     static = Path(app.outdir) / "_static"
-    for path in [*static.rglob("*.map"), *static.rglob("*.mo"), *static.rglob("*.po")]:
+    for path in [*static.rglob("*.map"), *static.rglob("*.mo"), *static.rglob("*.po"),
+                 *static.glob("vendor/fontawesome/webfonts/*.ttf")]:
         path.unlink()
 
 
@@ -750,6 +763,7 @@ def setup(app):
     app.connect("config-inited", follow_the_repository_url)
     app.add_css_file("book.css")
     app.add_js_file("ledger.js")
+    app.add_js_file("fit_equations.js")
     app.add_node(ledger_placeholder)
     app.add_directive("claims-ledger", ClaimsLedger)
     app.add_directive("errata-list", ErrataList)
@@ -764,6 +778,7 @@ def setup(app):
     app.connect("doctree-read", offer_the_source)
     app.connect("doctree-read", check_the_cite_section)
     app.connect("env-purge-doc", forget_checking_cells)
+    app.connect("env-updated", warn_about_unreadable_figures)
     app.connect("doctree-resolved", fill_ledger)
     app.connect("html-page-context", offer_executed_notebook, priority=450)
     app.connect("build-finished", copy_mathjax)

@@ -81,10 +81,11 @@ def kernel_ipython_dir() -> Path:
     return folder
 
 
-def kernel_environment(mode: str, results: Path) -> dict[str, str]:
-    """The variables a chapter's kernel runs with: its mode, where its records go, one thread, no echo."""
-    return {"ICLLIB_MODE": mode, "ICLLIB_RESULTS": str(results), "IPYTHONDIR": str(kernel_ipython_dir()),
-            **{name: str(KERNEL_THREADS) for name in THREAD_VARIABLES}}
+def kernel_environment(mode: str, results: Path, chapter: str) -> dict[str, str]:
+    """The variables a chapter's kernel runs with: its mode, where its records go and the chapter they belong to,
+    one thread, no echo."""
+    return {"ICLLIB_MODE": mode, "ICLLIB_RESULTS": str(results), "ICLLIB_CHAPTER": chapter,
+            "IPYTHONDIR": str(kernel_ipython_dir()), **{name: str(KERNEL_THREADS) for name in THREAD_VARIABLES}}
 
 
 # --- The key ---------------------------------------------------------------------------------------------
@@ -320,7 +321,7 @@ def run_kernel(notebook, path: Path, mode: str, records: Path, **client_options)
     ``CellExecutionError`` at the first failing cell, unless errors are allowed."""
     from nbclient import NotebookClient
 
-    environment = kernel_environment(mode, records)
+    environment = kernel_environment(mode, records, path.stem)
     previous = {name: os.environ.get(name) for name in environment}
     os.environ.update(environment)  # the kernel inherits this process's environment when it starts
     try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import platform
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
-from executions import kernel_environment, machine  # noqa: E402
+from executions import machine, read_source, run_kernel  # noqa: E402
 
 NOTEBOOKS = ROOT / "notebooks"
 RESULTS = ROOT / "benchmarks" / "results.json"
@@ -32,37 +31,23 @@ def time_chapter(notebook: Path, mode: str, *, save_to: Path | None = None, allo
     values of a long run afterwards. ``allow_errors``: keep executing after a failing cell (a failed check), so
     that one long run reports every check; the failures are printed and the run's time is still returned.
     """
-    import jupytext
     import nbformat
-    from nbclient import NotebookClient
 
-    # The kernel inherits this process's environment: the mode and the threads of the book's kernels, for
-    # this run only.
-    environment = kernel_environment(mode, ROOT / "_build" / "benchmarks" / "results.jsonl")
-    saved = {name: os.environ.get(name) for name in environment}
-    os.environ.update(environment)
+    notebook_object = read_source(notebook)
+    start = time.perf_counter()
     try:
-        notebook_object = jupytext.read(notebook)
-        client = NotebookClient(notebook_object, timeout=7200, kernel_name="python3", allow_errors=allow_errors,
-                                resources={"metadata": {"path": str(NOTEBOOKS)}})
-        start = time.perf_counter()
-        try:
-            client.execute()
-        finally:
-            if save_to is not None:
-                save_to.mkdir(parents=True, exist_ok=True)
-                nbformat.write(notebook_object, save_to / f"{notebook.stem}.{mode}.ipynb")
-        for cell in notebook_object.cells:
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "error":
-                    print(f"{notebook.stem} [{mode}]: {output['ename']}: {output['evalue']}", flush=True)
-        return time.perf_counter() - start
+        run_kernel(notebook_object, notebook, mode, ROOT / "_build" / "benchmarks" / "results.jsonl",
+                   timeout=7200, allow_errors=allow_errors)
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        if save_to is not None:
+            save_to.mkdir(parents=True, exist_ok=True)
+            nbformat.write(notebook_object, save_to / f"{notebook.stem}.{mode}.ipynb")
+    seconds = time.perf_counter() - start
+    for cell in notebook_object.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                print(f"{notebook.stem} [{mode}]: {output['ename']}: {output['evalue']}", flush=True)
+    return seconds
 
 
 def best_time(function, repeat: int) -> float:

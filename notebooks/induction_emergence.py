@@ -43,7 +43,7 @@ from icllib import induction_common as ic
 from icllib import induction_emergence as ie
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, progress, rng, torch_generator
-from icllib.plotting import figure, log_log_slope, show_table
+from icllib.plotting import figure, legend, log_log_slope, show_table
 
 torch.set_num_threads(1)
 
@@ -569,8 +569,8 @@ right.set(
     ylabel="gradient-flow time",
     title="emergence and loss-drop times",
 )
-left.legend(loc="center right")
-right.legend()
+legend(left)
+legend(right)
 
 # %% [markdown]
 # **The slow manifold.** Proposition 2 ties $\alpha$ to $\beta$ in the middle phase: $\alpha = \beta^2/2$, so
@@ -607,7 +607,7 @@ ax.plot(beta_line, beta_line**2 / 2, "k--", linewidth=1, label=r"$\alpha = \beta
 ax.axhline(0.5, color="grey", linewidth=0.8)
 ax.axvline(0.5, color="grey", linewidth=0.8)
 ax.set(xlabel=r"$\beta$ (second layer)", ylabel=r"$\alpha$ (first layer)")
-ax.legend()
+legend(ax)
 
 # %% [markdown]
 # ## 5. The proof, step by step
@@ -798,8 +798,8 @@ for axis in (left, right):
     axis.axvline(math.sqrt(2 * math.pi), color="grey", linestyle=":", linewidth=0.9)
 left.set(xlabel=r"$t / N^2$", ylabel="loss", title=f"N = {N_show}")
 right.set(xlabel=r"$t / N^2$", ylabel="parameter value", ylim=(0, 3))
-left.legend(loc="lower left")
-right.legend(loc="upper left")
+legend(left)
+legend(right)
 
 # %% [markdown]
 # ## 7. Fig. 5: thresholds 0.1 and gradient descent
@@ -898,7 +898,7 @@ for index, key in enumerate(("alpha", "beta", "gamma")):
         label=rf"$T_\{key}$ GD, $\eta=\lambda/D$",
     )
 left.set(xlabel="N (pairs in context)", ylabel="emergence time", title="thresholds 0.1, 0.1, 0.5")
-left.legend(fontsize=7)
+legend(left, fontsize=7)
 right.semilogy(n, t_icl, "o-", color="C0", label=r"$t_{ICL}$ (App. F thresholds)")
 right.semilogy(
     n,
@@ -916,7 +916,7 @@ right.semilogy(
     label=rf"${asymptotics['T_alpha/N^2']:.3f}\,N^2$",
 )
 right.set(xlabel="N (pairs in context)", ylabel="time until ICL", title="quadratic asymptotes")
-right.legend(fontsize=7)
+legend(right, fontsize=7)
 
 # %% [markdown]
 # ## What we saw

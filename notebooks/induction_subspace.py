@@ -42,7 +42,7 @@ from icllib import induction_common as ic
 from icllib import induction_subspace as isp
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, torch_generator
-from icllib.plotting import PALETTE, block_heatmap, figure, log_log_slope, show_table
+from icllib.plotting import PALETTE, block_heatmap, figure, legend, log_log_slope, show_table
 
 torch.set_num_threads(1)
 
@@ -548,7 +548,7 @@ for k, name in enumerate(("W1", "W2", "W3")):
     )
 ax.set_xlabel("SGD step")
 ax.set_ylabel("residual ||W - Pi(W)|| / ||W||")
-ax.legend(ncol=2, fontsize=8)
+legend(ax, ncol=2, fontsize=8)
 
 # %% [markdown]
 # The symmetrised run keeps all three matrices in the subspace to rounding error; the plain run leaves it.
@@ -640,7 +640,7 @@ guide = residuals[0, 0] * (np.asarray(batches) / batches[0]) ** -0.5
 ax.loglog(batches, guide, ":", color="black", label="B^(-1/2)")
 ax.set_xlabel("batch size B")
 ax.set_ylabel(f"residual after {steps_mc} steps")
-ax.legend()
+legend(ax)
 
 # %% [markdown]
 # The residual falls as $B^{-1/2}$ for each matrix, $W^{(1)}$ being the noisiest (its gradient signal is the
@@ -717,7 +717,7 @@ def plot_pseudo_parameters(ax, coords, title):
         else:
             ax.plot(coords[:, k], lw=0.7, color="0.6", label="other 16" if k == 0 else None)
     ax.set(xlabel="SGD step", ylabel="pseudo-parameter c_k", title=title)
-    ax.legend(fontsize=8)
+    legend(ax, fontsize=8)
 
 
 for row, (run, title) in enumerate(
@@ -730,7 +730,7 @@ for row, (run, title) in enumerate(
     ax.set_xlabel("SGD step")
     ax.set_ylabel("loss")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    legend(ax, fontsize=8)
 
 # %% mystnb={"figure": {"caption": "Paper Fig. 3, recomputed: the weights at the end of the standard run above. Block lines separate the D x D blocks. The diagonals of I and the anti-diagonal blocks of M stand out: alpha_3 M in the positional block of W1, beta_2 I in block (X1, TX1) of W2, gamma_3 I in block 5 (QX1) of W3; the rest is small SGD noise, and the second block-row of W2 is exactly 0.", "name": "fig-induction_subspace-weights"}}
 fig, axes = figure(1, 3, height=3.4)
@@ -747,7 +747,7 @@ for ax, W, (name, xlabel, ylabel) in zip(axes, full["weights"], labels):
 # than half of each matrix's squared norm lie in the subspace, $1 - r(W)^2 > 1/2$, where a random matrix would
 # put $3/(4D^2)$, $12/(16D^2)$ or $4/(8D^2)$ of it. Hypothesis 1 says the drop in loss *is* the induction head: we
 # remove one pseudo-parameter's component $c_k B_k$ from the trained weights at a time and measure the loss on
-# 4096 fresh sequences. Removing $lpha_3$, $eta_2$ or $\gamma_3$ should undo the drop (loss back above half the
+# 4096 fresh sequences. Removing $\alpha_3$, $\beta_2$ or $\gamma_3$ should undo the drop (loss back above half the
 # plateau value $D$), removing any of the other 16 should not. A model still on its plateau fails the second half.
 
 # %%
@@ -882,7 +882,7 @@ for row, ((D_d, N_d), runs) in enumerate(app_d_runs.items()):
         yscale="log",
         title=f"D = {D_d}, N = {N_d}, B = 256",
     )
-    ax.legend(fontsize=8)
+    legend(ax, fontsize=8)
 
 # %% [markdown]
 # Hypotheses 1 and 2 hold at these sizes too: the induction head dominates and the three-parameter model leaves
@@ -1001,7 +1001,7 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
             axes[row, col],
             W.numpy(),
             16,
-            title=f"Fig. {figure_number}: {name}, N = {N_c}, step {step}",
+            title=f"Paper Fig. {figure_number}: {name}, N = {N_c}, step {step}",
             xlabel="column (16 x 16 blocks)",
             ylabel="row (16 x 16 blocks)",
         )
@@ -1235,7 +1235,7 @@ left.plot(np.arange(1, steps_std + 1), standard_losses, color=PALETTE[0], label=
 left.axhline(np.log(32), color="black", ls=":", label="ln 32 (chance)")
 left.set_xlabel("AdamW step")
 left.set_ylabel("negative log-likelihood")
-left.legend()
+legend(left)
 image = right.imshow(
     positional.numpy(), cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest"
 )

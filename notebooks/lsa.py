@@ -42,7 +42,7 @@ from icllib import lsa
 from icllib import lsa_theory as lsat
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, torch_generator
-from icllib.plotting import figure
+from icllib.plotting import figure, legend
 
 torch.set_num_threads(1)  # small tensors: a second thread was up to 14x slower on these machines
 print("run mode:", mode())
@@ -460,8 +460,8 @@ ax_gap.semilogy(
 )
 ax_gap.set(xlim=(0, 200), ylim=(1e-16, 1e4), xlabel="time t", ylabel="loss gap L - L*")
 ax_bal.set(xlabel="time t", ylabel="u_-1² - ||U_11||²_F")
-ax_gap.legend()
-ax_bal.legend()
+legend(ax_gap)
+legend(ax_bal)
 
 # %% [markdown]
 # **What we saw.** Every run reaches $W^*$ to about $10^{-11}$, balance holds to $10^{-10}$, and the
@@ -754,7 +754,7 @@ for j in range(runs):
     )
 ax.set_xscale("log")
 ax.set(xlabel="time t of the gradient flow", ylabel="loss gap L - L* (floored at 1e-12)")
-ax.legend()
+legend(ax)
 
 # %% [markdown]
 # **What we saw.** With an anisotropic $\Lambda$ a large share of generic starts stops at a second
@@ -852,7 +852,7 @@ for NN in [5, 20, 100, 1000]:
     ax.loglog(M_grid, [lsat.shift_error(Lam, NN, M, tau2=1.0) for M in M_grid], label=f"N = {NN}")
 ax.loglog(M_grid, (d + 1) * np.trace(Lam) / M_grid, "k:", label="(d+1) tr Λ / M")
 ax.set(xlabel="test prompt length M", ylabel="E (ŷ - <w, x_q>)²")
-ax.legend()
+legend(ax)
 
 # %% [markdown]
 # **What we saw.** Eq. (4.6) matches Monte Carlo for all four tasks and prompt lengths, including the
@@ -1062,7 +1062,7 @@ for k, c in enumerate((0.5, 1.0, 2.0)):
         color=f"C{k}",
     )
 ax.set(xlim=(-8, 8), ylim=(-20, 20), xlabel="<w, x_q>", ylabel="LSA prediction ŷ")
-ax.legend()
+legend(ax)
 
 # %% [markdown]
 # (The dashed lines use the finite-$N$ slope $c^2\,{\rm tr}(\Gamma^{-1}\Lambda)/d$, slightly below $c^2$.)

@@ -48,7 +48,7 @@ from icllib import scan_snap as ss
 from icllib import scan_snap_theory as sst
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, rng
-from icllib.plotting import PALETTE, figure
+from icllib.plotting import PALETTE, figure, legend
 
 torch.set_num_threads(1)
 print("run mode:", mode())
@@ -240,7 +240,7 @@ ax.loglog(
     lengths, radii, "--", color=PALETTE[2], label="Hoeffding radius sqrt(ln(2/delta) / (2(T-1)))"
 )
 ax.set(xlabel="T - 1 (contextual tokens)", ylabel="deviation")
-ax.legend()
+legend(ax)
 
 # %% [markdown]
 # The count simulator is what makes the sweeps of this chapter cheap: `python -m benchmarks` times one
@@ -433,8 +433,8 @@ ax_gap.set(
     ylabel="(h*(s) - h(s)) / (2 eta_Y / M)",
     title="gap against Lemma 7's bound",
 )
-ax_h.legend(ncol=1, fontsize=7)
-ax_gap.legend()
+legend(ax_h, ncol=1, fontsize=7)
+legend(ax_gap)
 
 # %% [markdown]
 # **Lemma 8** locates the transition. The zeros of $e^{Mh} - (M-1)Mh$, written $h = (1+\omega)\ln M/M$, are
@@ -854,7 +854,7 @@ for colour, eta in zip(PALETTE, (0.1, 0.5, 0.99)):
 ax.plot([], [], "-", color="grey", label="t_eps (Eq. 45 inverted)")
 ax.plot([], [], "--", color="grey", label="ln(M/eps) / (eps eta_Y)")
 ax.set(xlabel="1 / eps", ylabel="steps of one class")
-ax.legend(fontsize=7)
+legend(ax, fontsize=7)
 
 # %% [markdown]
 # ## 3. Theorem 1: the structure of the back-propagated gradient
@@ -1834,11 +1834,11 @@ ax_chi.set(
     xscale="log",
     xlabel="t",
     ylabel="growth factor chi(t) = exp(2 B_n)",
-    title="Fig. 3: eta_Z = 0.5",
+    title="Paper Fig. 3: eta_Z = 0.5",
 )
-ax_B.set(xscale="log", xlabel="t", ylabel="B_n(t)", title="Fig. 9: eta_Y / eta_Z = 2")
-ax_chi.legend()
-ax_B.legend()
+ax_B.set(xscale="log", xlabel="t", ylabel="B_n(t)", title="Paper Fig. 9: eta_Y / eta_Z = 2")
+legend(ax_chi)
+legend(ax_B)
 
 # %% [markdown]
 # ## 6. SGD on Syn-Small (Fig. 4)
@@ -2144,7 +2144,7 @@ ax.set(
     ylabel="final attention c_{l|n}",
     xticks=range(0, 20, 2),
 )
-ax.legend()
+legend(ax)
 
 # %% [markdown]
 # ## 7. The Syn-Medium sweep (Fig. 6)
@@ -2320,7 +2320,7 @@ for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
     )
 np.atleast_1d(axes)[0].set_ylabel("entropy of c_n on distinct tokens")
 np.atleast_1d(axes)[0].plot([], [], "o", mfc="none", color="grey", label="authors' released mean")
-np.atleast_1d(axes)[0].legend()
+legend(np.atleast_1d(axes)[0])
 
 # %% [markdown]
 # **Figs. 11-12 (App. G)** binarise the same final attention maps by a threshold $\tau$ near $1/M$ and plot the

@@ -37,7 +37,7 @@ from icllib import scan_snap_text as st
 from icllib import text
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, rng, torch_generator
-from icllib.plotting import PALETTE, figure
+from icllib.plotting import PALETTE, figure, legend
 
 torch.set_num_threads(1)
 print("run mode:", mode())
@@ -134,7 +134,7 @@ ax.set(
     ylabel="first-layer attention entropy (nats)",
     title="constant learning rate 5",
 )
-ax.legend()
+legend(ax)
 
 # %% mystnb={"figure": {"caption": "First-layer attention maps of the 1-layer model on the validation window (batch element 0) at the end of training: rows are query positions, columns the causal past. Compare the paper's Fig. 7: a few tokens take most of the weight in many rows.", "name": "fig-scan_snap_text-maps"}}
 model = trajectories[1][2]
@@ -357,9 +357,9 @@ ax_lr.set(
     xscale="log",
     xlabel="learning rate eta",
     ylabel="validation attention entropy (nats)",
-    title="Fig. 10",
+    title="Paper Fig. 10",
 )
-ax_lr.legend()
+legend(ax_lr)
 ax_yz.plot(ratio_text, by_ratio, "o-", color=PALETTE[1], label="eta_Z = 1, varying eta_Y/eta_Z")
 ax_yz.plot(eta_Z_text, by_eta_Z, "s--", color=PALETTE[2], label="eta_Y/eta_Z = 2, varying eta_Z")
 ax_yz.set(
@@ -368,7 +368,11 @@ ax_yz.set(
     ylabel="validation attention entropy",
     title="Y/Z model on text",
 )
-ax_yz.legend()
+legend(ax_yz)
+# Less than two decades on a log axis: label the values tried, not matplotlib's crowded minor ticks.
+for ax, ticks in ((ax_lr, lr_values), (ax_yz, (0.25, 0.5, 1, 2, 5, 10))):
+    ax.minorticks_off()
+    ax.set_xticks(ticks, labels=[f"{tick:g}" for tick in ticks])
 
 # %% [markdown]
 # The $\eta_Z$ trend of Fig. 6 holds on text. The minimum at $\eta_Y/\eta_Z \approx 2$ does not show: in `default`

@@ -43,7 +43,9 @@ MEASURE = r"""
     .map((a) => decodeURIComponent(a.getAttribute("href").slice(1)))
     .filter((id) => id && !document.getElementById(id));
   const pageWider = document.documentElement.scrollWidth > window.innerWidth + 1;
-  return JSON.stringify({code, equations, scrollingEquations, images, rows, anchors, pageWider,
+  const mathErrors = Array.from(document.querySelectorAll("mjx-merror"))
+    .map((error) => error.getAttribute("data-mjx-error") || text(error));
+  return JSON.stringify({code, equations, scrollingEquations, images, rows, anchors, pageWider, mathErrors,
                          typeset: document.querySelectorAll("mjx-container").length});
 })()
 """

@@ -298,7 +298,7 @@ def browser():
 @pytest.mark.parametrize("width", WIDTHS)
 def test_in_a_real_browser_nothing_overflows_and_every_image_row_and_anchor_is_in_order(site, browser, width):
     """Every page laid out at a desktop and a phone width: no code block or display equation cut off at its
-    column, no image without meaningful alt text, no ledger row without an anchor, no dangling same-page link,
+    column, no expression MathJax could not typeset, no image without meaningful alt text, no ledger row without an anchor, no dangling same-page link,
     no page wider than the window. At 1400 px no equation is wider than the column at all; at 400 px the
     widest ones scroll sideways inside their own box (counted and printed, and capped at today's count)."""
     problems, scrolling = [], 0
@@ -306,7 +306,7 @@ def test_in_a_real_browser_nothing_overflows_and_every_image_row_and_anchor_is_i
                    and not {"_static", "_sources"} & set(page.relative_to(site).parts))
     for page in pages:
         found = browser.measure(page.as_uri(), width)
-        for kind in ("code", "equations", "images", "rows", "anchors"):
+        for kind in ("code", "equations", "images", "rows", "anchors", "mathErrors"):
             problems += [f"{page.relative_to(site)} @ {width}px, {kind}: {item}" for item in found[kind]]
         if found["pageWider"]:
             problems.append(f"{page.relative_to(site)} @ {width}px: the page is wider than the window")

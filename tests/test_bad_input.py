@@ -164,6 +164,8 @@ VALID = {
     "claims.results_path": lambda: {},
     "claims.read_all_results": lambda: {},
     "claims.save_arrays": lambda: dict(name="series", values=[1.0, 2.0]),
+    "claims.record_figure_check": lambda: dict(figure="#1 ('a title')", problems=[]),
+    "claims.figure_problems": lambda: {},
     "claims.archive_path": lambda: dict(chapter="balance"),
     "claims.archived_arrays": lambda: dict(chapter="balance", name="fig6"),
     "validation.positive_int": lambda: dict(name="n", value=3),
@@ -187,6 +189,8 @@ VALID = {
     "validation.index_array": lambda: dict(name="tokens", value=[0, 2], size=3),
     "validation.token_source": lambda: dict(name="source", value=_text_source()),
     "plotting.use_house_style": lambda: {},
+    "plotting.layout_problems": lambda: dict(fig=__import__("icllib.plotting").plotting.figure()[0]),
+    "plotting.legend": lambda: dict(ax=__import__("icllib.plotting").plotting.figure()[1]),
     "plotting.figure": lambda: {},
     "plotting.show_table": lambda: dict(header=["a", "b"], rows=[[1, 2]]),
     "plotting.log_log_slope": lambda: dict(x=np.array([1.0, 2.0, 4.0]), y=np.array([3.0, 12.0, 48.0])),
@@ -427,6 +431,7 @@ ACCEPTED = {
     "claims.check_claim": {"measured": REAL},  # within the valid call's bounds [-10, 10]
     "claims.save_arrays": {"name": {"str"}}, "claims.archive_path": {"chapter": {"str"}},  # "x" is a name
     "claims.archived_arrays": {"chapter": {"str"}, "name": {"str"}},  # no archive or series "x": None
+    "claims.record_figure_check": {"figure": {"str"}},  # "x" names a figure
     "config.rng": {"seed": {"0"}}, "config.torch_generator": {"seed": {"0"}},  # seeds start at 0
     "coverage.named_results": {"text": {"str"}}, "coverage.paper_results": {"text": {"str"}},  # a text
     "coverage.quote_found": {"quote": {"str"}},  # a quote is any text

@@ -35,6 +35,15 @@ def test_no_cell_ends_with_a_bare_value(path):
     assert not bare, f"print or display what these cells should show: {bare}"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_no_control_characters(path):
+    """A TeX macro written through a Python string without r"" ("\\alpha" as "\\a" + "lpha") leaves a control
+    character in the text, which MathJax cannot typeset; it happened once to $\\alpha_3$ and $\\beta_2$."""
+    found = [(number, repr(line)[:80]) for number, line in enumerate(path.read_text().splitlines(), start=1)
+             if any(ord(character) < 32 and character != "\t" for character in line)]
+    assert not found, f"control characters at lines {found}"
+
+
 def test_the_chapters_code_is_formatted_to_the_column():
     """black with the settings of pyproject.toml (100 characters, long strings split): `make format` fixes it."""
     root = NOTEBOOKS[0].parents[1]

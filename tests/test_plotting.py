@@ -62,3 +62,92 @@ def test_block_heatmap_is_symmetric_and_draws_block_lines():
         plotting.block_heatmap(ax, np.zeros(3), 2, title="", xlabel="", ylabel="")
     with pytest.raises(ValueError, match="block"):
         plotting.block_heatmap(ax, matrix, 0, title="", xlabel="", ylabel="")
+
+
+# --- Figures that read: overlapping tick labels and legends over data ----------------------------------------
+
+X = np.linspace(0.0, 1.0, 50)
+
+
+def test_a_legend_over_the_lines_is_found_and_one_in_an_empty_corner_is_not():
+    fig, ax = plotting.figure()
+    ax.plot(X, X, label="rising")
+    ax.plot(X, 1 - X, label="falling")
+    ax.legend(loc="center")
+    assert plotting.layout_problems(fig) == ["panel 1: the legend covers 14 data segments or points"]
+    ax.legend(loc="lower center")   # the lines cross at the centre; the bottom middle is empty
+    ax.set_ylim(-0.5, 1.0)
+    assert plotting.layout_problems(fig) == []
+
+
+def test_a_segment_through_the_legend_counts_though_no_point_lies_inside():
+    fig, ax = plotting.figure()
+    ax.plot([0.0, 1.0], [0.5, 0.5], label="two points, one segment through the middle")
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.legend(loc="center")
+    assert plotting.layout_problems(fig) == ["panel 1: the legend covers 1 data segments or points"]
+
+
+def test_scatter_points_under_a_legend_are_found():
+    fig, ax = plotting.figure()
+    ax.scatter([0.5, 0.9], [0.5, 0.9], label="points")
+    ax.set(xlim=(0, 1), ylim=(0, 1), title="scatter")
+    ax.legend(loc="center")
+    assert plotting.layout_problems(fig) == ["panel 1 ('scatter'): the legend covers 1 data segments or points"]
+
+
+def test_overlapping_tick_labels_are_found():
+    fig, ax = plotting.figure(width=1.5)
+    ax.plot(X * 1e4, X)
+    ax.set_xticks(np.arange(0, 10_001, 1000.0))
+    problems = plotting.layout_problems(fig)
+    assert len(problems) == 1 and problems[0].startswith("panel 1: x tick labels overlap: '0'/'1000'")
+    ax.set_xticks([0.0, 10_000.0])
+    assert plotting.layout_problems(fig) == []
+
+
+def test_each_draw_records_the_figures_check_and_the_latest_run_of_a_chapter_counts(tmp_path, monkeypatch):
+    from icllib import claims
+
+    results = tmp_path / "results.jsonl"
+    monkeypatch.setenv("ICLLIB_RESULTS", str(results))
+    monkeypatch.setenv("ICLLIB_CHAPTER", "demo")
+    fig, ax = plotting.figure()
+    ax.plot(X, X, label="rising")
+    ax.set_title("a title")
+    ax.legend(loc="center")
+    fig.canvas.draw()
+    fig.canvas.draw()   # the same result again: recorded once
+    assert claims.figure_problems(results) == [
+        f"demo: figure {fig._icllib_number} ('a title'): panel 1 ('a title'): the legend covers 5 data segments or points"]
+    assert len(results.read_text().splitlines()) == 1
+    monkeypatch.setattr(claims, "_RUN_TOKEN", "the next run of the chapter")
+    ax.legend(loc="upper left")
+    fig.canvas.draw()
+    assert claims.figure_problems(results) == []
+
+
+def test_layout_problems_needs_a_figure():
+    with pytest.raises(ValueError, match="fig must be a matplotlib Figure"):
+        plotting.layout_problems("a figure")
+
+
+def test_legend_finds_a_clear_place_or_goes_beside_the_panel():
+    fig, ax = plotting.figure()
+    ax.plot(X, X, label="rising")
+    ax.plot(X, 1 - X, label="falling")
+    ax.set_ylim(-0.3, 1.0)
+    plotting.legend(ax)
+    assert plotting.layout_problems(fig) == []
+    fig, ax = plotting.figure()
+    for level in np.linspace(0, 1, 12):     # horizontal lines everywhere: no clear place inside
+        ax.plot(X, np.full_like(X, level), label=f"{level:.2f}")
+    placed = plotting.legend(ax, ncols=2)
+    assert placed.get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1
+    assert plotting.layout_problems(fig) == []
+
+
+def test_legend_chooses_the_place_itself():
+    _, ax = plotting.figure()
+    with pytest.raises(ValueError, match="legend_kw must not set loc"):
+        plotting.legend(ax, loc="upper left")

@@ -7,7 +7,6 @@ example one that sphinx-thebe would embed. CITATION.cff's ``repository-code`` ag
 
 from pathlib import Path
 
-import pytest
 import yaml
 from bs4 import BeautifulSoup
 

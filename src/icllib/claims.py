@@ -472,6 +472,48 @@ def archived_arrays(chapter: str, name: str) -> dict | None:
     return {**arrays, "date": run["date"], "commit": run["commit"], "machine": run["machine"]}
 
 
+# --- Figures that read -------------------------------------------------------------------------------------
+# Every figure of icllib.plotting.figure records what icllib.plotting.layout_problems found when it was drawn,
+# clean or not, so that a chapter's latest run replaces the verdicts of its earlier ones.
+CHAPTER_VARIABLE = "ICLLIB_CHAPTER"
+
+
+def record_figure_check(figure: str, problems: list[str]) -> None:
+    """Record the layout check of one drawn figure (``figure``: how to find it, e.g. its number in the chapter
+    and panel titles) of the chapter that ``ICLLIB_CHAPTER`` names; ``problems`` empty for a figure that reads
+    well."""
+    if not isinstance(figure, str):
+        raise ValueError(f"figure must be a str that names the figure, got {figure!r}")
+    if not isinstance(problems, (list, tuple)) or not all(isinstance(problem, str) for problem in problems):
+        raise ValueError(f"problems must be a list of str, got {problems!r}")
+    record = {"figure": figure, "problems": list(problems), "chapter": os.environ.get(CHAPTER_VARIABLE, ""),
+              "mode": mode(), "run": _RUN_TOKEN}
+    path = results_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as stream:
+        stream.write(json.dumps(record) + "\n")
+
+
+def figure_problems(path: Path | None = None) -> list[str]:
+    """The layout problems of every chapter's figures, each as last drawn in that chapter's latest run, one
+    line each ("<chapter>: figure <figure>: <problem>")."""
+    path = path or results_path()
+    latest: dict[str, list[dict]] = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                if "figure" not in record:
+                    continue
+                figures = latest.setdefault(record["chapter"], {})
+                if figures and next(iter(figures.values()))["run"] != record["run"]:
+                    figures.clear()
+                figures[record["figure"]] = record   # the figure as last drawn
+    return [f"{chapter or 'a notebook'}: figure {figure}: {problem}"
+            for chapter, figures in latest.items() for figure, record in figures.items()
+            for problem in record["problems"]]
+
+
 def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:
     """Every record of each claim id from the latest run that checked it, in the order they were made.
 
@@ -485,7 +527,7 @@ def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:
         for line in path.read_text().splitlines():
             if line.strip():
                 record = json.loads(line)
-                if "id" not in record:  # arrays (save_arrays), not a check
+                if "id" not in record:  # arrays (save_arrays) or a figure's layout, not a check
                     continue
                 earlier = runs.get(record["id"], [])
                 if earlier and earlier[-1].get("run") == record.get("run"):

@@ -20,7 +20,6 @@ I or an M in one D x D block (Eqs. 6-8); they are Frobenius-orthogonal with ||B_
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import torch

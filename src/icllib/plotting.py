@@ -44,6 +44,116 @@ HOUSE_STYLE = {
 }
 
 
+def _visible_tick_labels(axis) -> list:
+    """The tick labels an axis draws: visible, non-empty, at a tick inside the view."""
+    low, high = sorted(axis.get_view_interval())
+    slack = 1e-9 * max(abs(low), abs(high), 1.0)
+    index = 0 if axis.axis_name == "x" else 1
+    labels = []
+    for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+        label = tick.label1
+        location = tick.get_loc()
+        if (label.get_visible() and label.get_text().strip() and tick.get_visible() and location is not None
+                and low - slack <= location <= high + slack):
+            labels.append((label.get_position()[index], label))
+    return [label for _, label in sorted(labels, key=lambda pair: pair[0])]
+
+
+def _segments_cross_box(points: np.ndarray, box) -> int:
+    """How many of the segments between consecutive ``points`` (display coordinates, NaN breaks a line) pass
+    through ``box`` (Liang-Barsky clipping, vectorised)."""
+    if len(points) == 1:
+        return int(box.contains(*points[0]))
+    start, delta = points[:-1], np.diff(points, axis=0)
+    keep = np.isfinite(start).all(1) & np.isfinite(delta).all(1)
+    start, delta = start[keep], delta[keep]
+    p = np.stack([-delta[:, 0], delta[:, 0], -delta[:, 1], delta[:, 1]], axis=1)
+    q = np.stack([start[:, 0] - box.x0, box.x1 - start[:, 0], start[:, 1] - box.y0, box.y1 - start[:, 1]], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = q / p
+    parallel_outside = ((p == 0) & (q < 0)).any(1)
+    enter = np.where(p < 0, ratio, -np.inf).max(1, initial=0.0)
+    leave = np.where(p > 0, ratio, np.inf).min(1, initial=1.0)
+    return int(np.sum(~parallel_outside & (enter <= leave)))
+
+
+def layout_problems(fig, renderer=None) -> list[str]:
+    """What makes a drawn figure hard to read: tick labels of one axis that overlap each other, and a legend
+    over data (a segment or marker of a plotted line, or a scatter point, inside the legend's box).
+
+    Measured on the figure as last drawn (``renderer``: that draw's; default: the figure's canvas draws it).
+    Shaded bands and images are not data here: a legend may sit on a band's lighter fill.
+    """
+    if not isinstance(fig, mpl.figure.Figure):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    if renderer is None:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+    problems = []
+    for number, ax in enumerate(fig.axes, start=1):
+        if not ax.get_visible():
+            continue
+        panel = f"panel {number}" + (f" ({ax.get_title()!r})" if ax.get_title() else "")
+        for axis in (ax.xaxis, ax.yaxis):
+            boxes = [(label.get_text(), label.get_window_extent(renderer).shrunk(0.95, 0.95))
+                     for label in _visible_tick_labels(axis)]
+            clashes = [f"{a!r}/{b!r}" for (a, box_a), (b, box_b) in zip(boxes, boxes[1:]) if box_a.overlaps(box_b)]
+            if clashes:
+                problems.append(f"{panel}: {axis.axis_name} tick labels overlap: {', '.join(clashes[:3])}")
+        legend = ax.get_legend()
+        covered = _data_under_legend(ax, legend, renderer) if legend is not None and legend.get_visible() else 0
+        if covered:
+            problems.append(f"{panel}: the legend covers {covered} data segments or points")
+    return problems
+
+
+def _data_under_legend(ax, legend, renderer) -> int:
+    """Segments and markers of ``ax``'s lines and scatter points inside ``legend``'s box (2 px in from its edge)."""
+    box = legend.get_window_extent(renderer).padded(-2)
+    covered = 0
+    for line in ax.get_lines():
+        data = line.get_xydata()
+        if line.get_visible() and len(data):
+            points = line.get_transform().transform(data)
+            drawn = line.get_linestyle() not in ("None", "none", "", " ")
+            covered += (_segments_cross_box(points, box) if drawn
+                        else int(np.sum([box.contains(*point) for point in points])))
+    for collection in ax.collections:
+        if isinstance(collection, mpl.collections.PathCollection) and collection.get_visible():
+            offsets = collection.get_offset_transform().transform(collection.get_offsets())
+            covered += int(np.sum((offsets[:, 0] > box.x0) & (offsets[:, 0] < box.x1)
+                                  & (offsets[:, 1] > box.y0) & (offsets[:, 1] < box.y1)))
+    return covered
+
+
+LEGEND_PLACES = ("best", "upper right", "upper left", "lower left", "lower right", "center right", "center left",
+                 "upper center", "lower center")
+
+
+def legend(ax, **legend_kw):
+    """``ax.legend(**legend_kw)`` where it covers no data: the first of :data:`LEGEND_PLACES` with nothing under
+    it, else beside the panel (right of it). Call it once the panel's data are drawn; returns the legend.
+
+    The data differ from one run mode to the next, so a fixed place that is clear in one may cover a curve in
+    another; :func:`layout_problems` checks the result when the figure is drawn.
+    """
+    if not isinstance(ax, mpl.axes.Axes):
+        raise ValueError(f"ax must be a matplotlib Axes (from icllib.plotting.figure), got {type(ax).__name__}")
+    if "loc" in legend_kw or "bbox_to_anchor" in legend_kw:
+        raise ValueError("legend_kw must not set loc or bbox_to_anchor: legend() chooses the place")
+    fig = ax.figure
+    fig._icllib_placing = True   # the trial draws below are not the figure as shown
+    try:
+        for place in LEGEND_PLACES:
+            placed = ax.legend(loc=place, **legend_kw)
+            fig.draw_without_rendering()
+            if not _data_under_legend(ax, placed, fig.canvas.get_renderer()):
+                return placed
+        return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **legend_kw)
+    finally:
+        fig._icllib_placing = False
+
+
 def use_house_style() -> None:
     """Apply the house style to matplotlib's global settings."""
     mpl.rcParams.update(HOUSE_STYLE)
@@ -65,7 +175,30 @@ def figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height
                          f"below 9 px on the page), got {width!r}")
     use_house_style()
     size = (width or min(PANEL_SIZE[0] * ncols, MAX_WIDTH), height or PANEL_SIZE[1] * nrows)
-    return plt.subplots(nrows, ncols, figsize=size, squeeze=True, **subplot_kw)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=True, **subplot_kw)
+    global _figures_made
+    _figures_made += 1
+    fig._icllib_number = _figures_made
+    fig.canvas.mpl_connect("draw_event", _check_layout_when_drawn)
+    return fig, axes
+
+
+_figures_made = 0   # in this process (a chapter's kernel): names a figure in the layout records
+
+
+def _check_layout_when_drawn(event) -> None:
+    """Record :func:`layout_problems` each time the notebook draws the figure with a new result."""
+    from icllib.claims import record_figure_check
+
+    fig = event.canvas.figure
+    if getattr(fig, "_icllib_placing", False):
+        return
+    problems = layout_problems(fig, event.renderer)
+    if problems != getattr(fig, "_icllib_layout_problems", None):
+        fig._icllib_layout_problems = problems
+        titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+        record_figure_check(f"{fig._icllib_number} (" + (", ".join(map(repr, titles[:4])) or "no panel titles")
+                            + ")", problems)
 
 
 def show_table(header, rows) -> None:
