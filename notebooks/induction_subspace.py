@@ -640,6 +640,8 @@ guide = residuals[0, 0] * (np.asarray(batches) / batches[0]) ** -0.5
 ax.loglog(batches, guide, ":", color="black", label="B^(-1/2)")
 ax.set_xlabel("batch size B")
 ax.set_ylabel(f"residual after {steps_mc} steps")
+ax.minorticks_off()  # batch sizes over a decade or two: label the ones run, not crowded minor ticks
+ax.set_xticks(batches, labels=[str(batch) for batch in batches])
 legend(ax)
 
 # %% [markdown]

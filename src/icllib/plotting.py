@@ -1,8 +1,12 @@
 """The book's house style for figures.
 
 Call :func:`figure` for every figure: it applies the style, sizes the figure in the book's units and
-returns ``(fig, axes)``. Figures are shown inline by the notebook; nothing is saved to disk. Captions
-belong to the notebook cell (myst-nb ``figure`` metadata), not to the plot.
+returns ``(fig, axes)``; place legends with :func:`legend`. Figures are shown inline by the notebook; nothing
+is saved to disk. Captions belong to the notebook cell (myst-nb ``figure`` metadata), not to the plot.
+
+Every figure made by :func:`figure` is checked each time it is drawn (:func:`layout_problems`: overlapping
+tick labels, a legend over data) and the result recorded with the chapter's claims; the notebook tests fail
+and the book build warns on a figure that does not read.
 """
 
 from __future__ import annotations
@@ -43,6 +47,55 @@ HOUSE_STYLE = {
     "figure.constrained_layout.use": True,
 }
 
+
+def use_house_style() -> None:
+    """Apply the house style to matplotlib's global settings."""
+    mpl.rcParams.update(HOUSE_STYLE)
+
+
+def figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height: float | None = None,
+           **subplot_kw):
+    """A new figure in the house style with ``nrows x ncols`` panels; returns ``(fig, axes)``.
+
+    ``axes`` is a single Axes for one panel, else a NumPy array of shape ``(nrows, ncols)`` flattened
+    when one of them is 1 (as ``plt.subplots`` does). The width is ``ncols`` panels, at most ``MAX_WIDTH``
+    inches, so that tick labels are at least 9 px on the page.
+    """
+    for name, value in (("nrows", nrows), ("ncols", ncols)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if width is not None and not 0 < width <= MAX_WIDTH:
+        raise ValueError(f"width must be in (0, {MAX_WIDTH}] inches (wider figures shrink their tick labels "
+                         f"below 9 px on the page), got {width!r}")
+    use_house_style()
+    size = (width or min(PANEL_SIZE[0] * ncols, MAX_WIDTH), height or PANEL_SIZE[1] * nrows)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=True, **subplot_kw)
+    global _figures_made
+    _figures_made += 1
+    fig._icllib_number = _figures_made
+    fig.canvas.mpl_connect("draw_event", _check_layout_when_drawn)
+    return fig, axes
+
+
+_figures_made = 0   # in this process (a chapter's kernel): names a figure in the layout records
+
+
+def _check_layout_when_drawn(event) -> None:
+    """Record :func:`layout_problems` each time the notebook draws the figure with a new result."""
+    from icllib.claims import record_figure_check
+
+    fig = event.canvas.figure
+    if getattr(fig, "_icllib_placing", False):
+        return
+    problems = layout_problems(fig, event.renderer)
+    if problems != getattr(fig, "_icllib_layout_problems", None):
+        fig._icllib_layout_problems = problems
+        titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+        record_figure_check(f"{fig._icllib_number} (" + (", ".join(map(repr, titles[:4])) or "no panel titles")
+                            + ")", problems)
+
+
+# --- Figures that read: no overlapping tick labels, no legend over data ------------------------------------
 
 def _visible_tick_labels(axis) -> list:
     """The tick labels an axis draws: visible, non-empty, at a tick inside the view."""
@@ -152,53 +205,6 @@ def legend(ax, **legend_kw):
         return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **legend_kw)
     finally:
         fig._icllib_placing = False
-
-
-def use_house_style() -> None:
-    """Apply the house style to matplotlib's global settings."""
-    mpl.rcParams.update(HOUSE_STYLE)
-
-
-def figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height: float | None = None,
-           **subplot_kw):
-    """A new figure in the house style with ``nrows x ncols`` panels; returns ``(fig, axes)``.
-
-    ``axes`` is a single Axes for one panel, else a NumPy array of shape ``(nrows, ncols)`` flattened
-    when one of them is 1 (as ``plt.subplots`` does). The width is ``ncols`` panels, at most ``MAX_WIDTH``
-    inches, so that tick labels are at least 9 px on the page.
-    """
-    for name, value in (("nrows", nrows), ("ncols", ncols)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if width is not None and not 0 < width <= MAX_WIDTH:
-        raise ValueError(f"width must be in (0, {MAX_WIDTH}] inches (wider figures shrink their tick labels "
-                         f"below 9 px on the page), got {width!r}")
-    use_house_style()
-    size = (width or min(PANEL_SIZE[0] * ncols, MAX_WIDTH), height or PANEL_SIZE[1] * nrows)
-    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=True, **subplot_kw)
-    global _figures_made
-    _figures_made += 1
-    fig._icllib_number = _figures_made
-    fig.canvas.mpl_connect("draw_event", _check_layout_when_drawn)
-    return fig, axes
-
-
-_figures_made = 0   # in this process (a chapter's kernel): names a figure in the layout records
-
-
-def _check_layout_when_drawn(event) -> None:
-    """Record :func:`layout_problems` each time the notebook draws the figure with a new result."""
-    from icllib.claims import record_figure_check
-
-    fig = event.canvas.figure
-    if getattr(fig, "_icllib_placing", False):
-        return
-    problems = layout_problems(fig, event.renderer)
-    if problems != getattr(fig, "_icllib_layout_problems", None):
-        fig._icllib_layout_problems = problems
-        titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-        record_figure_check(f"{fig._icllib_number} (" + (", ".join(map(repr, titles[:4])) or "no panel titles")
-                            + ")", problems)
 
 
 def show_table(header, rows) -> None:
