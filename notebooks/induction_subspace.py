@@ -40,7 +40,7 @@ import torch
 
 from icllib import induction_common as ic
 from icllib import induction_subspace as isp
-from icllib.claims import check_claim
+from icllib.claims import check_claim, save_arrays
 from icllib.config import by_mode, mode, torch_generator
 from icllib.plotting import PALETTE, block_heatmap, figure, legend, log_log_slope, show_table
 
@@ -1269,10 +1269,15 @@ if PAPER_WIDTH is not None:
         D_wide, steps=steps_wide, batch=B_wide, generator=torch_generator(9)
     )
     torch.set_num_threads(1)
+    wide_accuracy = isp.standard_accuracy(wide_model, 4096, generator=torch_generator(10))
+    wide_previous = previous_weight(wide_model.previous_position_attention())
     print(
         f"D = D_H = {D_wide}: loss {wide_losses[0]:.3f} -> {wide_losses[-20:].mean():.3f}; accuracy"
-        f" {isp.standard_accuracy(wide_model, 4096, generator=torch_generator(10)):.3f}; weight on"
-        f" the previous position {previous_weight(wide_model.previous_position_attention()):.2f}"
+        f" {wide_accuracy:.3f}; weight on the previous position {wide_previous:.2f}"
+    )
+    # Not a check (one run, our initialisation), but the evidence of the ledger's row: archived by a paper-scale run.
+    save_arrays(
+        "paper_width", loss=wide_losses, accuracy=[wide_accuracy], previous_weight=[wide_previous]
     )
 
 # %% [markdown]

@@ -149,6 +149,14 @@ def _small_counts():
     return spec, classes, tokens, ss.token_counts(tokens, spec.M)
 
 
+def _axes_with_a_labelled_line():
+    from icllib.plotting import figure
+
+    _, ax = figure()
+    ax.plot([0.0, 1.0], [0.0, 1.0], label="a line")
+    return ax
+
+
 VALID = {
     # config, claims, validation, plotting
     "config.mode": lambda: {},
@@ -190,7 +198,7 @@ VALID = {
     "validation.token_source": lambda: dict(name="source", value=_text_source()),
     "plotting.use_house_style": lambda: {},
     "plotting.layout_problems": lambda: dict(fig=__import__("icllib.plotting").plotting.figure()[0]),
-    "plotting.legend": lambda: dict(ax=__import__("icllib.plotting").plotting.figure()[1]),
+    "plotting.legend": lambda: dict(ax=_axes_with_a_labelled_line()),
     "plotting.figure": lambda: {},
     "plotting.show_table": lambda: dict(header=["a", "b"], rows=[[1, 2]]),
     "plotting.log_log_slope": lambda: dict(x=np.array([1.0, 2.0, 4.0]), y=np.array([3.0, 12.0, 48.0])),
