@@ -206,8 +206,8 @@ check_claim(
 # $\nabla_u \ell = A^\top w$ and $\nabla_w\ell = A u$. So the variance of $\nabla_w\ell$ is a quadratic
 # form in $u$, and vice versa:
 #
-# $$ \operatorname{tr}\operatorname{Cov}[\nabla_w \ell] = u^\top\big(\mathbb E[A^\top A] - \mathbb E[A]^\top\mathbb E[A]\big)u = u^\top C_1 u,
-# \qquad \operatorname{tr}\operatorname{Cov}[\nabla_u \ell] = w^\top C_2 w . $$
+# $$ \begin{gathered} \operatorname{tr}\operatorname{Cov}[\nabla_w \ell] = u^\top\big(\mathbb E[A^\top A] - \mathbb E[A]^\top\mathbb E[A]\big)u = u^\top C_1 u,
+# \\ \operatorname{tr}\operatorname{Cov}[\nabla_u \ell] = w^\top C_2 w . \end{gathered} $$
 #
 # **Step 3 (one step, exactly).** For a step $u' = u - \eta g_u$, $w' = w - \eta g_w$ with
 # $u\cdot g_u = w\cdot g_w$ (step 1), the cross terms cancel:
@@ -216,7 +216,7 @@ check_claim(
 #
 # **Step 4 (expectation).** For a minibatch of size $S$, $\mathbb E\|\hat g\|^2 = \|\nabla L\|^2 + \operatorname{tr}C/S$, so
 #
-# $$ \mathbb E[D' - D] = \eta^2\big(\|\nabla_u L\|^2 - \|\nabla_w L\|^2\big) - \eta\,T\,\big(u^\top C_1 u - w^\top C_2 w\big), \qquad T = \eta/S . $$
+# $$ \begin{gathered} \mathbb E[D' - D] = \eta^2\big(\|\nabla_u L\|^2 - \|\nabla_w L\|^2\big) - \eta\,T\,\big(u^\top C_1 u - w^\top C_2 w\big), \\ T = \eta/S . \end{gathered} $$
 #
 # Per unit time $t = \eta \times$ steps, the second term is the law (Eq. 108),
 #
@@ -471,7 +471,7 @@ legend(ax_s)
 # $y = M^* x + \epsilon$, $M^* = u^* w^{*\top}$ of unit norm, $x \sim N(0, I_d)$, $\epsilon \sim N(0, \sigma^2 I)$.
 # With $\Delta = u w^\top - M^*$, Isserlis' theorem gives
 #
-# $$ C_1 = 4\big[(d+1)\Delta\Delta^\top + d\sigma^2 I_{d_o}\big], \qquad C_2 = 4\big[(\|\Delta\|_F^2 + d_o\sigma^2) I_d + \Delta^\top\Delta\big]. $$
+# $$ \begin{gathered} C_1 = 4\big[(d+1)\Delta\Delta^\top + d\sigma^2 I_{d_o}\big], \\ C_2 = 4\big[(\|\Delta\|_F^2 + d_o\sigma^2) I_d + \Delta^\top\Delta\big]. \end{gathered} $$
 #
 # At a minimum ($\Delta = 0$) both are isotropic, Eq. 7's band closes and the law predicts
 # $\|u\|^2/\|w\|^2 \to d_o/d$, **not 1**. Along the minimum manifold $\|u\|^2\|w\|^2 = 1$ the law is the ODE

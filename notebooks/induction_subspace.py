@@ -146,7 +146,7 @@ check_claim(
 #
 # $$
 # \begin{gathered}
-# W^{(1)} = \begin{bmatrix} \alpha_1 I & 0 \\ 0 & \alpha_2 I + \alpha_3 M \end{bmatrix}, \qquad
+# W^{(1)} = \begin{bmatrix} \alpha_1 I & 0 \\ 0 & \alpha_2 I + \alpha_3 M \end{bmatrix}, \\
 # W^{(3)} = [\gamma_1 I \mid 0 \mid \gamma_2 I \mid 0 \mid \gamma_3 I \mid 0 \mid \gamma_4 I \mid 0]^\top, \\
 # W^{(2)} = \begin{bmatrix} \beta_1 I & 0 & \beta_2 I & 0 \\ 0 & \beta_3 I + \beta_4 M & 0 & \beta_5 I + \beta_6 M \\
 # \beta_7 I & 0 & \beta_8 I & 0 \\ 0 & \beta_9 I + \beta_{10} M & 0 & \beta_{11} I + \beta_{12} M \end{bmatrix} .

@@ -132,8 +132,8 @@ check_claim(
 # over $w$ and $x_q$ and using the Gaussian fourth moment of Lemma D.2,
 # $\mathbb E[\hat\Lambda C\hat\Lambda]=\Lambda C\Lambda+\frac1N(\Lambda C^\top\Lambda+{\rm tr}(C\Lambda)\Lambda)$, gives
 #
-# $$L(U_{11},u_{-1})=\tfrac12u_{-1}^2{\rm tr}(\Gamma\Lambda U_{11}\Lambda U_{11}^\top)-u_{-1}{\rm tr}(\Lambda^2U_{11}^\top)
-# +\tfrac12{\rm tr}\Lambda,\qquad \Gamma=(1+\tfrac1N)\Lambda+\tfrac{{\rm tr}\Lambda}{N}I_d,$$
+# $$\begin{gathered}L(U_{11},u_{-1})=\tfrac12u_{-1}^2{\rm tr}(\Gamma\Lambda U_{11}\Lambda U_{11}^\top)-u_{-1}{\rm tr}(\Lambda^2U_{11}^\top)
+# +\tfrac12{\rm tr}\Lambda,\\ \Gamma=(1+\tfrac1N)\Lambda+\tfrac{{\rm tr}\Lambda}{N}I_d,\end{gathered}$$
 #
 # which is $\tilde\ell$ of Eq. (5.5) plus a constant. Beyond the paper, `lsa.population_loss` evaluates
 # the loss for **every** parameter: off the invariant set a part even in $w$ appears, whose square needs
@@ -866,7 +866,7 @@ legend(ax)
 # independent query $x_q\sim\mathcal N(0,\Lambda_q)$, test covariates $x_i\sim\mathcal N(0,\Lambda_t)$ and label
 # noise $\sigma$, the prediction $x_q^\top\Gamma^{-1}\hat g$ with $\hat g=\frac1M\sum_iy_ix_i$ has the exact error
 #
-# $$\begin{aligned}\mathcal E(w)={}&(Kw)^\top\Lambda_q(Kw)+\tfrac1M{\rm tr}\big(\Gamma^{-1}\Lambda_q\Gamma^{-1}[(\|w\|^2_{\Lambda_t}+\sigma^2)\Lambda_t+\Lambda_tww^\top\Lambda_t]\big),\\
+# $$\begin{aligned}\mathcal E(w)={}&(Kw)^\top\Lambda_q(Kw)\\&+\tfrac1M{\rm tr}\big(\Gamma^{-1}\Lambda_q\Gamma^{-1}[(\|w\|^2_{\Lambda_t}+\sigma^2)\Lambda_t+\Lambda_tww^\top\Lambda_t]\big),\\
 # &K=\Gamma^{-1}\Lambda_t-I,\end{aligned}$$
 #
 # (plus $\sigma^2$ when the target is noisy too) since $\mathbb E\hat g=\Lambda_tw$ and ${\rm Cov}\,\hat g$ is the

@@ -862,8 +862,8 @@ legend(ax, fontsize=7)
 # Theorem 1 says that, for a fixed attention output $F = [f_1,\dots,f_K]$ with $F^\top F = I + E$, the
 # gradient that reaches the attention layer has the form
 #
-# $$g_n = \gamma\Big(\iota_n f_n - \sum_{n'\ne n}\beta_{nn'} f_{n'}\Big), \qquad
-#   \beta_{nn'} \approx E'_{nn'},\ \iota_n \approx 1 - E'_{nn},\ E' = I - (I+E)^{-1}.$$
+# $$\begin{gathered}g_n = \gamma\Big(\iota_n f_n - \sum_{n'\ne n}\beta_{nn'} f_{n'}\Big), \\
+#   \beta_{nn'} \approx E'_{nn'},\ \iota_n \approx 1 - E'_{nn},\ E' = I - (I+E)^{-1}.\end{gathered}$$
 #
 # **First, the algebra of $E'$** (App. D.5). $E = F^\top F - I$ is symmetric with zero diagonal and, since
 # $c_n \ge 0$, non-negative entries; write $E = U^\top DU$ with $|\lambda_1| \ge \dots \ge |\lambda_K|$ and $u_{ik}$ the
@@ -1144,7 +1144,7 @@ assert lemma3_gaps["plain"] > 1e-3  # without the modification the other rows mo
 # $\bar N = \lceil N/K\rceil$, $1 + \theta_n := h^*(N_n)/h^*(\bar N)$ and $Y$ staying in the span of $F$, Theorem 5
 # (Eq. 70) reads
 #
-# $$Y = (F^\dagger)^\top(I+\Theta)\bar W(N) = F(I - E')(I+\Theta)\bar W(N),\qquad \bar w_n = (M-1)h^*(\bar N)\zeta_n .$$
+# $$\begin{gathered}Y = (F^\dagger)^\top(I+\Theta)\bar W(N) = F(I - E')(I+\Theta)\bar W(N),\\ \bar w_n = (M-1)h^*(\bar N)\zeta_n .\end{gathered}$$
 #
 # (The paper writes the continuous $h$ for $h^*$, which Lemma 7 allows.) Given the class counts this is exact. We
 # compare the coefficients $A$ of $Y = FA$ from the $\eta_Y = 0.5$ run above ($Y$ itself is $20000\times20000$) with

@@ -2,7 +2,7 @@
 // MathJax gave it; one that still does not fit scrolls sideways inside its own box (book.css). Without
 // JavaScript every equation keeps its size and scrolls.
 (function () {
-  const SMALLEST = 0.7;
+  const SMALLEST = 0.6;
 
   function fit() {
     document.querySelectorAll("mjx-container[display='true']").forEach((math) => {

@@ -416,7 +416,7 @@ def save_arrays(name: str, **arrays) -> None:
     them). Values are kept to 6 significant digits.
 
     Raises ``ValueError`` for a ``name`` that is not a non-empty identifier, no arrays, a non-numeric or
-    non-finite array, or more than :data:`ARRAYS_MAX_VALUES` values in all.
+    non-finite array, or more than ``ARRAYS_MAX_VALUES`` (20,000) values in all.
     """
     import numpy as np
 

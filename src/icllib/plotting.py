@@ -184,8 +184,9 @@ LEGEND_PLACES = ("best", "upper right", "upper left", "lower left", "lower right
 
 
 def legend(ax, **legend_kw):
-    """``ax.legend(**legend_kw)`` where it covers no data: the first of :data:`LEGEND_PLACES` with nothing under
-    it, else beside the panel (right of it). Call it once the panel's data are drawn; returns the legend.
+    """``ax.legend(**legend_kw)`` where it covers no data: the first of ``LEGEND_PLACES`` ("best", then the
+    corners and sides) with nothing under it, else beside the panel (right of it). Call it once the panel's
+    data are drawn; returns the legend.
 
     The data differ from one run mode to the next, so a fixed place that is clear in one may cover a curve in
     another; :func:`layout_problems` checks the result when the figure is drawn.
