@@ -9,8 +9,11 @@
       if (math.dataset.typesetSize === undefined) math.dataset.typesetSize = math.style.fontSize || "100%";
       const typeset = parseFloat(math.dataset.typesetSize);
       math.style.fontSize = math.dataset.typesetSize;
-      if (math.scrollWidth > math.clientWidth + 1) {
-        const scale = Math.max(SMALLEST, math.clientWidth / math.scrollWidth);
+      // A numbered equation's box is as wide as the equation and its tag, so compare with the column too.
+      const column = math.closest("div.math-wrapper, div.math, p, section") || math.parentElement;
+      const available = Math.min(math.clientWidth, column.clientWidth);
+      if (math.scrollWidth > available + 1) {
+        const scale = Math.max(SMALLEST, available / math.scrollWidth);
         math.style.fontSize = `${Math.floor(typeset * scale * 10) / 10}%`;
       }
     });
