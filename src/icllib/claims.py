@@ -277,6 +277,23 @@ def _book_root() -> Path:
     return next((folder for folder in (here, *here.parents) if (folder / "_config.yml").is_file()), here)
 
 
+def _append(record: dict) -> None:
+    """Append one record (a check, saved arrays, a figure's layout) to the results file."""
+    path = results_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as stream:
+        stream.write(json.dumps(record) + "\n")
+
+
+def _read_records(path: Path | None):
+    """Every record of the results file at ``path`` (default :func:`results_path`), in the order written."""
+    path = path or results_path()
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                yield json.loads(line)
+
+
 def _as_number(name: str, value) -> float | bool:
     """A finite float or a bool from a Python, NumPy or torch scalar; anything else is a ValueError."""
     if not isinstance(value, (bool, numbers.Real)) and hasattr(value, "item"):
@@ -389,10 +406,7 @@ def check_claim(
         "time": time.time(),
         "run": _RUN_TOKEN,
     }
-    path = results_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as stream:
-        stream.write(json.dumps(record) + "\n")
+    _append(record)
 
     if not passed:
         target = f"expected {expected!r}" if expected is not None else "expected"
@@ -440,10 +454,7 @@ def save_arrays(name: str, **arrays) -> None:
     record = {"arrays": name, "mode": mode(), "run": _RUN_TOKEN,
               "values": {key: [float(f"{x:.6g}") for x in array.ravel()] for key, array in values.items()},
               "shapes": {key: list(array.shape) for key, array in values.items()}}
-    path = results_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as stream:
-        stream.write(json.dumps(record) + "\n")
+    _append(record)
 
 
 def archive_path(chapter: str) -> Path:
@@ -488,27 +499,19 @@ def record_figure_check(figure: str, problems: list[str]) -> None:
         raise ValueError(f"problems must be a list of str, got {problems!r}")
     record = {"figure": figure, "problems": list(problems), "chapter": os.environ.get(CHAPTER_VARIABLE, ""),
               "mode": mode(), "run": _RUN_TOKEN}
-    path = results_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as stream:
-        stream.write(json.dumps(record) + "\n")
+    _append(record)
 
 
 def figure_problems(path: Path | None = None) -> list[str]:
     """The layout problems of every chapter's figures, each as last drawn in that chapter's latest run, one
     line each ("<chapter>: figure <figure>: <problem>")."""
-    path = path or results_path()
-    latest: dict[str, list[dict]] = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                if "figure" not in record:
-                    continue
-                figures = latest.setdefault(record["chapter"], {})
-                if figures and next(iter(figures.values()))["run"] != record["run"]:
-                    figures.clear()
-                figures[record["figure"]] = record   # the figure as last drawn
+    latest: dict[str, dict[str, dict]] = {}
+    for record in _read_records(path):
+        if "figure" in record:
+            figures = latest.setdefault(record["chapter"], {})
+            if figures and next(iter(figures.values()))["run"] != record["run"]:
+                figures.clear()
+            figures[record["figure"]] = record   # the figure as last drawn
     return [f"{chapter or 'a notebook'}: figure {figure}: {problem}"
             for chapter, figures in latest.items() for figure, record in figures.items()
             for problem in record["problems"]]
@@ -521,19 +524,15 @@ def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:
     in the file by a rebuild, are dropped, and so is a second copy of a record (a stored execution read
     again by an incremental build).
     """
-    path = path or results_path()
     runs: dict[str, list[dict]] = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                if "id" not in record:  # arrays (save_arrays) or a figure's layout, not a check
-                    continue
-                earlier = runs.get(record["id"], [])
-                if earlier and earlier[-1].get("run") == record.get("run"):
-                    if record not in earlier:
-                        earlier.append(record)
-                else:
-                    runs[record["id"]] = [record]
+    for record in _read_records(path):
+        if "id" not in record:  # arrays (save_arrays) or a figure's layout, not a check
+            continue
+        earlier = runs.get(record["id"], [])
+        if earlier and earlier[-1].get("run") == record.get("run"):
+            if record not in earlier:
+                earlier.append(record)
+        else:
+            runs[record["id"]] = [record]
     return runs
 
