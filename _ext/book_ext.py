@@ -439,7 +439,7 @@ class BuildInfo(SphinxDirective):
                 _table(("Chapter", "seconds", "executed by", "slowest cells", "when, where"), rows)]
 
     def _paper_scale(self) -> list[nodes.Node]:
-        folder = Path(self.env.srcdir) / "results" / "full"
+        folder = Path(self.env.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER)
         return [nodes.rubric(text="Paper scale (make paper-scale)"),
                 nodes.paragraph(text="Each chapter's last run in 'full' mode, archived in results/full/ with its "
                                      "check records (shown in the ledger's Paper scale column), or, where none is "
@@ -580,7 +580,7 @@ def _paper_scale_cell(docname, claim, summary: str, archived) -> nodes.paragraph
 def copy_paper_scale_records(app, exception):
     """The archived full runs travel with the site, so that the ledger's links to them resolve."""
     if exception is None and app.builder.format == "html":
-        source = Path(app.srcdir) / "results" / "full"
+        source = Path(app.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER)
         target = Path(app.outdir) / PAPER_SCALE_FOLDER
         target.mkdir(parents=True, exist_ok=True)
         for path in source.glob("*.json"):
@@ -605,7 +605,7 @@ def fill_ledger(app, doctree, docname):
     book = claims_module.registry()
     _warn_about_chapters_missing_from_the_toc(app, book, docname)
     records = claims_module.read_all_results(_results_file(app))
-    archived = paper_scale.archived_records(Path(app.srcdir) / "results" / "full")
+    archived = paper_scale.archived_records(Path(app.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER))
     downloads = nodes.paragraph()
     downloads += nodes.Text("The same rows, for scripts: ")
     downloads += nodes.reference(text="ledger.csv", refuri="ledger.csv")

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+from icllib.claims import ARCHIVE_FOLDER
 
 EXECUTIONS_VARIABLE = "ICLLIB_EXECUTIONS"
 KERNEL_THREADS = 1
@@ -205,7 +206,7 @@ def key(notebook, mode: str, root: Path | None = None, package: Path | None = No
         path = root / name
         add(name, path.read_bytes() if path.is_file() else b"")
     for chapter in archives_read(notebook):
-        path = root / "results" / "full" / f"{chapter}.json"
+        path = root.joinpath(*ARCHIVE_FOLDER, f"{chapter}.json")
         add(f"archive/{chapter}", path.read_bytes() if path.is_file() else b"")
     return digest.hexdigest()
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import yaml
 
 import executions
+from icllib.claims import ARCHIVE_FOLDER
 
 MODE = "full"
 PENDING_FILE = "pending.yaml"
@@ -39,7 +40,7 @@ STATUS_HEADER = ["chapter", "last full run", "commit", "machine", "wall time", "
 
 def default_folder() -> Path:
     """``results/full`` under the book root."""
-    return executions.book_root() / "results" / "full"
+    return executions.book_root().joinpath(*ARCHIVE_FOLDER)
 
 
 def chapters() -> list[str]:
