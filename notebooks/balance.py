@@ -783,6 +783,19 @@ print(
     f"accumulated float32 error of the one-step identity: {attention_run['identity_residual']:.1e}"
 )
 print("mean |log(g_K/g_Q)| at the checkpoints:", np.round(np.abs(log_gap).mean(axis=(1, 2)), 2))
+not_finite = np.flatnonzero(~np.isfinite(attention_run["loss"]))
+if not_finite.size:
+    print(f"the loss is not finite from step {not_finite[0]} on")
+
+# Fig. 6's series and the loss in 400 block means, saved here so that a full run archives them even when a
+# later cell fails.
+D_stride = sgd_steps // 400
+fig6_series = {key: attention_run[key] for key in ("checkpoints", "gK", "gQ", "gK_se", "gQ_se")} | {
+    "D_steps": np.arange(0, sgd_steps + 1, D_stride),
+    "D": attention_run["D"][::D_stride],
+    "loss": attention_run["loss"].reshape(-1, D_stride).mean(axis=1),
+}
+save_arrays("fig6", **fig6_series)
 
 # %% [markdown]
 # The law's drift against the measured one, pair by pair, from the first checkpoint on (the first interval
@@ -820,6 +833,7 @@ check_claim(
 )
 rate_ratio = measured.sum() / predicted.sum()
 print(f"measured / predicted total drift: {rate_ratio:.2f}")
+save_arrays("b11_law", predicted=predicted, measured=measured, rate_ratio=[rate_ratio])
 check_claim(
     "balance.b11-rate",
     rate_ratio,
@@ -909,19 +923,13 @@ def draw_noise_balance(axes, run, drift_ratio):
     axes[2].set(
         xlabel="SGD step (thousands)",
         ylabel="D_i = |W_K^i|^2 - |W_Q^i|^2",
-        title=f"measured/law drift {drift_ratio:.2f}",
+        title=(
+            f"measured/law drift {drift_ratio:.2f}" if math.isfinite(drift_ratio) else "imbalances"
+        ),
     )
     legend(axes[2])
 
 
-# About 400 points of the D_i paths: the figure needs no more, and a paper-scale run archives them.
-D_stride = max(1, sgd_steps // 400)
-fig6_series = {key: attention_run[key] for key in ("checkpoints", "gK", "gQ", "gK_se", "gQ_se")} | {
-    "D_steps": np.arange(0, sgd_steps + 1, D_stride),
-    "D": attention_run["D"][::D_stride],
-    "rate_ratio": [rate_ratio],
-}
-save_arrays("fig6", **fig6_series)
 draw_noise_balance(figure(1, 3)[1], fig6_series, rate_ratio)
 
 # %% [markdown]
@@ -957,7 +965,18 @@ else:
         " within a factor 2 at the end:"
         f" {np.mean(np.abs(archived_gap[-3:].mean(axis=0)) < math.log(2)):.2f}"
     )
-    draw_noise_balance(figure(1, 3)[1], paper_scale, paper_scale["rate_ratio"][0])
+    diverged = np.flatnonzero(~np.isfinite(paper_scale["loss"]))
+    if diverged.size:
+        print(
+            "its loss is not finite from the block of steps starting at"
+            f" {paper_scale['D_steps'][diverged[0]]:.0f} on"
+        )
+    archived_law = archived_arrays("balance", "b11_law")
+    draw_noise_balance(
+        figure(1, 3)[1],
+        paper_scale,
+        math.nan if archived_law is None else archived_law["rate_ratio"][0],
+    )
 
 # %% [markdown]
 # What we saw: the law holds where it can be measured. The $D_i$ move in the direction of

@@ -190,9 +190,14 @@ def test_saved_arrays_are_recorded_beside_the_checks_and_skipped_by_the_ledger(d
     assert list(claims.read_all_results(results)) == ["demo.exact"]
 
 
+def test_saved_arrays_keep_a_non_finite_value_as_null(demo_registry):
+    _, results = demo_registry
+    claims.save_arrays("diverged", loss=[1.0, math.inf, math.nan])
+    assert json.loads(results.read_text())["values"]["loss"] == [1.0, None, None]
+
+
 @pytest.mark.parametrize(("arrays", "message"), [
-    ({}, "at least one array"), ({"x": [1.0, math.inf]}, "'x' holds non-finite"),
-    ({"x": ["a"]}, "'x' is not numeric"), ({"x": [0.0] * 20_001}, "subsample")])
+    ({}, "at least one array"), ({"x": ["a"]}, "'x' is not numeric"), ({"x": [0.0] * 20_001}, "subsample")])
 def test_save_arrays_refuses_what_an_archive_should_not_hold(demo_registry, arrays, message):
     with pytest.raises(ValueError, match=message):
         claims.save_arrays("series", **arrays)

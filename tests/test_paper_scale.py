@@ -6,6 +6,7 @@ Then the helpers on a made-up archive, and one run of a three-cell chapter whose
 """
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -154,7 +155,7 @@ NOTEBOOK = """# %%
 from icllib.claims import check_claim, save_arrays
 
 check_claim("tiny.passes", 2.0, expected=2.0, atol=1e-12, why="exact arithmetic")
-save_arrays("series", steps=[0, 10, 20], grid=[[1.0, 2.0], [3.0, 1 / 3]])
+save_arrays("series", steps=[0, 10, 20], grid=[[1.0, 2.0], [1 / 3, float("nan")]])
 
 # %%
 check_claim("tiny.fails", 2.5, expected=3.0, atol=0.1, why="a tolerance the value misses")
@@ -191,6 +192,6 @@ def test_run_chapter_records_a_failed_check_and_goes_on_to_the_last_cell(tmp_pat
     assert paper_scale.read_pending() == [] and set(paper_scale.archived_records()) == {"tiny.passes", "tiny.fails"}
     series = archived_arrays("tiny", "series")
     assert series["steps"].tolist() == [0, 10, 20] and series["grid"].shape == (2, 2)
-    assert series["grid"][1, 1] == 0.333333   # 6 significant digits
+    assert series["grid"][1, 0] == 0.333333 and math.isnan(series["grid"][1, 1])   # 6 digits; NaN as null
     assert (series["date"], series["commit"]) == (run["date"], run["commit"])
     assert archived_arrays("tiny", "no_such_series") is None and archived_arrays("other", "series") is None

@@ -427,10 +427,11 @@ ARCHIVE_FOLDER = ("results", "full")
 
 def save_arrays(name: str, **arrays) -> None:
     """Record small numeric arrays under ``name`` in the results file (any run mode; a paper-scale run archives
-    them). Values are kept to 6 significant digits.
+    them). Values are kept to 6 significant digits; a non-finite value (a run that diverged is evidence too) is
+    kept as null, which JSON can hold, and :func:`archived_arrays` reads it back as NaN.
 
-    Raises ``ValueError`` for a ``name`` that is not a non-empty identifier, no arrays, a non-numeric or
-    non-finite array, or more than ``ARRAYS_MAX_VALUES`` (20,000) values in all.
+    Raises ``ValueError`` for a ``name`` that is not a non-empty identifier, no arrays, a non-numeric array,
+    or more than ``ARRAYS_MAX_VALUES`` (20,000) values in all.
     """
     import numpy as np
 
@@ -444,15 +445,14 @@ def save_arrays(name: str, **arrays) -> None:
             array = np.asarray(array, dtype=np.float64)
         except (TypeError, ValueError) as error:
             raise ValueError(f"array {key!r} is not numeric: {error}") from None
-        if not np.isfinite(array).all():
-            raise ValueError(f"array {key!r} holds non-finite values")
         values[key] = array
     total = sum(array.size for array in values.values())
     if total > ARRAYS_MAX_VALUES:
         raise ValueError(f"arrays {name!r} hold {total} values, over the {ARRAYS_MAX_VALUES} an archive keeps: "
                          "subsample them")
     record = {"arrays": name, "mode": mode(), "run": _RUN_TOKEN,
-              "values": {key: [float(f"{x:.6g}") for x in array.ravel()] for key, array in values.items()},
+              "values": {key: [float(f"{x:.6g}") if math.isfinite(x) else None for x in array.ravel()]
+                         for key, array in values.items()},
               "shapes": {key: list(array.shape) for key, array in values.items()}}
     _append(record)
 
@@ -478,7 +478,7 @@ def archived_arrays(chapter: str, name: str) -> dict | None:
     saved = run.get("arrays", {}).get(name)
     if saved is None:
         return None
-    arrays = {key: np.asarray(saved["values"][key], dtype=np.float64).reshape(shape)
+    arrays = {key: np.asarray(saved["values"][key], dtype=np.float64).reshape(shape)   # null -> NaN
               for key, shape in saved["shapes"].items()}
     return {**arrays, "date": run["date"], "commit": run["commit"], "machine": run["machine"]}
 
