@@ -771,21 +771,28 @@ attention_run = balance.train_attention_sgd(
     g_chunk=by_mode(quick=500, default=2_000, full=2_000),
 )
 sgd_seconds = time.perf_counter() - sgd_start
-log_gap = np.log(attention_run["gK"] / attention_run["gQ"])  # (checkpoints, 2, 6)
+# A run whose loss stops being finite stops there; the checks below read what it measured before.
+diverged_at = attention_run["diverged_at"]
+measured_run = balance.finite_part(attention_run)
+measured_steps = measured_run["checkpoints"][-1]
+if diverged_at is not None:
+    print(
+        f"the loss is not finite at step {diverged_at}: the run stops there, and the checks below"
+        f" use its first {measured_steps} steps (its last finite checkpoint)"
+    )
+log_gap = np.log(measured_run["gK"] / measured_run["gQ"])  # (checkpoints, 2, 6)
 print(
-    f"{sgd_seconds:.0f} s including checkpoints: {sgd_steps / sgd_seconds:.0f} SGD steps per second"
+    f"{sgd_seconds:.0f} s including checkpoints:"
+    f" {(diverged_at or sgd_steps) / sgd_seconds:.0f} SGD steps per second"
 )
 print(
-    f"S = {sgd_batch}, {sgd_steps} steps: loss {attention_run['loss'][:100].mean():.2f} -> "
-    f"{attention_run['loss'][-sgd_steps // 20:].mean():.2f}"
+    f"S = {sgd_batch}, {measured_steps} steps: loss {measured_run['loss'][:100].mean():.2f} -> "
+    f"{measured_run['loss'][-sgd_steps // 20:].mean():.2f}"
 )
 print(
     f"accumulated float32 error of the one-step identity: {attention_run['identity_residual']:.1e}"
 )
 print("mean |log(g_K/g_Q)| at the checkpoints:", np.round(np.abs(log_gap).mean(axis=(1, 2)), 2))
-not_finite = np.flatnonzero(~np.isfinite(attention_run["loss"]))
-if not_finite.size:
-    print(f"the loss is not finite from step {not_finite[0]} on")
 
 # Fig. 6's series and the loss in 400 block means, saved here so that a full run archives them even when a
 # later cell fails.
@@ -806,7 +813,7 @@ save_arrays("fig6", **fig6_series)
 
 # %%
 predicted, measured, noise_part = balance.law_prediction(
-    attention_run, lr=sgd_lr, batch_size=sgd_batch
+    measured_run, lr=sgd_lr, batch_size=sgd_batch
 )
 same_sign = int(np.sum(np.sign(predicted) == np.sign(measured)))
 rho, p_value = balance.rank_agreement(predicted, measured, generator=rng(3))

@@ -277,6 +277,7 @@ VALID = {
                                                 generator=torch_generator(1), checkpoint_every=1, g_samples=4,
                                                 g_chunk=2),
     "balance.law_prediction": lambda: dict(run=_attention_run(), lr=1e-3, batch_size=4),
+    "balance.finite_part": lambda: dict(run=_attention_run()),
     "balance.rank_agreement": lambda: dict(predicted=np.arange(5.0), measured=np.arange(5.0), generator=rng(0),
                                            permutations=10),
     "balance.linear_C1_C2": lambda: dict(u=np.ones(2), w=np.ones(3), M_star=np.ones((2, 3)), sigma=0.3),

@@ -285,6 +285,30 @@ def test_sgd_takes_autograds_steps():
         torch.testing.assert_close(run["params"][name], p[name], rtol=1e-12, atol=1e-13)
 
 
+
+def test_sgd_stops_where_the_loss_stops_being_finite():
+    # at lr = 1 the weights explode within a few steps; the run stops at the first non-finite loss
+    params = balance.init_attention(generator=torch_generator(0), imbalance=2.0, dtype=torch.float64)
+    run = balance.train_attention_sgd(params, lr=1.0, batch_size=8, steps=12, generator=torch_generator(1),
+                                      checkpoint_every=2, g_samples=4, g_chunk=2)
+    k = run["diverged_at"]
+    assert isinstance(k, int) and 2 < k < 12
+    assert np.all(np.isfinite(run["loss"][:k])) and np.all(np.isnan(run["loss"][k:]))
+    assert np.all(np.isnan(run["D"][k + 1:])) and np.isfinite(run["identity_residual"])
+    assert list(run["checkpoints"]) == list(range(0, 13, 2)) and run["gK"].shape == (7, 2, 6)
+    assert np.all(np.isnan(run["gK"][run["checkpoints"] > k]))
+    cut = balance.finite_part(run)
+    end = cut["checkpoints"][-1]
+    assert 0 < end < k and len(cut["loss"]) == end and len(cut["D"]) == end + 1
+    for key in ("gK", "gQ", "gK_se", "gQ_se", "D", "loss", "dD_gd", "dD_noise"):
+        assert np.all(np.isfinite(cut[key])), key
+    assert np.all(np.isfinite(balance.law_prediction(cut, lr=1.0, batch_size=8, skip=0)[0]))
+    fine = balance.train_attention_sgd(params, lr=4e-3, batch_size=8, steps=4, generator=torch_generator(1),
+                                       checkpoint_every=2, g_samples=4, g_chunk=2)
+    assert fine["diverged_at"] is None and balance.finite_part(fine) is fine
+    with pytest.raises(ValueError, match="run"):
+        balance.finite_part({"loss": run["loss"]})
+
 @pytest.mark.parametrize("kwargs, match", [({"batch_size": 3}, "even"), ({"batch_size": 1}, "batch_size"),
                                            ({"lr": 0.0}, "lr"), ({"g_samples": 1}, "g_samples"),
                                            ({"g_samples": 5, "g_chunk": 2}, "whole number of chunks")])

@@ -449,7 +449,10 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
 
     Returns a dict of numpy arrays: ``loss`` (steps,), ``D`` (steps + 1, 2, width), ``dD_gd``, ``dD_noise``
     (steps, 2, width), ``identity_residual`` (accumulated ``|D_k - D_0 - sum dD|`` max), ``checkpoints``,
-    ``gK``, ``gQ`` (checkpoints, 2, width) and their chunk standard errors ``gK_se``, ``gQ_se``.
+    ``gK``, ``gQ`` (checkpoints, 2, width) and their chunk standard errors ``gK_se``, ``gQ_se``; and
+    ``diverged_at``, the first step whose loss is not finite, or None. A run that diverges stops there: every
+    later entry is NaN (no checkpoint is estimated on weights that are no longer numbers), and
+    :func:`finite_part` cuts it to what was measured.
     """
     _check_params(params)
     lr = positive_number("lr", lr)
@@ -478,8 +481,10 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
     loss, dD_gd, dD_noise = torch.empty(steps, dtype=dtype), torch.empty_like(D[1:]), torch.empty_like(D[1:])
     accumulated = torch.zeros_like(D[0], dtype=torch.float64)
     out = {"checkpoints": [], "gK": [], "gQ": [], "gK_se": [], "gQ_se": []}
+    accumulated_at = {}  # step -> the accumulated Delta D up to it
 
     def checkpoint(k):
+        accumulated_at[k] = accumulated.clone()
         p = dict(zip(PARAM_NAMES, weights))
         chunks = []
         for start in range(0, g_samples, g_chunk):
@@ -496,26 +501,75 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
         out["gK_se"].append(gK.std(0) / math.sqrt(len(chunks)))
         out["gQ_se"].append(gQ.std(0) / math.sqrt(len(chunks)))
 
+    diverged_at = None
     for k in progress(range(steps), desc=f"SGD batch={batch_size}"):
         if k % checkpoint_every == 0:
             checkpoint(k)
         X, y = icl_regression_batch(batch_size, generator=generator, noise_std=noise_std, dtype=dtype)
         halves = X.reshape(2, half, *X.shape[1:]), y.reshape(2, half)
         losses, (ga, gb) = _loss_and_grads(weights.unbind(), *halves)
+        loss[k] = losses.mean()
+        if not torch.isfinite(loss[k]):
+            diverged_at = k
+            break
         dD_gd[k] = lr**2 * columns(ga * gb)
         dD_noise[k] = lr**2 * columns((ga - gb) ** 2 / 4)
         weights = weights - lr * (ga + gb) / 2
-        loss[k] = losses.mean()
         accumulated += (dD_gd[k] + dD_noise[k]).double()
         D[k + 1] = columns(weights**2)
-    checkpoint(steps)
+    if diverged_at is None:
+        checkpoint(steps)
+    else:
+        loss[k:], D[k + 1:], dD_gd[k:], dD_noise[k:] = math.nan, math.nan, math.nan, math.nan
+        for later in [*range(0, steps, checkpoint_every), steps]:
+            if later > out["checkpoints"][-1]:
+                out["checkpoints"].append(later)
+                for key in ("gK", "gQ", "gK_se", "gQ_se"):
+                    out[key].append(torch.full_like(out[key][0], math.nan))
     result = {key: np.asarray(torch.stack(v).double()) if key != "checkpoints" else np.asarray(v)
               for key, v in out.items()}
     result.update(loss=loss.double().numpy(), D=D.double().numpy(), dD_gd=dD_gd.double().numpy(),
                   dD_noise=dD_noise.double().numpy())
-    result["identity_residual"] = float(np.abs(result["D"][-1] - result["D"][0] - accumulated.numpy()).max())
+    # a diverged run: up to the last checkpoint that measured finite g's, where finite_part cuts it
+    last = int(result["checkpoints"][max(_measured_checkpoints(result, diverged_at), 1) - 1])
+    result["identity_residual"] = float(
+        np.abs(result["D"][last] - result["D"][0] - accumulated_at[last].numpy()).max())
     result["params"] = dict(zip(PARAM_NAMES, weights))
+    result["diverged_at"] = diverged_at
     return result
+
+
+def _measured_checkpoints(run, diverged_at):
+    """How many of the first checkpoints come before ``diverged_at`` with finite ``g_K``, ``g_Q`` (all of
+    them if None): near a divergence the weights are still numbers but their gradients overflow."""
+    usable = np.isfinite(run["gK"]).all(axis=(1, 2)) & np.isfinite(run["gQ"]).all(axis=(1, 2))
+    if diverged_at is not None:
+        usable &= np.asarray(run["checkpoints"]) < diverged_at
+    return len(usable) if usable.all() else int(np.argmin(usable))
+
+
+def finite_part(run):
+    """A run of :func:`train_attention_sgd` cut to what it measured before its loss stopped being finite.
+
+    The run itself if it did not diverge. Otherwise the checkpoints before ``diverged_at`` up to the first whose
+    ``g_K`` or ``g_Q`` is not finite, and the per-step series (``loss``, ``D``, ``dD_gd``, ``dD_noise``) up to that checkpoint, so
+    that :func:`law_prediction` and the checkpoint comparisons of Fig. 6 read only finite values.
+    """
+    keys = {"checkpoints", "gK", "gQ", "gK_se", "gQ_se", "loss", "D", "dD_gd", "dD_noise", "diverged_at"}
+    if not isinstance(run, dict) or not keys <= set(run):
+        raise ValueError("run must be the dict train_attention_sgd returns")
+    if run["diverged_at"] is None:
+        return run
+    kept = _measured_checkpoints(run, run["diverged_at"])
+    if kept == 0:
+        raise ValueError(f"run diverged at step {run['diverged_at']}, before its first finite checkpoint")
+    end = int(run["checkpoints"][kept - 1])
+    cut = dict(run)
+    for key in ("checkpoints", "gK", "gQ", "gK_se", "gQ_se"):
+        cut[key] = run[key][:kept]
+    cut.update(loss=run["loss"][:end], D=run["D"][:end + 1], dD_gd=run["dD_gd"][:end],
+               dD_noise=run["dD_noise"][:end])
+    return cut
 
 
 def law_prediction(run, *, lr, batch_size, skip=1):
