@@ -448,11 +448,11 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
     per-chunk values gives the error bar).
 
     Returns a dict of numpy arrays: ``loss`` (steps,), ``D`` (steps + 1, 2, width), ``dD_gd``, ``dD_noise``
-    (steps, 2, width), ``identity_residual`` (accumulated ``|D_k - D_0 - sum dD|`` max), ``checkpoints``,
-    ``gK``, ``gQ`` (checkpoints, 2, width) and their chunk standard errors ``gK_se``, ``gQ_se``; and
-    ``diverged_at``, the first step whose loss is not finite, or None. A run that diverges stops there: every
-    later entry is NaN (no checkpoint is estimated on weights that are no longer numbers), and
-    :func:`finite_part` cuts it to what was measured.
+    (steps, 2, width), ``identity_residual`` (accumulated ``|D_k - D_0 - sum dD|`` max, to the end of
+    :func:`finite_part`), ``checkpoints``, ``gK``, ``gQ`` (checkpoints, 2, width) and their chunk standard
+    errors ``gK_se``, ``gQ_se``; and ``diverged_at``, the first step whose loss is not finite, or None. A run
+    that diverges stops there: every later entry is NaN (no checkpoint is estimated on weights that are no
+    longer numbers), and :func:`finite_part` cuts it to what was measured.
     """
     _check_params(params)
     lr = positive_number("lr", lr)
@@ -551,9 +551,10 @@ def _measured_checkpoints(run, diverged_at):
 def finite_part(run):
     """A run of :func:`train_attention_sgd` cut to what it measured before its loss stopped being finite.
 
-    The run itself if it did not diverge. Otherwise the checkpoints before ``diverged_at`` up to the first whose
-    ``g_K`` or ``g_Q`` is not finite, and the per-step series (``loss``, ``D``, ``dD_gd``, ``dD_noise``) up to that checkpoint, so
-    that :func:`law_prediction` and the checkpoint comparisons of Fig. 6 read only finite values.
+    The run itself if it did not diverge. Otherwise the checkpoints before ``diverged_at`` up to the first
+    whose ``g_K`` or ``g_Q`` is not finite, and the per-step series (``loss``, ``D``, ``dD_gd``, ``dD_noise``)
+    up to the last checkpoint kept, so that :func:`law_prediction` and the checkpoint comparisons of Fig. 6
+    read only finite values.
     """
     keys = {"checkpoints", "gK", "gQ", "gK_se", "gQ_se", "loss", "D", "dD_gd", "dD_noise", "diverged_at"}
     if not isinstance(run, dict) or not keys <= set(run):
