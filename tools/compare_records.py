@@ -19,12 +19,12 @@ from collections import defaultdict
 
 
 def measured_by_id(path: str) -> dict[str, list]:
-    """``{claim id: [measured, ...]}`` in the order of the file."""
+    """``{claim id: [measured, ...]}`` in the order of the file (a figure's layout record has no id: skipped)."""
     values = defaultdict(list)
     with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                record = json.loads(line)
+        for line in handle:
+            record = json.loads(line) if line.strip() else {}
+            if "id" in record:
                 values[record["id"]].append(record.get("measured"))
     return dict(values)
 

@@ -1,0 +1,118 @@
+"""Where and why the full-mode B.11 run of the balance chapter diverges, and whether float64 would save it.
+
+    python tools/b11_divergence.py            # about an hour on one CPU core (2026-11-26: 60 min, AMD EPYC)
+
+Replays the chapter's online SGD at the paper's setting (batch 200, lr 4e-3, the chapter's seeds and its
+checkpoints' draws from the generator, without estimating g there) and stops at the first non-finite loss.
+Its loss agrees with the archived run's trace (``results/full/balance.json``, block means of 1000 steps), which
+the script checks. From the weights and the generator 2000-3000 steps before the divergence it then replays
+the same batches twice, in float32 (the chapter's arithmetic) and in float64, and prints the last steps of
+each: the loss, the largest entry of the gradient and the norms of the six weight matrices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from icllib import balance
+from icllib.claims import archived_arrays
+from icllib.config import torch_generator
+
+# The chapter's full-mode cell (notebooks/balance.py, section 5).
+BATCH, LR, STEPS, CHECKPOINT_EVERY, G_SAMPLES, G_CHUNK = 200, 4e-3, 400_000, 20_000, 20_000, 2_000
+BLOCK = 1000  # the archived loss trace holds means over blocks of this many steps
+HALVES = (2, BATCH // 2)
+
+
+def step(params, X, y, lr):
+    """One step of the chapter's SGD (the mean gradient of two half batches, in the same order of operations):
+    the loss, the largest entry of the gradient and the new weights."""
+    losses, grads = balance.attention_loss_and_grads(params, X.reshape(*HALVES, *X.shape[1:]), y.reshape(HALVES))
+    gradient = {name: (grads[name][0] + grads[name][1]) / 2 for name in balance.PARAM_NAMES}
+    largest = max(float(g.abs().max()) for g in gradient.values())
+    return float(losses.mean()), largest, {name: params[name] - lr * gradient[name] for name in params}
+
+
+def run_to_divergence(lr, steps):
+    """The chapter's run until its loss is not finite: that step (None if none), the per-step losses, and the
+    weights and generator state at the start of the block two blocks before."""
+    params = balance.init_attention(generator=torch_generator(1), imbalance=2.0)
+    generator = torch_generator(2)
+    snapshots, losses = [], np.full(steps, np.nan)
+    for k in tqdm(range(steps), desc="B.11 SGD", mininterval=10):
+        if k % CHECKPOINT_EVERY == 0:  # the g estimates' draws, so that the batches are the chapter's
+            for _ in range(G_SAMPLES // G_CHUNK):
+                balance.icl_regression_batch(G_CHUNK, generator=generator)
+        if k % BLOCK == 0:
+            snapshots = [*snapshots, (k, dict(params), generator.get_state())][-3:]
+        losses[k], _, params = step(params, *balance.icl_regression_batch(BATCH, generator=generator), lr)
+        if not math.isfinite(losses[k]):
+            return k, losses, snapshots[0]
+    return None, losses, snapshots[0]
+
+
+def compare_with_archive(losses, archived=None):
+    """The block means of the loss against the archived run's (``archived``, read from the archive if None),
+    over the whole blocks before a non-finite loss."""
+    if archived is None:
+        series = archived_arrays("balance", "fig6")
+        if series is None:
+            print("no archived Fig. 6 series to compare with")
+            return
+        archived = series["loss"]
+    finite = np.isfinite(losses)
+    blocks = (len(losses) if finite.all() else int(np.argmin(finite))) // BLOCK
+    ours = losses[: blocks * BLOCK].reshape(blocks, BLOCK).mean(axis=1)
+    gap = np.max(np.abs(ours - archived[:blocks]) / archived[:blocks])
+    print(f"loss block means against the archived run over {blocks} blocks: largest relative gap {gap:.1e}")
+    if not gap < 1e-4:  # the archive rounds to 6 significant digits
+        sys.exit("the replay is not the archived run")
+
+
+def replay(start, params, generator_state, until, dtype, lr):
+    """The same batches from ``start`` on, in ``dtype``: (step, loss, largest gradient entry, weight norms)."""
+    generator = torch.Generator()
+    generator.set_state(generator_state)
+    params, trace = {name: value.to(dtype) for name, value in params.items()}, []
+    for k in range(start, until):
+        X, y = balance.icl_regression_batch(BATCH, generator=generator)
+        loss, largest, new_params = step(params, X.to(dtype), y.to(dtype), lr)
+        trace.append((k, loss, largest, [float(params[name].norm()) for name in balance.PARAM_NAMES]))
+        if not math.isfinite(loss):
+            break
+        params = new_params
+    return trace
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lr", type=float, default=LR, help="a larger one diverges sooner (a smoke test)")
+    parser.add_argument("--steps", type=int, default=STEPS)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    diverged_at, losses, (start, params, generator_state) = run_to_divergence(args.lr, args.steps)
+    if args.lr == LR:
+        compare_with_archive(losses)
+    if diverged_at is None:
+        print(f"no divergence in {args.steps} steps")
+        return
+    print(f"the loss is not finite at step {diverged_at}; replaying from step {start}")
+    for dtype in (torch.float32, torch.float64):
+        trace = replay(start, params, generator_state, diverged_at + 3000, dtype, args.lr)
+        gradients = np.array([largest for _, loss, largest, _ in trace if math.isfinite(loss)])
+        print(f"{dtype}: last step {trace[-1][0]} (loss {trace[-1][1]:.3g}); median largest gradient entry"
+              f" {np.median(gradients):.2f}")
+        for k, loss, largest, norms in trace[-12:]:
+            print(f"  step {k}: loss {loss:.4g}, largest gradient entry {largest:.3g}, weight norms"
+                  f" {[float(f'{n:.3g}') for n in norms]}")
+
+
+if __name__ == "__main__":
+    main()
