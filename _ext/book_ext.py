@@ -398,17 +398,21 @@ class BuildInfo(SphinxDirective):
         if benchmark_file.is_file():
             results = json.loads(benchmark_file.read_text())
             output.append(nodes.rubric(text="Benchmarks (python -m benchmarks)"))
+            recorded = f"{results.get('date', '?')} on {results.get('machine', '?')}"
             output.append(nodes.paragraph(text=(
-                f"Recorded {results.get('date', '?')} on {results.get('machine', '?')}."
+                f"Chapters recorded {recorded}; each kernel's fast and reference versions are timed in the same "
+                "run, on the machine and at the date of its row."
             )))
             rows = [[name, *(_format_number(times.get(run_mode)) for run_mode in ("quick", "default", "full"))]
                     for name, times in results.get("chapters", {}).items()]
             output.append(_table(("Chapter", "quick (s)", "default (s)", "full (s, where measured)"), rows))
             kernel_rows = [[name, _format_number(entry["fast_s"]), _format_number(entry.get("reference_s")),
-                            _format_number(entry.get("speedup"))]
+                            _format_number(entry.get("speedup")),
+                            f"{entry['date']}, {entry['machine']}" if "date" in entry else recorded]
                            for name, entry in results.get("kernels", {}).items()]
             if kernel_rows:
-                output.append(_table(("Kernel", "fast (s)", "reference (s)", "speed-up"), kernel_rows))
+                output.append(_table(("Kernel", "fast (s)", "reference (s)", "speed-up", "when, where"),
+                                     kernel_rows))
         return output
 
 

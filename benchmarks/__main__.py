@@ -62,19 +62,23 @@ def best_time(function, repeat: int) -> float:
     return min(times)
 
 
-def time_kernels(repeat: int) -> dict[str, dict[str, float]]:
+def time_kernels(repeat: int, modules: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """Each kernel's times, with when and where they were measured (``modules``: only these, e.g. balance)."""
     results = {}
+    measured = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine()}
     for path in sorted((ROOT / "benchmarks").glob("kernels_*.py")):
+        if modules and path.stem.removeprefix("kernels_") not in modules:
+            continue
         module = importlib.import_module(f"benchmarks.{path.stem}")
         for name, (fast, reference) in module.KERNELS.items():
             if reference is None:
                 fast_s = best_time(fast, repeat)
-                results[f"{path.stem.removeprefix('kernels_')}.{name}"] = {"fast_s": fast_s}
+                results[f"{path.stem.removeprefix('kernels_')}.{name}"] = {"fast_s": fast_s, **measured}
                 print(f"kernel {name}: {fast_s:.4g} s (no reference)", flush=True)
                 continue
             fast_s, reference_s = best_time(fast, repeat), best_time(reference, repeat)
             results[f"{path.stem.removeprefix('kernels_')}.{name}"] = {
-                "fast_s": fast_s, "reference_s": reference_s, "speedup": reference_s / fast_s,
+                "fast_s": fast_s, "reference_s": reference_s, "speedup": reference_s / fast_s, **measured,
             }
             print(f"kernel {name}: fast {fast_s:.4g} s, reference {reference_s:.4g} s, "
                   f"x{reference_s / fast_s:.1f}", flush=True)
@@ -87,6 +91,8 @@ def main() -> None:
     parser.add_argument("--chapters", nargs="*", help="notebook names (default: every chapter)")
     parser.add_argument("--no-chapters", action="store_true", help="time only the kernels")
     parser.add_argument("--no-kernels", action="store_true", help="time only the chapters")
+    parser.add_argument("--kernels", nargs="*", metavar="MODULE",
+                        help="time only the kernels of these modules, e.g. balance (default: all)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per kernel (best is kept)")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--save-executed", type=Path, metavar="DIR", help="write the executed notebooks here")
@@ -95,10 +101,10 @@ def main() -> None:
     arguments = parser.parse_args()
 
     results = json.loads(arguments.output.read_text()) if arguments.output.is_file() else {}
-    results.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                   machine=f"{machine()}, Python {platform.python_version()}")
     chapters = results.setdefault("chapters", {})
-    if not arguments.no_chapters:
+    if not arguments.no_chapters:  # the date and machine at the top are the chapters'; each kernel has its own
+        results.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                       machine=f"{machine()}, Python {platform.python_version()}")
         names = arguments.chapters or sorted(path.stem for path in NOTEBOOKS.glob("*.py"))
         for name in names:
             for mode in arguments.modes:
@@ -107,7 +113,7 @@ def main() -> None:
                 chapters.setdefault(name, {})[mode] = round(seconds, 2)
                 print(f"chapter {name} [{mode}]: {seconds:.1f} s", flush=True)
     if not arguments.no_kernels:
-        results.setdefault("kernels", {}).update(time_kernels(arguments.repeat))
+        results.setdefault("kernels", {}).update(time_kernels(arguments.repeat, arguments.kernels))
     arguments.output.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     print(f"wrote {arguments.output.relative_to(ROOT) if arguments.output.is_relative_to(ROOT) else arguments.output}")
 
