@@ -1288,8 +1288,9 @@ else:
         print(
             f"archived full run of {archived_wide['date']}, commit {archived_wide['commit']},"
             f" {archived_wide['machine']}: D = D_H = 2048, loss {archived_wide['loss'][0]:.3f} ->"
-            f" {archived_wide['loss'][-20:].mean():.3f}; accuracy {archived_wide['accuracy'][0]:.3f};"
-            f" weight on the previous position {archived_wide['previous_weight'][0]:.2f}"
+            f" {archived_wide['loss'][-20:].mean():.3f}; accuracy"
+            f" {archived_wide['accuracy'][0]:.3f}; weight on the previous position"
+            f" {archived_wide['previous_weight'][0]:.2f}"
         )
 
 # %% [markdown]
