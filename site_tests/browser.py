@@ -61,7 +61,9 @@ class Chromium:
 
     def __init__(self, binary: str, timeout_s: float = 60):
         self.timeout_s = timeout_s
-        self.profile = tempfile.TemporaryDirectory(prefix="chromium-")
+        # Chromium's helper processes can outlive the killed browser for a moment and still write to the
+        # profile; a leftover temporary folder is harmless, a teardown error is not.
+        self.profile = tempfile.TemporaryDirectory(prefix="chromium-", ignore_cleanup_errors=True)
         to_browser_read, self.to_browser = os.pipe()
         self.from_browser, from_browser_write = os.pipe()
 
