@@ -4,7 +4,9 @@ Each code cell is a test item; the kernel starts in ``notebooks/`` as in the boo
 (``_ext/executions.py``). Text notebooks carry no outputs, so nothing is compared: the checks are the
 assertions (``check_claim``) in the cells. When every cell of a notebook passed, its outputs and records
 are stored in the execution cache, so the book build that follows (``make test``'s quick site) executes the
-notebook no second time. Tests run in ``quick`` mode unless ``ICLLIB_MODE`` says otherwise; a bad mode stops
+notebook no second time. They are stored under the key fixed before the kernel started, and only if the key
+computed again after the last cell is the same: a module edited while the cells ran fails the notebook's
+last test, naming the file, and stores nothing (else the build would show the old code's numbers as today's). Tests run in ``quick`` mode unless ``ICLLIB_MODE`` says otherwise; a bad mode stops
 pytest at once.
 """
 
@@ -49,6 +51,8 @@ class TextNotebook(IPyNbFile):
     def setup(self):
         from icllib.config import mode
 
+        self.notebook = executions.read_source(Path(self.fspath))
+        self.key_before = executions.key_parts(self.notebook, mode())
         handle, name = tempfile.mkstemp(prefix="icllib-records-", suffix=".jsonl")
         os.close(handle)
         self.records_file = Path(name)
@@ -75,13 +79,24 @@ class TextNotebook(IPyNbFile):
         self.records_file.unlink(missing_ok=True)
         executions.pass_on(records, results_path())
         ran_every_cell = all(item.test_outputs is not None for item in self.cell_items)
+        changed = []
         if self.all_passed and ran_every_cell:
-            notebook = executions.read_source(Path(self.fspath))
+            try:
+                after = executions.key_parts(executions.read_source(Path(self.fspath)), mode())
+            except OSError:
+                after = {}
+            changed = executions.changed_parts(self.key_before, after)
+        if self.all_passed and ran_every_cell and not changed:
+            notebook = self.notebook
             for count, (cell, item) in enumerate(zip(executions.code_cells(notebook), self.cell_items,
                                                      strict=True), start=1):
                 cell.outputs, cell.execution_count = item.test_outputs, count
             executions.store(notebook, mode(), records, {"notebook": Path(self.fspath).name,
-                                                         "executed by": "the notebook tests (nbval)"})
+                                                         "executed by": "the notebook tests (nbval)"},
+                             notebook_key=executions.key_of_parts(self.key_before))
+        if changed:
+            pytest.fail(f"{self.fspath}: {', '.join(changed)} changed while its cells ran, so what they computed "
+                        "may come from either version: nothing stored; run the tests again", pytrace=False)
         if unreadable_figures:  # icllib.plotting.layout_problems, measured as each figure was drawn
             pytest.fail("figures that do not read:\n" + "\n".join(unreadable_figures), pytrace=False)
 

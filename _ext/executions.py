@@ -5,15 +5,26 @@ A notebook's key is a SHA-256 of what its outputs depend on:
 - its code cells (source and metadata), not its markdown cells: a prose edit reuses the outputs;
 - the run mode (``ICLLIB_MODE``);
 - every ``icllib`` module it imports, followed through the package's own imports, and every data file of the
-  package (the claims registry, the list of the papers' numbered results), or the registry that
-  ``ICLLIB_REGISTRY`` names;
+  package other than the registry (the list of the papers' numbered results), counting only the files git
+  tracks (an editor's swap file or a stray ``.env`` changes no key; outside a git checkout, the walk of
+  ``source_archive.source_files``), plus any module a cell imports by name that git does not track yet;
+- of the claims registry (``icllib/registry/*.yaml``, or the folder ``ICLLIB_REGISTRY`` names), only what a
+  run reads from it (:func:`registry_part`): for each claim the chapter checks, whether it is registered, its
+  modes and whether it is out of scope. A statement, a location, an erratum or a verdict is read by the pages
+  at build time, so editing one re-executes nothing (a stored record's ``verdict`` is the registry's of today,
+  :func:`load`);
 - the pins (``requirements.txt``, ``pyproject.toml``), the Python version, and the code here that runs a
   kernel and stores what it printed;
 - the paper-scale archive (``results/full/<chapter>.json``) of each chapter whose arrays it draws
   (:func:`archives_read`).
 
 An execution stored under a key is the executed notebook, the ``check_claim`` records its run wrote, and a
-few facts about the run (seconds, date, machine). Three things store executions: ``python
+few facts about the run (seconds, date, machine, and the SHA-256 of the other two files). The key is fixed
+before the chapter runs and computed again before its outputs are stored: if a source changed meanwhile,
+nothing is stored and the message names what changed (:class:`SourcesChanged`). An entry that cannot be read
+whole (a truncated notebook, an empty facts file, a records file cut short or missing) is a cache miss: named,
+removed, executed again. Files that processes killed mid-write left behind are removed
+(:func:`remove_stale_partials`). Three things store executions: ``python
 _ext/executions.py`` (``make book``, several chapters side by side), the notebook tests (``conftest.py``
 stores nbval's run of every cell, so the quick build after them executes nothing) and the book build itself,
 which executes a notebook that has no stored execution, one at a time (:func:`read_chapter`).
@@ -37,13 +48,15 @@ import platform
 import re
 import sys
 import time
+import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import jupytext
 import nbformat
+import source_archive
 from icllib.claims import ARCHIVE_FOLDER
 
 EXECUTIONS_VARIABLE = "ICLLIB_EXECUTIONS"
@@ -129,12 +142,22 @@ def _imported_modules(source: str, package: Path) -> set[str] | None:
     return names
 
 
+def _is_registry(path: Path, package: Path) -> bool:
+    return path.parent == package / "registry" and path.suffix == ".yaml"
+
+
 def dependencies(cells: list[str], package: Path | None = None) -> list[Path]:
     """The files of ``icllib`` that code cells importing it depend on, sorted: the modules they import,
     followed through the modules' own imports, the package's ``__init__.py`` and every data file of the
-    package. A cell Python cannot parse (an IPython magic) counts as importing every module."""
+    package but the registry's ``*.yaml`` (:func:`registry_part` keys on what a run reads of those).
+
+    Only files git tracks count (``source_archive.source_files``), with one exception: a module imported by
+    name is a dependency even before it is committed, since the kernel runs it. A cell Python cannot parse
+    (an IPython magic), ``import icllib`` and ``from icllib import *`` count as importing every tracked module.
+    """
     package = package or package_folder()
-    every_module = {path.stem for path in package.glob("*.py")} - {"__init__"}
+    listed = source_archive.source_files(package)
+    every_module = {path.stem for path in listed if path.parent == package and path.suffix == ".py"} - {"__init__"}
     pending: set[str] = set()
     for source in cells:
         try:
@@ -145,14 +168,80 @@ def dependencies(cells: list[str], package: Path | None = None) -> list[Path]:
     seen: set[str] = set()
     while pending:
         name = pending.pop()
-        if name in seen or name not in every_module:
+        if name in seen or not (package / f"{name}.py").is_file():
             continue
         seen.add(name)
         imports = _imported_modules((package / f"{name}.py").read_text(), package)
         pending |= every_module if imports is None else imports
-    data = [path for path in package.rglob("*") if path.is_file() and path.suffix not in {".py", ".pyc"}
-            and "__pycache__" not in path.parts]
-    return sorted([package / "__init__.py", *(package / f"{name}.py" for name in seen), *data])
+    data = [path for path in listed if path.suffix not in {".py", ".pyc"} and not _is_registry(path, package)]
+    return sorted({package / "__init__.py", *(package / f"{name}.py" for name in seen), *data})
+
+
+def checked_claims(sources: list[str]) -> set[str] | None:
+    """The claim ids that ``sources`` (code cells, modules) check: the literal first argument of each
+    ``check_claim`` call. None (every claim) when one is computed, when ``check_claim`` is passed around
+    rather than called, or when a source does not parse."""
+    ids: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            return None
+        calls = {id(node.func): node for node in ast.walk(tree) if isinstance(node, ast.Call)}
+        for node in ast.walk(tree):
+            named = (isinstance(node, ast.Name) and node.id == "check_claim") or \
+                    (isinstance(node, ast.Attribute) and node.attr == "check_claim")
+            if not named or isinstance(getattr(node, "ctx", None), ast.Store):
+                continue
+            call = calls.get(id(node))
+            argument = (call.args[0] if call is not None and call.args else
+                        next((keyword.value for keyword in (call.keywords if call else ()) if keyword.arg == "claim_id"),
+                             None))
+            if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
+                return None
+            ids.add(argument.value)
+    return ids
+
+
+def registry_files(package: Path | None = None) -> list[Path]:
+    """The registry files a kernel reads (``icllib.claims``): ``ICLLIB_REGISTRY``'s ``*.yaml``, else the
+    package's ``registry/*.yaml``."""
+    override = os.environ.get("ICLLIB_REGISTRY")
+    folder = Path(override) if override else (package or package_folder()) / "registry"
+    return sorted(folder.glob("*.yaml"))
+
+
+@lru_cache(maxsize=16)
+def _parsed_registry(stamps: tuple[tuple[str, int, int], ...]):
+    from icllib.claims import parse_registry
+
+    return parse_registry([Path(path) for path, _, _ in stamps])
+
+
+def parsed_registry(files: list[Path]):
+    """``icllib.claims.parse_registry`` of ``files`` (re-read when one changes), or None when it refuses them."""
+    try:
+        return _parsed_registry(tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files))
+    except Exception:  # noqa: BLE001  a field parse_registry refuses, a YAML syntax error, a file gone: the
+        return None    # kernel's check_claim meets the same fault and fails, so the key takes the bytes
+
+
+def registry_part(sources: list[str], package: Path | None = None) -> bytes:
+    """What a run of ``sources`` can read from the registry: for each claim they check (:func:`checked_claims`),
+    whether it is registered, its modes and whether it is out of scope (``check_claim`` refuses a claim
+    unknown, out of scope or registered for other modes; the rest of a row only reaches the pages, which the
+    build reads from the registry itself). A registry ``icllib.claims`` refuses goes in whole: every run
+    that checks a claim fails on it, and each edit may mend it."""
+    files = registry_files(package)
+    book = parsed_registry(files)
+    if book is None:
+        return b"".join(f"{path.name}\0".encode() + path.read_bytes() for path in files)
+    ids = checked_claims(sources)
+    ids = sorted(book.claims) if ids is None else sorted(ids)
+    rows = {claim_id: ({"modes": list(book.claims[claim_id].modes),
+                        "out of scope": book.claims[claim_id].verdict == "out of scope"}
+                       if claim_id in book.claims else "not registered") for claim_id in ids}
+    return json.dumps(rows, sort_keys=True).encode()
 
 
 # Cell metadata that only changes how the page shows a cell (its figure caption, hidden input): editing it
@@ -180,14 +269,16 @@ def _execution_metadata(metadata: dict) -> dict:
     return {**kept, "tags": tags} if tags else kept
 
 
-def key(notebook, mode: str, root: Path | None = None, package: Path | None = None) -> str:
-    """The SHA-256 (hex) under which an execution of ``notebook`` in ``mode`` is stored."""
+def key_parts(notebook, mode: str, root: Path | None = None, package: Path | None = None) -> dict[str, str]:
+    """What the key of ``notebook`` in ``mode`` is made of: a SHA-256 (hex) per part, under a label that names
+    it (``code cells``, ``icllib/config.py``, ``registry``, ``requirements.txt``, ...), so that a changed key
+    can say what changed (:func:`changed_parts`)."""
     root = root or book_root()
     package = package or package_folder()
-    digest = hashlib.sha256()
+    parts: dict[str, str] = {}
 
     def add(label: str, data: bytes) -> None:
-        digest.update(f"{label}\0{len(data)}\0".encode() + data)
+        parts[label] = hashlib.sha256(data).hexdigest()
 
     cells = [{"source": cell.source, "metadata": _execution_metadata(cell.metadata)} for cell in code_cells(notebook)]
     add("code cells", json.dumps(cells, sort_keys=True).encode())
@@ -195,20 +286,38 @@ def key(notebook, mode: str, root: Path | None = None, package: Path | None = No
     add("mode", mode.encode())
     add("python", platform.python_version().encode())
     add("executor", executor_fingerprint())
-    for path in dependencies([cell.source for cell in code_cells(notebook)], package):
-        add(f"icllib/{path.relative_to(package)}", path.read_bytes())
-    registry_override = os.environ.get("ICLLIB_REGISTRY")
-    if registry_override:
-        for path in sorted(Path(registry_override).glob("*")):
-            if path.is_file():
-                add(f"registry/{path.name}", path.read_bytes())
+    modules = dependencies([cell.source for cell in code_cells(notebook)], package)
+    for path in modules:
+        add(f"icllib/{path.relative_to(package).as_posix()}", path.read_bytes())
+    sources = [cell.source for cell in code_cells(notebook)]
+    sources += [path.read_text() for path in modules if path.suffix == ".py" and path.name != "claims.py"]
+    add("registry", registry_part(sources, package))
     for name in PINS:
         path = root / name
         add(name, path.read_bytes() if path.is_file() else b"")
     for chapter in archives_read(notebook):
         path = root.joinpath(*ARCHIVE_FOLDER, f"{chapter}.json")
         add(f"archive/{chapter}", path.read_bytes() if path.is_file() else b"")
-    return digest.hexdigest()
+    return parts
+
+
+def key(notebook, mode: str, root: Path | None = None, package: Path | None = None) -> str:
+    """The SHA-256 (hex) under which an execution of ``notebook`` in ``mode`` is stored."""
+    return key_of_parts(key_parts(notebook, mode, root, package))
+
+
+def key_of_parts(parts: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def changed_parts(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The labels of the parts of a key that differ between ``before`` and ``after`` (added or gone too)."""
+    return sorted(label for label in set(before) | set(after) if before.get(label) != after.get(label))
+
+
+class SourcesChanged(RuntimeError):
+    """A chapter's sources changed while it executed: its outputs may come from either version, so none is
+    stored."""
 
 
 def archives_read(notebook) -> list[str]:
@@ -236,6 +345,52 @@ def _write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(f".{path.name}.{os.getpid()}")
     partial.write_text(text)
     os.replace(partial, path)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (one owned by another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# What a process leaves while it runs, each name holding its pid: `_write_atomically`'s partial files, a
+# chapter's records (:func:`execute`) and its kernel's connection file (:func:`run_kernel`).
+_PARTIAL_NAMES = (re.compile(r"^\..+\.(?P<pid>\d+)$"), re.compile(r"^\.records\.(?P<pid>\d+)\..+\.jsonl$"),
+                  re.compile(r"^(?P<pid>\d+)-.+\.json$"))
+
+
+def kernels_folder() -> Path:
+    """Where the kernels' connection files go (``_build/kernels``), so that those of a killed build can be
+    found and removed."""
+    return book_root() / "_build" / "kernels"
+
+
+def remove_stale_partials(folder: Path | None = None) -> list[Path]:
+    """Remove, from ``folder`` (the cache) and :func:`kernels_folder`, the partial files of processes that no
+    longer run (a build killed mid-write, a kernel's client killed); return them. A live process's are kept:
+    several builds may share the cache."""
+    removed = []
+    for place in (folder or cache_folder(), kernels_folder()):
+        if not place.is_dir():
+            continue
+        for path in place.iterdir():
+            found = next((match for pattern in _PARTIAL_NAMES if (match := pattern.match(path.name))), None)
+            if found and path.is_file() and not process_alive(int(found["pid"])):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    if removed:
+        print(f"[executions] removed {len(removed)} files left by processes that no longer run: "
+              + ", ".join(str(path) for path in removed), file=sys.stderr, flush=True)
+    return removed
 
 
 def compact_png(encoded: str) -> str:
@@ -273,19 +428,81 @@ def store(notebook, mode: str, records: list[str], facts: dict, folder: Path | N
             if "image/png" in output.get("data", {}):
                 output["data"]["image/png"] = compact_png(output["data"]["image/png"])
     notebook_file, records_file, facts_file = _files(folder, notebook_key)
-    _write_atomically(records_file, "".join(line.rstrip("\n") + "\n" for line in records))
-    _write_atomically(facts_file, json.dumps({"mode": mode, **facts}, indent=1))
-    _write_atomically(notebook_file, nbformat.writes(executed))  # last: its presence marks a whole entry
+    records_text = "".join(line.rstrip("\n") + "\n" for line in records)
+    notebook_text = nbformat.writes(executed)
+    # The digests let a reader tell a whole entry from one cut short (a full disk, a killed writer).
+    facts = {"mode": mode, **facts, "sha256": {"notebook": _sha256(notebook_text), "records": _sha256(records_text)}}
+    _write_atomically(records_file, records_text)
+    _write_atomically(facts_file, json.dumps(facts, indent=1))
+    _write_atomically(notebook_file, notebook_text)  # last: its presence marks a whole entry
     return notebook_key
 
 
+def _discard(folder: Path, notebook_key: str, reason: str) -> None:
+    """Remove an entry that cannot be read whole, saying which and why: the chapter executes again."""
+    notebook_file = _files(folder, notebook_key)[0]
+    print(f"[executions] {notebook_file}: unreadable stored execution ({reason}); removed, the chapter executes "
+          "again", file=sys.stderr, flush=True)
+    for path in _files(folder, notebook_key):
+        path.unlink(missing_ok=True)
+
+
+def _read_entry(folder: Path, notebook_key: str, notebook=None) -> Execution | str:
+    """The entry stored under ``notebook_key``, or why it cannot be used (for ``notebook``: the same code
+    cells)."""
+    notebook_file, records_file, facts_file = _files(folder, notebook_key)
+    try:
+        facts = json.loads(facts_file.read_text())
+        notebook_text, records_text = notebook_file.read_text(), records_file.read_text()
+    except FileNotFoundError as error:
+        return f"{Path(error.filename).name} is missing"
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        return f"{facts_file.name}: {error}"
+    digests = facts.get("sha256") if isinstance(facts, dict) else None
+    if not isinstance(digests, dict):
+        return f"{facts_file.name} holds no digests of the entry"
+    for name, text in (("notebook", notebook_text), ("records", records_text)):
+        if digests.get(name) != _sha256(text):
+            return f"the {name} file is not the one stored (cut short or edited)"
+    try:
+        executed = nbformat.reads(notebook_text, as_version=4)
+    except Exception as error:  # noqa: BLE001  nbformat raises several kinds for a damaged notebook
+        return f"{notebook_file.name}: {error}"
+    if notebook is not None and [cell.source for cell in code_cells(notebook)] != \
+            [cell.source for cell in code_cells(executed)]:
+        return "its code cells are not the notebook's"
+    return Execution(executed, records_text.splitlines(), facts)
+
+
+def _todays_verdicts(records: list[str], package: Path | None = None) -> list[str]:
+    """Records with the ``verdict`` today's registry gives their claim: the key leaves verdicts out (the pages
+    read them from the registry), so the stored one may be older."""
+    book = parsed_registry(registry_files(package))
+    if book is None:
+        return records
+    updated = []
+    for line in records:
+        record = json.loads(line)
+        if isinstance(record, dict) and record.get("id") in book.claims and "verdict" in record:
+            record["verdict"] = book.claims[record["id"]].verdict
+            line = json.dumps(record)
+        updated.append(line)
+    return updated
+
+
 def load(notebook, mode: str, folder: Path | None = None) -> Execution | None:
-    """The stored execution of ``notebook`` in ``mode`` for today's code, or None."""
-    notebook_file, records_file, facts_file = _files(folder or cache_folder(), key(notebook, mode))
-    if not notebook_file.is_file():
+    """The stored execution of ``notebook`` in ``mode`` for today's code, or None. An entry that cannot be read
+    whole is removed (and named on stderr), and None returned: the caller executes the chapter again."""
+    folder = folder or cache_folder()
+    notebook_key = key(notebook, mode)
+    if not _files(folder, notebook_key)[0].is_file():
         return None
-    return Execution(nbformat.reads(notebook_file.read_text(), as_version=4),
-                     records_file.read_text().splitlines(), json.loads(facts_file.read_text()))
+    entry = _read_entry(folder, notebook_key, notebook)
+    if isinstance(entry, str):
+        _discard(folder, notebook_key, entry)
+        return None
+    entry.records = _todays_verdicts(entry.records)
+    return entry
 
 
 def with_outputs(notebook, execution: Execution):
@@ -293,8 +510,6 @@ def with_outputs(notebook, execution: Execution):
     merged = copy.deepcopy(notebook)
     merged.metadata["language_info"] = execution.notebook.metadata["language_info"]
     for cell, executed in zip(code_cells(merged), code_cells(execution.notebook), strict=True):
-        if cell.source != executed.source:
-            raise RuntimeError("a stored execution does not match its notebook's code: clear _build/executions")
         cell.outputs = executed.outputs
         cell.execution_count = executed.execution_count
     return merged
@@ -321,14 +536,20 @@ def run_kernel(notebook, path: Path, mode: str, records: Path, **client_options)
     (``allow_errors``, ``timeout``, hooks such as ``on_cell_executed``). Raises nbclient's
     ``CellExecutionError`` at the first failing cell, unless errors are allowed."""
     from nbclient import NotebookClient
+    from traitlets.config import Config
 
     environment = kernel_environment(mode, records, path.stem)
     previous = {name: os.environ.get(name) for name in environment}
     os.environ.update(environment)  # the kernel inherits this process's environment when it starts
+    # The connection file carries this process's id, so that one a killed build leaves is known as stale.
+    connection = kernels_folder() / f"{os.getpid()}-{path.stem}-{uuid.uuid4().hex[:8]}.json"
+    connection.parent.mkdir(parents=True, exist_ok=True)
     try:
-        options = {"timeout": CELL_TIMEOUT_S, "kernel_name": "python3", **client_options}
+        options = {"timeout": CELL_TIMEOUT_S, "kernel_name": "python3",
+                   "config": Config({"KernelManager": {"connection_file": str(connection)}}), **client_options}
         NotebookClient(notebook, resources={"metadata": {"path": str(path.parent)}}, **options).execute()
     finally:
+        connection.unlink(missing_ok=True)
         for name, value in previous.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -336,36 +557,66 @@ def run_kernel(notebook, path: Path, mode: str, records: Path, **client_options)
                 os.environ[name] = value
 
 
+def _cell_label(notebook, cell_index: int | None) -> str:
+    """"cell N (first line)", N counting code cells from 1 as the status page does."""
+    if cell_index is None:
+        return "before its first cell"
+    number = sum(cell.cell_type == "code" for cell in notebook.cells[:cell_index + 1])
+    first_line = next((line for line in notebook.cells[cell_index].source.splitlines() if line.strip()), "")
+    return f"cell {number} ({first_line[:60]!r})"
+
+
 def execute(path: Path, mode: str, folder: Path | None = None) -> tuple[str, float]:
     """Execute the notebook at ``path`` in ``mode`` in a fresh kernel and store it; ``(key, seconds)``.
 
-    Raises ``RuntimeError`` quoting the failing cell's error (a failed ``check_claim`` among them); the
-    records of a failed run still reach the results file the caller's environment names, if any.
+    Raises ``RuntimeError`` quoting the failing cell's error (a failed ``check_claim`` among them), or naming
+    the chapter and the cell where its kernel died or timed out; the records of a failed run still reach the
+    results file the caller's environment names, if any. Raises :class:`SourcesChanged`, storing nothing,
+    when the key computed after the run differs from the one fixed before it (a module edited meanwhile).
     """
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     folder = folder or cache_folder()
     folder.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(folder)
     notebook = read_source(path)
-    notebook_key = key(notebook, mode)
+    before = key_parts(notebook, mode)
     records_file = folder / f".records.{os.getpid()}.{path.stem}.jsonl"
     records_file.unlink(missing_ok=True)
+    running: list[int | None] = [None]
+
+    def note_cell(cell, cell_index) -> None:
+        running[0] = cell_index
+
     started = time.perf_counter()
     try:
-        run_kernel(notebook, path, mode, records_file)
+        run_kernel(notebook, path, mode, records_file, on_cell_start=note_cell)
         failure = None
     except CellExecutionError as error:
         failure = error
+    except DeadKernelError:
+        failure = (f"its kernel died in {_cell_label(notebook, running[0])} (out of memory, or a crash in native "
+                   "code); nothing stored")
+    except CellTimeoutError:
+        failure = f"{_cell_label(notebook, running[0])} ran past {CELL_TIMEOUT_S} s; nothing stored"
     seconds = time.perf_counter() - started
     records = records_file.read_text().splitlines() if records_file.is_file() else []
     records_file.unlink(missing_ok=True)
+    try:
+        after = key_parts(read_source(path), mode)
+    except OSError:
+        after = {}
+    changed = changed_parts(before, after)
+    if changed and failure is None:
+        raise SourcesChanged(f"{path}: {', '.join(changed)} changed while it executed in mode {mode!r}, so its "
+                             "outputs may come from either version: nothing stored; run it again")
     pass_on(records, os.environ.get("ICLLIB_RESULTS"))
     if failure is not None:
         raise RuntimeError(f"{path} failed in mode {mode!r}:\n{failure}") from None
     facts = {"notebook": path.name, "seconds": round(seconds, 1), "threads": KERNEL_THREADS,
              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
              "slowest cells": slowest_cells(notebook)}
-    return store(notebook, mode, records, facts, folder, notebook_key), seconds
+    return store(notebook, mode, records, facts, folder, key_of_parts(before)), seconds
 
 
 def slowest_cells(notebook, count: int = 3) -> list[dict]:
@@ -393,9 +644,21 @@ def pass_on(records: list[str], target: str | Path | None) -> None:
 
 
 def last_seconds(path: Path, mode: str, folder: Path) -> float:
-    """How long the latest stored execution of this chapter in this mode took (0 if none)."""
-    runs = [json.loads(facts.read_text()) for facts in folder.glob("*.json")]
-    runs = [run for run in runs if run.get("notebook") == path.name and run.get("mode") == mode and "seconds" in run]
+    """How long the latest stored execution of this chapter in this mode took (0 if none). A facts file that
+    cannot be read is an entry that cannot be used: it is removed, and named."""
+    runs = []
+    for facts in sorted(folder.glob("*.json")):
+        try:
+            run = json.loads(facts.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            _discard(folder, facts.stem, f"{facts.name}: {error}")
+            continue
+        if not isinstance(run, dict):
+            _discard(folder, facts.stem, f"{facts.name} holds no facts")
+            continue
+        runs.append(run)
+    runs = [run for run in runs if run.get("notebook") == path.name and run.get("mode") == mode
+            and isinstance(run.get("seconds"), (int, float)) and isinstance(run.get("date"), str)]
     return max(runs, key=lambda run: run["date"])["seconds"] if runs else 0.0
 
 
@@ -408,6 +671,7 @@ def execute_changed(paths: list[Path], mode: str, jobs: int, folder: Path | None
     """Execute, ``jobs`` at a time, the notebooks among ``paths`` with no stored execution for today's
     code; print a line per chapter. Returns the notebooks that failed (every one runs to its end)."""
     folder = folder or cache_folder()
+    remove_stale_partials(folder)
     changed = [path for path in paths if load(read_source(path), mode, folder) is None]
     changed.sort(key=lambda path: -last_seconds(path, mode, folder))  # the longest first: they end together
     for path in sorted(set(paths) - set(changed)):
@@ -446,8 +710,12 @@ def read_chapter(text: str, **jupytext_options):
     mode = run_mode()
     execution = load(notebook, mode)
     if execution is None:
-        execute(_source_path(text, book_root()), mode)  # its records reach the results file on the way
+        path = _source_path(text, book_root())
+        execute(path, mode)  # its records reach the results file on the way; SourcesChanged stops the build
         execution = load(notebook, mode)
+        if execution is None:
+            raise RuntimeError(f"{path}: executed, but its stored execution cannot be read back "
+                               f"({cache_folder()}); build again")
     else:
         pass_on(execution.records, os.environ.get("ICLLIB_RESULTS"))
     return with_outputs(notebook, execution)

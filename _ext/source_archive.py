@@ -4,12 +4,18 @@
 notebooks, the pins and licences, and a README with the commands that run a chapter. It is written at the
 end of every HTML build and is byte-for-byte the same for the same sources (sorted members, no dates, no
 owners), so an unchanged book publishes an unchanged archive.
+
+It packs what git tracks (``git ls-files``, the index: a staged new file counts), never what merely lies in
+the folders: a generated ``.ipynb``, an editor's backup or a ``.env`` holding a secret stays out. Outside a git
+checkout (a copy of the sources, the unpacked archive itself) it falls back to walking the folders, leaving out
+hidden files, editor backups, notebooks' ``.ipynb`` and build outputs (:func:`source_files`).
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -18,6 +24,8 @@ TOP_FOLDER = "icl-book-source"
 MEMBERS = ("src", "notebooks", "requirements.txt", "pyproject.toml", "environment.yml", "LICENSE",
            "LICENSE-TEXT", "CITATION.cff")
 SKIPPED = {"__pycache__", ".ipynb_checkpoints", "_build"}
+# The walk outside git leaves these out: what editors, notebooks and builds leave beside the sources.
+SKIPPED_SUFFIXES = (".pyc", ".ipynb", "~", ".swp", ".swo", ".bak", ".orig", ".rej", ".tmp")
 EXAMPLE_CHAPTER = "induction_emergence"
 
 README = f"""# How Transformers Learn In Context: the book's source
@@ -46,16 +54,50 @@ Licences: the code is MIT (`LICENSE`), the text and figures CC BY 4.0 (`LICENSE-
 """
 
 
+def git_files(folder: Path) -> list[Path] | None:
+    """The files under ``folder`` that git tracks (present in the working tree), sorted; None when ``folder``
+    is not inside a git checkout or git tracks nothing under it (a copy placed inside another repository)."""
+    folder = Path(folder)
+    try:
+        listed = subprocess.run(["git", "-C", str(folder), "ls-files", "-z", "--cached", "--", "."],
+                                capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    files = sorted({folder / name for name in listed.decode().split("\0") if name})
+    files = [path for path in files if path.is_file()]   # a tracked file deleted in the working tree is gone
+    return files or None
+
+
+def _walked(folder: Path) -> list[Path]:
+    """The fallback outside git: every file under ``folder`` except hidden ones, editor backups, ``.ipynb``
+    files, byte code and build outputs."""
+    def kept(path: Path) -> bool:
+        parts = path.relative_to(folder).parts
+        return (path.is_file() and not SKIPPED & set(parts) and not any(part.startswith(".") for part in parts)
+                and not any(".egg-info" in part for part in parts) and not path.name.endswith(SKIPPED_SUFFIXES)
+                and not (path.name.startswith("#") and path.name.endswith("#")))
+    return sorted(path for path in folder.rglob("*") if kept(path))
+
+
+def source_files(folder: Path) -> list[Path]:
+    """The source files under ``folder``: those git tracks (:func:`git_files`), or outside a git checkout the
+    walk of :func:`_walked`. The execution keys (``_ext/executions.py``) and this archive read the same list."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"folder={str(folder)!r} is not a folder")
+    return git_files(folder) or _walked(folder)
+
+
 def _files(root: Path) -> list[Path]:
     files = []
     for name in MEMBERS:
         path = root / name
         if path.is_file():
-            files.append(path)
+            tracked = git_files(path.parent)
+            if tracked is None or path in tracked:
+                files.append(path)
         elif path.is_dir():
-            files += [file for file in path.rglob("*") if file.is_file()
-                      and not SKIPPED & set(file.relative_to(root).parts) and not file.name.endswith(".pyc")
-                      and ".egg-info" not in str(file.relative_to(root))]
+            files += source_files(path)
     return sorted(files, key=lambda file: file.relative_to(root).as_posix())
 
 
@@ -89,4 +131,10 @@ def archive_at_build_end(app, exception):
     """Sphinx ``build-finished``: the archive at the root of the site (a test's tiny book, which has no
     ``src/``, gets none)."""
     if exception is None and app.builder.format == "html" and (Path(app.srcdir) / "src" / "icllib").is_dir():
+        if git_files(Path(app.srcdir) / "src") is None:
+            from sphinx.util import logging
+
+            logging.getLogger(__name__).info(f"{ARCHIVE_NAME}: not a git checkout, so the archive packs the files "
+                                             "found under src/ and notebooks/ (no hidden files, editor backups or "
+                                             ".ipynb)")
         write_archive(Path(app.srcdir), Path(app.outdir) / ARCHIVE_NAME)

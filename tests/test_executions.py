@@ -22,6 +22,18 @@ import executions  # noqa: E402
 from test_failing_notebook import make_tiny_book  # noqa: E402
 
 
+REGISTRY_ROW = """
+  - id: {chapter}.{name}
+    location: Eq. 1
+    statement: the value is one
+    verdict: reproduced
+"""
+
+
+def registry_text(chapter: str, rows: str) -> str:
+    return f"chapter: {chapter}\ntitle: A chapter\npage: notebooks/{chapter}\npaper: key2026\nclaims:{rows}"
+
+
 def make_package(folder: Path) -> Path:
     package = folder / "icllib"
     (package / "registry").mkdir(parents=True)
@@ -30,7 +42,11 @@ def make_package(folder: Path) -> Path:
     (package / "helpers.py").write_text("from .base import BASE\n\ndef helper():\n    return BASE\n")
     (package / "base.py").write_text("BASE = 1\n")
     (package / "other.py").write_text("OTHER = 1\n")
-    (package / "registry" / "chapter.yaml").write_text("claims: []\n")
+    (package / "registry" / "chapter.yaml").write_text(registry_text("chapter", REGISTRY_ROW.format(
+        chapter="chapter", name="one") + REGISTRY_ROW.format(chapter="chapter", name="two")))
+    (package / "registry" / "other.yaml").write_text(registry_text("other", REGISTRY_ROW.format(chapter="other",
+                                                                                                 name="one")))
+    (package / "registry" / "paper_results.json").write_text("{}\n")
     (folder / "requirements.txt").write_text("numpy==2.4.6\n")
     return package
 
@@ -41,7 +57,8 @@ def notebook(code: str = "from icllib import chapter\nchapter.helper()", prose: 
 
 
 @pytest.fixture
-def package(tmp_path):
+def package(tmp_path, monkeypatch):
+    monkeypatch.delenv("ICLLIB_REGISTRY", raising=False)
     return make_package(tmp_path)
 
 
@@ -72,7 +89,8 @@ def test_page_only_cell_metadata_does_not_change_the_key_but_other_metadata_does
 
 @pytest.mark.parametrize(("changed", "changes_key"), [
     ("chapter.py", True), ("helpers.py", True), ("base.py", True),   # imported, through a relative import too
-    ("__init__.py", True), ("registry/chapter.yaml", True), ("other.py", False)])
+    ("__init__.py", True), ("registry/paper_results.json", True), ("other.py", False),
+    ("registry/chapter.yaml", False)])   # a comment in the registry: nothing a run reads
 def test_a_module_changes_the_key_exactly_when_the_chapter_imports_it(package, changed, changes_key):
     before = key_of(package)
     with (package / changed).open("a") as stream:
@@ -97,6 +115,53 @@ def test_the_paper_scale_archive_a_chapter_draws_from_is_in_its_key(package):
     assert executions.archives_read(drawing) == ["chapter"]
 
 
+CHECKING = 'from icllib import chapter\nfrom icllib.claims import check_claim\ncheck_claim("chapter.one", 1.0)'
+
+
+@pytest.mark.parametrize(("old", "new", "changes_key"), [
+    ("statement: the value is one", "statement: the value is one, Eq. 1", False),   # the pages read it
+    ("location: Eq. 1", "location: Eq. 2", False),
+    ("verdict: reproduced", "verdict: beyond the paper", False),
+    ("verdict: reproduced", "verdict: out of scope\n    reason: not run", True),      # check_claim refuses it
+    ("verdict: reproduced", "verdict: reproduced\n    modes: [full]", True),         # refused outside full
+    ("id: chapter.one", "id: chapter.first", True),                                 # no longer registered
+])
+def test_a_registry_edit_changes_the_key_of_a_chapter_that_checks_the_claim_only_if_a_run_reads_it(
+        package, old, new, changes_key):
+    path = package / "registry" / "chapter.yaml"
+    before = key_of(package, notebook(CHECKING))
+    text = path.read_text()
+    path.write_text(text.replace(old, new, 1))   # the first row: chapter.one
+    assert (key_of(package, notebook(CHECKING)) != before) is changes_key
+
+
+def test_a_registry_edit_leaves_the_keys_of_chapters_that_do_not_check_the_claim(package):
+    before = key_of(package, notebook(CHECKING)), key_of(package)
+    other = package / "registry" / "other.yaml"
+    other.write_text(other.read_text().replace("verdict: reproduced", "verdict: reproduced\n    modes: [full]"))
+    chapter = package / "registry" / "chapter.yaml"
+    chapter.write_text(chapter.read_text().replace("id: chapter.two", "id: chapter.second"))
+    assert (key_of(package, notebook(CHECKING)), key_of(package)) == before
+
+
+@pytest.mark.parametrize("code", ['check_claim(name, 1.0)', 'check = check_claim', 'check_claim(f"chapter.{x}", 1)'])
+def test_a_claim_id_the_code_computes_makes_every_claim_count(package, code):
+    source = f"from icllib import chapter\nfrom icllib.claims import check_claim\n{code}"
+    before = key_of(package, notebook(source))
+    other = package / "registry" / "other.yaml"
+    other.write_text(other.read_text().replace("verdict: reproduced", "verdict: reproduced\n    modes: [full]"))
+    assert key_of(package, notebook(source)) != before
+    assert executions.checked_claims([source]) is None
+
+
+def test_a_registry_that_does_not_parse_is_keyed_on_its_bytes(package):
+    path = package / "registry" / "chapter.yaml"
+    path.write_text(path.read_text().replace("id: chapter.two", "id: chapter.one"))   # a duplicate id
+    before = key_of(package, notebook(CHECKING))
+    path.write_text(path.read_text() + "# still a duplicate\n")
+    assert key_of(package, notebook(CHECKING)) != before
+
+
 @pytest.mark.parametrize("code", ["import icllib", "from icllib import *", "%time import icllib.chapter"])
 def test_code_that_may_reach_any_module_depends_on_all_of_them(package, code):
     before = key_of(package, notebook(code))
@@ -109,7 +174,8 @@ def test_each_chapter_depends_on_its_own_module_and_the_shared_ones_only(chapter
     source = executions.read_source(ROOT / "notebooks" / f"{chapter}.py")
     files = {path.name for path in executions.dependencies([cell.source for cell in
                                                             executions.code_cells(source)])}
-    assert {"__init__.py", "claims.py", "config.py", "validation.py", "balance.yaml"} <= files
+    assert {"__init__.py", "claims.py", "config.py", "validation.py", "paper_results.json"} <= files
+    assert not [name for name in files if name.endswith(".yaml")]   # the registry is keyed by registry_part
     assert f"{chapter}.py" in files
     chapter_modules = {path.stem for path in (ROOT / "notebooks").glob("*.py")}
     assert not {f"{other}.py" for other in chapter_modules - {chapter}} & files
