@@ -32,6 +32,8 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 import executions
+import ledger_history
+import ledger_text
 import paper_scale
 import source_archive
 from icllib import claims as claims_module
@@ -256,20 +258,52 @@ class VerdictLegend(SphinxDirective):
         return [items]
 
 
+def _math_paragraph(text: str, classes=()) -> nodes.paragraph:
+    """A registry sentence with its ASCII symbols typeset (``W_V^T``, ``eta_Y``, ``N^2``)."""
+    paragraph = nodes.paragraph(classes=list(classes))
+    paragraph.extend(_math_nodes(ledger_text.ascii_pieces(text)))
+    return paragraph
+
+
+def _math_nodes(pieces) -> list[nodes.Node]:
+    return [nodes.Text(value) if kind == "text" else nodes.math(value, value) for kind, value in pieces]
+
+
+def _verdict_chips(claims) -> nodes.paragraph:
+    """``12 reproduced  3 corrected ...``: a chapter's rows by verdict, in the legend's order, each count a
+    coloured chip that wraps with the column."""
+    claims = list(claims)
+    paragraph = nodes.paragraph(classes=["verdict-chips"])
+    for verdict in claims_module.VERDICTS:
+        count = sum(claim.verdict == verdict for claim in claims)
+        if count:
+            paragraph += nodes.inline(text=f"{count} {verdict}", classes=["verdict-chip", _verdict_class(verdict)])
+            paragraph += nodes.Text(" ")
+    return paragraph
+
+
+def ledger_summary_table(app, book, link=None) -> nodes.table:
+    """Each chapter's rows by verdict, in book order, then the whole book: three columns (chapter, rows, rows
+    by verdict) that fit a phone's column. ``link(chapter)`` gives the chapter's title a target."""
+    rows = []
+    for chapter in _chapters_in_book_order(app, book):
+        header = book.chapters[chapter]
+        claims = [claim for claim in book.claims.values() if claim.chapter == chapter]
+        title = _math_paragraph(header["title"])
+        if link is not None:
+            reference = nodes.reference(refuri=link(chapter))
+            reference.extend(title.children)
+            title = nodes.paragraph("", "", reference)
+        rows.append([title, len(claims), _verdict_chips(claims)])
+    rows.append([nodes.paragraph(text="All chapters"), len(book.claims), _verdict_chips(book.claims.values())])
+    return _table(("Chapter", "Rows", "By verdict"), rows, widths=[5, 1, 8], classes=["ledger-summary"])
+
+
 class LedgerSummary(SphinxDirective):
     """One line per chapter, in book order: its rows by verdict (for the intro page)."""
 
     def run(self):
-        book = claims_module.registry()
-        rows = []
-        for chapter in _chapters_in_book_order(self.env.app, book):
-            header = book.chapters[chapter]
-            claims = [claim for claim in book.claims.values() if claim.chapter == chapter]
-            counts = [sum(claim.verdict == verdict for claim in claims) for verdict in claims_module.VERDICTS]
-            rows.append([header["title"], len(claims), *counts])
-        totals = [sum(row[column] for row in rows) for column in range(1, 2 + len(claims_module.VERDICTS))]
-        rows.append(["All chapters", *totals])
-        return [_table(("Chapter", "rows", *claims_module.VERDICTS), rows, classes=["ledger-summary"])]
+        return [ledger_summary_table(self.env.app, claims_module.registry())]
 
 
 class ClaimsLedger(SphinxDirective):
@@ -282,58 +316,71 @@ class ClaimsLedger(SphinxDirective):
             label = claim_anchor(claim.id)
             std.anonlabels[label] = (self.env.docname, label)
             std.labels[label] = (self.env.docname, label, claim.id)
-        return [ledger_placeholder()]
+        # The rows' mathematics is added once every chapter has run; MathJax is loaded on a page whose
+        # doctree holds mathematics when it is read, hence this placeholder's (never shown) math node.
+        return [ledger_placeholder("", nodes.math("x", "x"))]
 
 
-class ErrataList(SphinxDirective):
-    """Errata (the paper is wrong as written) and notes (right but easy to misread), grouped by paper."""
+ERRATA_LIST = re.compile(r"^```\{errata-list\}[ \t]*\n```[ \t]*$", re.MULTILINE)
 
-    def run(self):
-        book = claims_module.registry()
-        rows_naming: dict[str, list[str]] = {}
-        for claim in book.claims.values():
-            for passage_id in (claim.erratum, claim.note):
-                if passage_id:
-                    rows_naming.setdefault(passage_id, []).append(claim.id)
-        lines: list[str] = []
-        for heading, passages, fix in (("Errata", book.errata, "Correction"),
-                                       ("Notes", book.notes, "Clarification")):
-            lines += [f"## {heading}", ""]
-            if heading == "Errata":
-                lines += ["The paper's words, quoted verbatim, are wrong as written; the chapter has a check that "
-                          "fails on the printed version.", ""]
-            else:
-                lines += ["The paper is right, but ambiguous or easy to misread; these are not errata.", ""]
-            papers = [paper for paper in _papers_in_book_order(self.env.app, book)
-                      if any(passage.paper == paper for passage in passages.values())]
-            for paper in papers:
-                lines += [f"### {{cite:t}}`{paper}`", ""]
-                for passage in (p for p in passages.values() if p.paper == paper):
-                    rows = ", ".join(f"{{ref}}`{claim_id} <{claim_anchor(claim_id)}>`"
-                                     for claim_id in rows_naming.get(passage.id, []))
-                    lines += [
-                        f"({_anchor(passage.id)})=",
-                        f"#### {passage.id}: {passage.location}",
-                        "",
-                        f"- **The paper says** (line {passage.line} of `{passage.paper_file}`): "
-                        f"“{_escape_markdown(passage.quote)}”",
-                        f"- **{fix}:** {passage.correction}",
-                        f"- **Evidence:** {passage.evidence} ({self._chapter_link(passage)})",
-                        f"- **Ledger rows:** {rows or 'none'}",
-                        "",
-                    ]
-            if not papers:
-                lines += [f"No {heading.lower()[:-1] if heading == 'Notes' else 'erratum'} is registered.", ""]
-        container = nodes.container()
-        self.state.nested_parse(StringList(lines, source="errata-list"), self.content_offset, container)
-        return container.children
 
-    def _chapter_link(self, passage) -> str:
-        """A link to the chapter, or its title alone when a partial build leaves that chapter out."""
-        title = claims_module.registry().chapters[passage.chapter]["title"]
-        if passage.page in self.env.found_docs:
-            return f"chapter {{doc}}`{title} </{passage.page}>`"
-        return f"chapter *{title}*"
+def errata_markdown(app) -> str:
+    """Errata (the paper is wrong as written) and notes (right but easy to misread), grouped by paper, as the
+    page's own Markdown: each entry is a heading with its anchor (``balance-e1``), so that the page's contents
+    list every one; quotes and corrections have their mathematics typeset (``ledger_text``)."""
+    book = claims_module.registry()
+    rows_naming: dict[str, list[str]] = {}
+    for claim in book.claims.values():
+        for passage_id in (claim.erratum, claim.note):
+            if passage_id:
+                rows_naming.setdefault(passage_id, []).append(claim.id)
+    lines: list[str] = []
+    for heading, passages, fix in (("Errata", book.errata, "Correction"),
+                                   ("Notes", book.notes, "Clarification")):
+        lines += [f"## {heading}", ""]
+        if heading == "Errata":
+            lines += ["The paper's words, quoted verbatim, are wrong as written; the chapter has a check that "
+                      "fails on the printed version.", ""]
+        else:
+            lines += ["The paper is right, but ambiguous or easy to misread; these are not errata.", ""]
+        papers = [paper for paper in _papers_in_book_order(app, book)
+                  if any(passage.paper == paper for passage in passages.values())]
+        for paper in papers:
+            lines += [f"### {_escape_markdown(_paper_title(app, paper))}", "", f"{{cite:t}}`{paper}`.", ""]
+            for passage in (p for p in passages.values() if p.paper == paper):
+                rows = ", ".join(f"{{ref}}`{claim_id} <{claim_anchor(claim_id)}>`"
+                                 for claim_id in rows_naming.get(passage.id, []))
+                where = ledger_text.paper_location(passage.location)
+                quote = ledger_text.pieces_markdown(ledger_text.quote_pieces(passage.quote), _escape_markdown)
+                lines += [
+                    f"({_anchor(passage.id)})=",
+                    f"#### {_escape_markdown(passage.id)}" + (f": {_escape_markdown(where)}" if where else ""),
+                    "",
+                    f"- **The paper says** ({_escape_markdown(passage.location)}): “{quote}”",
+                    f"- **{fix}:** {ledger_text.ascii_markdown(passage.correction, _escape_markdown)}",
+                    f"- **Evidence:** {ledger_text.ascii_markdown(passage.evidence, _escape_markdown)} "
+                    f"({_chapter_link(app, passage)})",
+                    f"- **Ledger rows:** {rows or 'none'}",
+                    "",
+                ]
+        if not papers:
+            lines += [f"No {heading.lower()[:-1] if heading == 'Notes' else 'erratum'} is registered.", ""]
+    return "\n".join(lines)
+
+
+def _chapter_link(app, passage) -> str:
+    """A link to the chapter, or its title alone when a partial build leaves that chapter out."""
+    title = _escape_markdown(claims_module.registry().chapters[passage.chapter]["title"])
+    if passage.page in app.env.found_docs:
+        return f"chapter {{doc}}`{title} </{passage.page}>`"
+    return f"chapter *{title}*"
+
+
+def expand_errata_list(app, docname, source):
+    """The ``errata-list`` block of a page becomes the errata's Markdown before the page is parsed: its
+    headings are then the page's own sections (a directive's headings would be rubrics, out of the contents)."""
+    if ERRATA_LIST.search(source[0]):
+        source[0] = ERRATA_LIST.sub(lambda _match: errata_markdown(app), source[0])
 
 
 class CiteThisChapter(SphinxDirective):
@@ -500,7 +547,7 @@ def _coverage_paragraph(app, book, paper: str) -> nodes.paragraph:
             covered = len(entry.results) - len(entry.missing)
             parts.append(f"{covered} of the {len(entry.results)} numbered results (theorems, lemmas, "
                          f"propositions, corollaries, hypotheses, assumptions, remarks, figures, tables) "
-                         f"named in {entry.paper_file} have a row"
+                         f"named in {_paper_title(app, paper)} have a row"
                          + (f"; without a row: {', '.join(entry.missing)}" if entry.missing else ""))
     source = "" if at_hand else (" (The paper texts are not in this checkout: counted from the list of their "
                                  "numbered results committed with the registry.)")
@@ -510,14 +557,13 @@ def _coverage_paragraph(app, book, paper: str) -> nodes.paragraph:
 def _statement_cell(app, docname, claim) -> nodes.container:
     """The paper's statement, then what stands behind the verdict: evidence, run, erratum or note."""
     cell = nodes.container()
-    cell += nodes.paragraph(text=claim.statement)
+    cell += _math_paragraph(claim.statement, classes=["statement"])
     details = (("Evidence", claim.evidence), ("Run at the paper's settings", claim.run),
                ("Deciding run", claim.deciding_run), ("Out of scope because", claim.reason))
     for label, text in details:
         if text:
-            paragraph = nodes.paragraph()
-            paragraph += nodes.emphasis(text=f"{label}: ")
-            paragraph += nodes.Text(text)
+            paragraph = _math_paragraph(text)
+            paragraph.insert(0, nodes.emphasis(text=f"{label}: "))
             cell += paragraph
     for passage_id in (claim.erratum, claim.note):
         if passage_id:
@@ -553,20 +599,19 @@ def _warn_about_chapters_missing_from_the_toc(app, book, docname) -> None:
 
 
 def _location_cell(app, docname, book, claim, checked: bool) -> nodes.paragraph:
-    """Where the paper says it, and the chapter cell that checks it (or the chapter, when no cell does)."""
+    """Where the paper says it (its own numbering first, the extraction's line numbers set apart), and the
+    chapter cell that checks it (or the chapter, when no cell does). The table's heading names the chapter."""
     location = nodes.paragraph()
-    location += nodes.Text(f"{claim.location}. ")
+    for kind, text in ledger_text.location_parts(claim.location):
+        location += nodes.Text(text) if kind == "text" else nodes.inline(text=text, classes=["extraction-line"])
+    location += nodes.Text(". ")
     chapter_uri = app.builder.get_relative_uri(docname, claim.page)
     checking_page = getattr(app.env, "icl_checking_cells", {}).get(claim.id)
     if checked and checking_page == claim.page:
-        location += nodes.Text("Checked in ")
-        location += nodes.reference(text=book.chapters[claim.chapter]["title"], refuri=chapter_uri)
-        location += nodes.Text(": ")
-        location += nodes.reference(text="the checking cell", refuri=f"{chapter_uri}#{check_anchor(claim.id)}",
+        location += nodes.reference(text="Checking cell", refuri=f"{chapter_uri}#{check_anchor(claim.id)}",
                                     classes=["checking-cell"])
-        location += nodes.Text(".")
     else:
-        location += nodes.reference(text=book.chapters[claim.chapter]["title"], refuri=chapter_uri)
+        location += nodes.reference(text="Chapter", refuri=chapter_uri)
     return location
 
 
@@ -602,6 +647,129 @@ def warn_about_unreadable_figures(app, env):
         logger.warning(f"a figure that does not read: {problem}")
 
 
+# ledger.json, field by field: the rows' keys and what each holds (the ledger page shows this table, and
+# ledger.schema.json states it as a JSON Schema).
+LEDGER_FIELDS = {
+    "id": ("string", "the claim id, <chapter>.<what>; the row's anchor on the ledger page is claim-<id> with . and _ as -"),
+    "chapter": ("string", "the chapter module that checks it (notebooks/<chapter>.py)"),
+    "paper": ("string", "the BibTeX key of the paper (book/references.bib)"),
+    "location": ("string", "where the paper states it, in the paper's numbering; \"line N\" is a line of the text "
+                           "the book checks its quotes against"),
+    "statement": ("string", "the paper's statement, quoted or closely paraphrased (symbols in ASCII)"),
+    "verdict": ("string", "one of the seven verdicts, or FAILED when a check of this build failed"),
+    "verdict_since": ("string", "the date (YYYY-MM-DD) of the registry commit that gave the row its verdict; "
+                                "\"uncommitted\" for a change not yet committed"),
+    "verdict_history": ("array", "every change of the row's verdict, oldest first: {date, commit, from, to, why}; "
+                                 "from is null when the row was added"),
+    "evidence": ("string", "what the book checks, where sharper than the statement (may be empty)"),
+    "run": ("string", "for not reproduced: the run at the paper's settings (may be empty)"),
+    "deciding_run": ("string", "for inconclusive: the run that would decide it and its cost (may be empty)"),
+    "reason": ("string", "for out of scope: why it is not checked (may be empty)"),
+    "erratum": ("string", "the erratum it rests on (errata page anchor: the id in lower case, . and _ as -)"),
+    "note": ("string", "the note it rests on"),
+    "measured": ("array", "the values this build measured, one per check (strings, 6 significant digits)"),
+    "check": ("array", "each check: expected value, tolerance and why"),
+    "mode": ("string", "the run mode of this build's checks (quick, default, full), empty when none ran"),
+    "paper_scale": ("string", "the archived full-mode run's result in words"),
+    "paper_scale_measured": ("array", "the archived full-mode run's measured values (numbers or booleans)"),
+    "paper_scale_failed": ("boolean", "true when a check of the archived full-mode run failed"),
+    "row": ("string", "the row's address on the site, relative to the book folder"),
+}
+JSON_TYPES = {"string": {"type": "string"}, "boolean": {"type": "boolean"}, "array": {"type": "array"}}
+
+
+def book_release(app) -> dict:
+    """The book's version and release date (CITATION.cff) and the date of this build."""
+    citation = yaml.safe_load((Path(app.srcdir) / "CITATION.cff").read_text())
+    return {"book": citation.get("title", ""), "version": str(citation.get("version", "")),
+            "released": str(citation.get("date-released", "")), "built": time.strftime("%Y-%m-%d", time.gmtime()),
+            "mode": mode()}
+
+
+def _history(app) -> tuple[list[dict], str]:
+    """The registry's verdict changes (ledger_history), read once per build."""
+    if not hasattr(app, "icl_ledger_history"):
+        folder = Path(os.environ.get(claims_module.REGISTRY_VARIABLE)
+                      or Path(claims_module.__file__).parent / "registry")
+        app.icl_ledger_history = ledger_history.ledger_history(folder)
+    return app.icl_ledger_history
+
+
+def _history_anchor(claim_id: str) -> str:
+    return "history-" + _anchor(claim_id)
+
+
+def _verdict_cell(verdict: str, failed_at_paper_scale: bool, since: dict | None) -> list[nodes.Node]:
+    """The verdict, a failed check of the archived full run beside it, and when the verdict was given."""
+    cell: list[nodes.Node] = [nodes.paragraph(text=verdict, classes=["verdict"])]
+    if failed_at_paper_scale:
+        cell.append(nodes.paragraph(text="failed at paper scale", classes=["paper-scale-failed-mark"]))
+    if since is not None:
+        paragraph = nodes.paragraph(classes=["verdict-since"])
+        when = since["date"] or "not yet committed"
+        if since["from"] is not None:
+            paragraph += nodes.reference(text=f"since {when}", refuri=f"#{_history_anchor(since['id'])}")
+        else:
+            paragraph += nodes.Text(f"since {when}")
+        cell.append(paragraph)
+    return cell
+
+
+def _history_section(app, docname, book, events: list[dict], source: str) -> nodes.section:
+    """Every change of a verdict, newest first, with its date, commit and reason; rows added or removed are
+    counted."""
+    section = nodes.section(ids=["ledger-history"])
+    section += nodes.title(text="History of the verdicts")
+    changes = [event for event in events if event["from"] is not None and event["to"] is not None]
+    added = sum(event["from"] is None for event in events)
+    removed = sum(event["to"] is None for event in events)
+    origin = ("read from the git history of the claims registry (src/icllib/registry/)" if source == "git" else
+              "read from the history file committed with the book (_ext/ledger_history.json), this copy of "
+              "the source having no git history; changes after its last commit are marked as such")
+    section += nodes.paragraph(text=(
+        f"When each row got its verdict, and why: {len(changes)} changes of a verdict, {added} rows added and "
+        f"{removed} removed or renamed since the registry began, {origin}. Each row's verdict cell says since when "
+        "it holds its verdict; ledger.json carries each row's full history. The reason is the subject of the "
+        "commit that made the change."))
+    latest = ledger_history.last_changes(events)
+    rows, row_ids = [], []
+    for event in reversed(changes):
+        claim_id = nodes.paragraph(classes=["claim-id"])
+        if event["id"] in book.claims:
+            claim_id += nodes.reference(text=event["id"], refuri=f"#{claim_anchor(event['id'])}")
+        else:
+            claim_id += nodes.Text(event["id"] + " (no longer a row)")
+        when = event["date"] or "not committed"
+        commit = "" if event["commit"] == ledger_history.UNCOMMITTED else f" ({event['commit']})"
+        rows.append([nodes.paragraph(text=when + commit), claim_id,
+                     nodes.paragraph(text=f"{event['from']} → {event['to']}"), nodes.paragraph(text=event["why"])])
+        is_latest = latest.get(event["id"]) is event and _history_anchor(event["id"]) not in row_ids
+        row_ids.append(_history_anchor(event["id"]) if is_latest else "")
+    table = _table(("When", "Row", "Verdict", "Why"), rows, widths=[3, 4, 4, 12], classes=["ledger-history"])
+    for row, row_id in zip(table.findall(nodes.row), [""] + row_ids):
+        if row_id:
+            row["ids"].append(row_id)
+    section += table
+    return section
+
+
+def _schema_section(release: dict) -> nodes.section:
+    section = nodes.section(ids=["ledger-json"])
+    section += nodes.title(text="ledger.json and ledger.csv, field by field")
+    section += nodes.paragraph(text=(
+        "ledger.json is an object: book, version, released (the book's version and release date, from "
+        "CITATION.cff), built (the date of this build), mode (its run mode), fields (the table below) and rows, "
+        "one object per ledger row in the order of the page, with the fields below. ledger.csv holds the same "
+        "rows, one line each, with book_version and built added to every line; its lists are joined by \" | \" "
+        "and verdict_history is left out. ledger.schema.json states the same as a JSON Schema. This build: "
+        f"version {release['version']} of {release['released']}, built {release['built']} in mode "
+        f"'{release['mode']}'."))
+    rows = [[nodes.paragraph("", "", nodes.literal(text=name)), kind, description]
+            for name, (kind, description) in LEDGER_FIELDS.items()]
+    section += _table(("Field", "Type", "What it holds"), rows, widths=[3, 2, 12], classes=["ledger-fields"])
+    return section
+
+
 def fill_ledger(app, doctree, docname):
     placeholders = list(doctree.findall(ledger_placeholder))
     if not placeholders:
@@ -610,20 +778,47 @@ def fill_ledger(app, doctree, docname):
     _warn_about_chapters_missing_from_the_toc(app, book, docname)
     records = claims_module.read_all_results(_results_file(app))
     archived = paper_scale.archived_records(Path(app.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER))
+    events, history_source = _history(app)
+    since = ledger_history.last_changes(events)
+    release = book_release(app)
     downloads = nodes.paragraph()
     downloads += nodes.Text("The same rows, for scripts: ")
     downloads += nodes.reference(text="ledger.csv", refuri="ledger.csv")
     downloads += nodes.Text(", ")
     downloads += nodes.reference(text="ledger.json", refuri="ledger.json")
+    downloads += nodes.Text(" (")
+    downloads += nodes.reference(text="fields", refuri="#ledger-json")
+    downloads += nodes.Text(f"; version {release['version']}, built {release['built']}); ")
+    downloads += nodes.reference(text="the history of the verdicts", refuri="#ledger-history")
     downloads += nodes.Text(".")
-    output: list[nodes.Node] = [nodes.paragraph(text=verdict_counts(book.claims.values()) + "."), downloads]
+    sections = {}
+    for paper in _papers_in_book_order(app, book):
+        for name in _chapters_in_book_order(app, book):
+            if book.chapters[name]["paper"] == paper:
+                sections[name] = f"ledger-{_anchor(paper)}"
+    counts = ledger_summary_table(app, book, link=lambda chapter: "#" + sections[chapter])
+    counts["classes"].append("ledger-counts-table")
+    superscripts = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+    filter_data = {"verdicts": [*claims_module.VERDICTS, "FAILED"],
+                   "chapters": [[name, re.sub(r"\^(\d+)", lambda m: m.group(1).translate(superscripts),
+                                              book.chapters[name]["title"])]
+                                for name in sections]}
+    # What ledger.js needs to build the filter bar: the verdicts in the legend's order, the chapters' titles.
+    data = nodes.raw("", '<script type="application/json" id="ledger-filter-data">'
+                     + json.dumps(filter_data).replace("<", "\\u003c") + "</script>", format="html")
+    output: list[nodes.Node] = [nodes.paragraph(text=verdict_counts(book.claims.values()) + "."), downloads, counts,
+                                data]
     machine_readable: list[dict] = []
     failed = 0
     for paper in _papers_in_book_order(app, book):
         chapters = [name for name in _chapters_in_book_order(app, book) if book.chapters[name]["paper"] == paper]
         paper_claims = [claim for name in chapters for claim in book.claims.values() if claim.chapter == name]
-        section = nodes.section(ids=[f"ledger-{_anchor(paper)}"])
-        section += nodes.title(text=", ".join(book.chapters[name]["title"] for name in chapters))
+        section = nodes.section(ids=[f"ledger-{_anchor(paper)}"], classes=["ledger-paper"])
+        title = nodes.title()
+        for index, name in enumerate(chapters):
+            title.extend(([nodes.Text(", ")] if index else []) + _math_nodes(
+                ledger_text.ascii_pieces(book.chapters[name]["title"])))
+        section += title
         section += nodes.paragraph(text=f"Paper: {_paper_title(app, paper)}. " + verdict_counts(paper_claims) + ".")
         section += _coverage_paragraph(app, book, paper)
         rows, row_ids, row_classes = [], [], []
@@ -648,41 +843,72 @@ def fill_ledger(app, doctree, docname):
             claim_id = nodes.paragraph(classes=["claim-id"])
             claim_id += nodes.reference(text=claim.id, refuri=f"#{claim_anchor(claim.id)}")
             full_run = paper_scale.paper_scale_summary(claim.id, archived)
+            full_records = archived.get(claim.id, [])
+            failed_at_paper_scale = any(not record["passed"] for record in full_records)
             rows.append([claim_id, _location_cell(app, docname, book, claim, bool(claim_records)),
-                         _statement_cell(app, docname, claim), nodes.paragraph(text=verdict),
+                         _statement_cell(app, docname, claim),
+                         _verdict_cell(verdict, failed_at_paper_scale, since.get(claim.id)),
                          _paragraphs(measured), _paragraphs(checks), run_mode,
                          _paper_scale_cell(docname, claim, full_run, archived)])
             row_ids.append(claim_anchor(claim.id))
-            row_classes.append(["ledger-row", _verdict_class(verdict)])
+            row_classes.append(["ledger-row", _verdict_class(verdict), f"chapter-{claim.chapter}",
+                                *(["paper-scale-failed"] if failed_at_paper_scale else [])])
+            history = [{key: event[key] for key in ("date", "commit", "from", "to", "why")}
+                       for event in events if event["id"] == claim.id]
             machine_readable.append({
                 "id": claim.id, "chapter": claim.chapter, "paper": claim.paper, "location": claim.location,
-                "statement": claim.statement, "verdict": verdict, "measured": measured, "check": checks,
-                "mode": run_mode, "paper_scale": full_run, "erratum": claim.erratum or "", "note": claim.note or "",
+                "statement": claim.statement, "verdict": verdict,
+                "verdict_since": (since[claim.id]["date"] or ledger_history.UNCOMMITTED) if claim.id in since else "",
+                "verdict_history": history,
+                "evidence": claim.evidence or "", "run": claim.run or "", "deciding_run": claim.deciding_run or "",
+                "reason": claim.reason or "", "erratum": claim.erratum or "", "note": claim.note or "",
+                "measured": measured, "check": checks, "mode": run_mode, "paper_scale": full_run,
+                "paper_scale_measured": [record["measured"] for record in full_records],
+                "paper_scale_failed": failed_at_paper_scale,
                 "row": f"claims.html#{claim_anchor(claim.id)}",
             })
-        section += _table(LEDGER_COLUMNS, rows, widths=[4, 4, 7, 2, 2, 5, 1, 3], classes=["ledger-table"],
+        section += _table(LEDGER_COLUMNS, rows, widths=[6, 7, 27, 6, 6, 11, 5, 9], classes=["ledger-table"],
                           row_ids=row_ids, row_classes=row_classes,
                           column_classes=["ledger-" + column.split(",")[0].lower().replace(" ", "-")
                                           for column in LEDGER_COLUMNS])
         output.append(section)
     if failed:
         output.insert(1, nodes.paragraph(text=f"{failed} checks FAILED in this build."))
-    _write_machine_readable_ledger(Path(app.outdir) / Path(docname).parent, machine_readable)
+    output.append(_history_section(app, docname, book, events, history_source))
+    output.append(_schema_section(release))
+    _write_machine_readable_ledger(Path(app.outdir) / Path(docname).parent, machine_readable, release)
     for placeholder in placeholders:
         placeholder.replace_self(output)
 
 
-def _write_machine_readable_ledger(folder: Path, rows: list[dict]) -> None:
-    """``ledger.json`` and ``ledger.csv`` beside the ledger page: the rows of its tables, in the same order
-    (several measured values or checks of one claim are joined by " | " in the CSV)."""
+def _write_machine_readable_ledger(folder: Path, rows: list[dict], release: dict) -> None:
+    """``ledger.json``, ``ledger.csv`` and ``ledger.schema.json`` beside the ledger page: the rows of its
+    tables, in the same order, with the book's version and the build's date (several measured values or checks
+    of one claim are joined by " | " in the CSV)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "ledger.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    fields = {name: description for name, (_kind, description) in LEDGER_FIELDS.items()}
+    document = {**release, "fields": fields, "rows": rows}
+    (folder / "ledger.json").write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "ledger.json of the book " + release["book"],
+        "type": "object",
+        "required": [*release, "fields", "rows"],
+        "properties": {**{key: {"type": "string"} for key in release}, "fields": {"type": "object"},
+                       "rows": {"type": "array", "items": {
+                           "type": "object", "required": list(LEDGER_FIELDS), "additionalProperties": False,
+                           "properties": {name: {**JSON_TYPES[kind], "description": description}
+                                          for name, (kind, description) in LEDGER_FIELDS.items()}}}},
+    }
+    (folder / "ledger.schema.json").write_text(json.dumps(schema, indent=1) + "\n", encoding="utf-8")
     with open(folder / "ledger.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["id"])
+        names = [name for name in LEDGER_FIELDS if name != "verdict_history"] + ["book_version", "built"]
+        writer = csv.DictWriter(handle, fieldnames=names)
         writer.writeheader()
         for row in rows:
-            writer.writerow({key: " | ".join(value) if isinstance(value, list) else value
-                             for key, value in row.items()})
+            line = {key: " | ".join(map(str, value)) if isinstance(value, list) else value
+                    for key, value in row.items() if key != "verdict_history"}
+            writer.writerow({**line, "book_version": release["version"], "built": release["built"]})
 
 
 def offer_executed_notebook(app, pagename, templatename, context, doctree):
@@ -770,13 +996,13 @@ def setup(app):
     app.add_js_file("fit_equations.js")
     app.add_node(ledger_placeholder)
     app.add_directive("claims-ledger", ClaimsLedger)
-    app.add_directive("errata-list", ErrataList)
     app.add_directive("verdict-legend", VerdictLegend)
     app.add_directive("ledger-summary", LedgerSummary)
     app.add_role("ledger-counts", ledger_counts_role)
     app.add_directive("cite-this-chapter", CiteThisChapter)
     app.add_directive("build-info", BuildInfo)
     app.connect("builder-inited", start_fresh_results)
+    app.connect("source-read", expand_errata_list)
     app.connect("doctree-read", anchor_checking_cells)
     app.connect("doctree-read", alt_text_from_captions)
     app.connect("doctree-read", offer_the_source)

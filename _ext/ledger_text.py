@@ -201,7 +201,7 @@ def pieces_markdown(pieces, escape) -> str:
 
 
 # The extraction's line numbers in a location ("Sec. 3.1, line 59", "lines 47-49"): a secondary detail.
-EXTRACTION_LINE = re.compile(r"\blines? \d+(?:\s*[-–]\s*\d+)?(?:,? and \d+)?")
+EXTRACTION_LINE = re.compile(r"\blines? \d+(?:\s*[-–]\s*\d+)?(?:(?:,| and|, and) \d+(?:\s*[-–]\s*\d+)?)*")
 
 
 def location_parts(location: str) -> list[tuple[str, str]]:
@@ -216,3 +216,17 @@ def location_parts(location: str) -> list[tuple[str, str]]:
     if position < len(location):
         parts.append(("text", location[position:]))
     return parts
+
+
+def paper_location(location: str) -> str:
+    """A location in the paper's own numbering alone (its sections, equations, theorems, figures): the
+    extraction's line numbers dropped; empty when the location names lines only."""
+    text = EXTRACTION_LINE.sub("", location)
+    for pattern, replacement in ((r"\(\s*[,;]?\s*\)", ""), (r"\(\s*[,;]\s*", "("), (r"\s*[,;]\s*\)", ")"),
+                                 (r"(\s*,\s*){2,}", ", "), (r"\s+,", ","), (r"\s{2,}", " "),
+                                 (r"\(\s*(and|against|with|of)\s*\)", ""), (r",\s*\(", " (")):
+        text = re.sub(pattern, replacement, text)
+    text = re.sub(r"^[\s,;]*(?:(?:and|against|with|of)\b[\s,;]*)*", "", text)
+    text = re.sub(r"[\s,;]*(?:\b(?:and|against|with|of|repeated in|carried into|in)[\s,;]*)*$", "", text)
+    text = re.sub(r"\(\s*\)", "", text).strip(" ,;")
+    return text if re.search(r"[A-Z]|\d", text) else ""
