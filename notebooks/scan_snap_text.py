@@ -182,16 +182,6 @@ if mode() == "full":
         upper=0.2,
         why="'frozen': the second-half drift is below 0.2 of the early drop (the spec's threshold)",
     )
-elif checked:
-    check_claim(
-        "scan_snap.text-freeze-small",
-        late_drift / early_drop,
-        lower=0.2,
-        why=(
-            "what we see at d = 64 (the row is inconclusive: the deciding run is the full mode):"
-            " the drift stays above 0.2 of the early drop, the threshold for 'frozen'"
-        ),
-    )
 
 # %% [markdown]
 # The three-layer model is the bottom row of Fig. 7. At the default width its first layer does not move at all
@@ -199,9 +189,9 @@ elif checked:
 # model's, 4.75 against 4.21): with post-LN layers, learning rate 5 and gradient clipping, the deeper model's
 # attention does not start to learn in this budget. At the authors' width and length (`full`) it does: in the run
 # of 2026-11-22 the first-layer entropy stayed near 2.8 for about 300 steps and then fell to 0.09 by step 1500,
-# as the paper's bottom row shows. The ledger keeps the default-width row as inconclusive (not the authors'
-# setting) and the full-mode row as the one that decides the width; both run on the Wikipedia sample, not on the
-# paper's WikiText-2.
+# as the paper's bottom row shows. The ledger checks the statement at the authors' width only; since that run is
+# on the Wikipedia sample and not on the paper's WikiText-2, the row stays inconclusive, with WikiText-2 as the
+# deciding run (rule R2 of the ledger's legend: a statement about a named corpus covers that corpus only).
 
 # %%
 deep_steps_recorded, deep_entropies, _ = trajectories[3]
@@ -217,15 +207,28 @@ if mode() == "full":
         lower=0.3,
         why="the 0.3 nats used for the one-layer model (10% of the initial entropy)",
     )
-elif checked:
+
+# %% [markdown]
+# Line 264 says the first layer freezes "in both cases (1-layer and multi-layer)". The same measure as for one
+# layer, the drift over the second half of training against the drop over the first tenth, on the three-layer
+# model; it is checked at the authors' width and length only (`full`), since at the default width the deeper
+# model's first layer has not moved, so there is no drop to compare with.
+
+# %%
+deep_tenth = np.searchsorted(deep_steps_recorded, deep_steps // 10)
+deep_half = np.searchsorted(deep_steps_recorded, deep_steps // 2)
+deep_early_drop = deep_entropies[0] - deep_entropies[deep_tenth]
+deep_late_drift = deep_entropies[deep_half] - deep_entropies[-1]
+print(
+    f"3 layers: drop over the first tenth {deep_early_drop:.4f}, drift over the second half"
+    f" {deep_late_drift:.4f}"
+)
+if mode() == "full":
     check_claim(
-        "scan_snap.text-sparse-deep-small",
-        deep_drop,
-        upper=0.3,
-        why=(
-            "what we see at d = 64 (the row is inconclusive: the deciding run is the full mode):"
-            " the drop stays below the 0.3 nats used for the one-layer model"
-        ),
+        "scan_snap.text-freeze",
+        deep_late_drift / deep_early_drop,
+        upper=0.2,
+        why="'frozen', as for one layer: the second-half drift is below 0.2 of the early drop",
     )
 
 # %% [markdown]
@@ -234,11 +237,11 @@ elif checked:
 # trained a wider model ($d = 200$) on four times more text for 1500 steps (0.5 epoch of WikiText-2, against
 # several epochs of our sample), and our small vocabulary turns a quarter of the tokens into `<unk>`. `full`
 # mode runs the authors' width and length, and there the map does freeze: in a `full` run on 2026-11-22 the
-# entropy fell from 2.815 to 0.014 and the ratio above was 0.04, well under 0.2. The ledger therefore holds
-# two rows: the paper's statement at the authors' width (`full` mode, reproduced) and the same statement at our
-# default width (inconclusive: a smaller model than the authors', decided by the full mode). Freezing is a matter
-# of scale here, not a failure of the mechanism. Both rows use the Wikipedia sample; a run on WikiText-2 itself
-# would need the download.
+# entropy fell from 2.815 to 0.014 and the ratio above was 0.04, well under 0.2. The ledger therefore checks the
+# statement at the authors' width only, for one layer and for three; the default width is a smaller model than
+# the authors', and its drift is printed above as an observation, not checked. Freezing is a matter of scale
+# here, not a failure of the mechanism. All of it uses the Wikipedia sample, so the row stays inconclusive
+# until a run on WikiText-2 itself, which needs the download.
 #
 # ## Fig. 10: larger learning rates give sparser attention
 #

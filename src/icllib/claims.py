@@ -21,6 +21,8 @@ lists its claims and errata::
         deciding_run: full mode at B = 200 (about 1 h on 2 cores)  # required for "inconclusive"
         reason: ...                       # required when the verdict is "out of scope"
         modes: [default, full]            # optional: the run modes whose sizes can test it (default: all)
+        setting: "covered: ..."           # optional: how the setting checked relates to the paper's: "paper",
+                                          # "covered: <why the statement covers it>" or "other: <what differs>"
     errata:                               # the paper's words are wrong
       - id: balance.E1
         location: App. B.11, Eq. 114
@@ -28,6 +30,9 @@ lists its claims and errata::
         quote: the paper's words, verbatim (" ... " marks an elision)
         correction: what holds instead
         evidence: how the chapter shows it (a check that fails on the printed version)
+        extraction:                       # required for an erratum: could the error be the text extraction's?
+          artefact: ruled out             # "ruled out" or "possible" (then the passage is a note)
+          why: the kind of error, and the paper's own lines that prove the printed version wrong
     notes:                                # the paper is right but ambiguous or easy to misread
       - id: balance.N1
         location: App. B.11
@@ -49,6 +54,9 @@ The verdicts mean one thing each (the ledger page shows this legend):
 - ``beyond the paper``: the book's own result; the paper does not state it.
 - ``out of scope``: not checked, for the ``reason`` given.
 
+The rules that decide between them are :data:`VERDICT_RULES` (also on the ledger page); :func:`verdict_problems`
+enforces their mechanical part on the registry and the archived paper-scale runs.
+
 :func:`check_claim` compares a measured value with the paper's value (or with bounds), appends a
 record to the results file (``_build/claims/results.jsonl`` under the book's root, or the path in
 ``ICLLIB_RESULTS``) and raises ``AssertionError`` quoting the claim when the check fails. The book's
@@ -62,6 +70,7 @@ import json
 import math
 import numbers
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -77,16 +86,46 @@ VERDICTS = ("reproduced", "corrected", "clarified", "not reproduced", "inconclus
             "beyond the paper", "out of scope")
 VERDICT_MEANINGS = {
     "reproduced": "the paper states it; a check that could fail passes at the paper's setting or at a "
-                  "setting the paper's statement covers",
-    "corrected": "the paper's words are wrong; an erratum quotes them with the line, gives the fix and a "
-                 "check that fails on the printed version",
-    "clarified": "the paper is right but ambiguous or easy to misread; a note, not an erratum",
+                  "setting the paper's statement covers (rule R2), and no archived paper-scale check of it "
+                  "failed (R1)",
+    "corrected": "the paper's words are wrong, however small the slip (R3); an erratum quotes them with the line, "
+                 "gives the fix and a check that fails on the printed version, and rules out the text "
+                 "extraction as the source of the error (R4)",
+    "clarified": "the paper is right but ambiguous or easy to misread, or its printed text may be the "
+                 "extraction's slip (R4); a note, not an erratum",
     "not reproduced": "run at the paper's own settings, the result differs; the row names that run",
     "inconclusive": "not run at the paper's settings, or too few runs to tell; the row names the run that "
                     "would decide it and its cost",
     "beyond the paper": "the book's own result: the paper does not state it",
     "out of scope": "not checked, for the reason given",
 }
+# The rules that decide a verdict; verdict_problems() enforces their mechanical part.
+VERDICT_RULES = (
+    "R1. A row whose check failed in an archived paper-scale run (its chapter's file in results/full) is neither "
+    "reproduced nor clarified: it is not reproduced, inconclusive (with the deciding run) or corrected.",
+    "R2. Reproduced needs a passing check at the paper's setting or at one its statement covers. A statement "
+    "covers another setting only where it is made of a class that holds it: another corpus is covered when "
+    "the statement is about a kind of data (any distribution meeting an assumption, natural text), not when "
+    "it reports what was seen on a named corpus (WikiText-2 covers WikiText-2 only); another initialisation "
+    "when the statement assumes none or a class that holds ours (another seed of the paper's own scheme is "
+    "the paper's setting); a smaller width, fewer steps or fewer seeds never, unless the statement is made "
+    "for every size. A row checked elsewhere says so in its setting field (covered: why, or other: what "
+    "differs, which makes it inconclusive).",
+    "R3. An inaccurate statement (not ambiguous: wrong as printed) is an erratum whatever its size; a note "
+    "is for a right statement that can be misread, or a choice the paper states.",
+    "R4. Every erratum says whether its error could be the text extraction's (a dropped minus sign, repeated "
+    "rows, a lost comma or bracket): where it could, the passage is a note saying so, unless the paper's own "
+    "surrounding mathematics (named by line) proves the printed version wrong.",
+    "R5. One run, one row: a row that re-checks another row's run at a smaller size (a shadow row) is "
+    "folded into that row or retired.",
+)
+EXTRACTION_VERDICTS = ("ruled out", "possible")
+SETTING_KINDS = ("paper", "covered", "other")
+# Words of a row that say its check ran on a stand-in for the paper's setting: such a row names its setting.
+STAND_IN_WORDS = ("instead of", "not wikitext", "not at the paper", "not the paper's", "cannot be downloaded")
+# Words of a note that call the printed text wrong: such a note is an erratum (R3) unless the slip may be the
+# extraction's (R4).
+WRONG_WORDS = ("typo", "is wrong", "are wrong", "incorrect", "is false", "misprint")
 # The field a verdict requires, and what it must hold.
 REQUIRED_FIELD = {
     "corrected": ("erratum", "must name its erratum"),
@@ -119,6 +158,7 @@ class Claim:
     deciding_run: str | None = None
     reason: str | None = None
     modes: tuple[str, ...] = MODES
+    setting: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +179,8 @@ class Erratum:
     correction: str
     evidence: str
     kind: str = "erratum"
+    extraction: str | None = None       # "ruled out" or "possible" (rule R4)
+    extraction_why: str | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +214,12 @@ def _passage(entry: dict, header: dict, where: str, kind: str) -> Erratum:
     line = entry.get("line")
     if not isinstance(line, int) or isinstance(line, bool) or line < 1:
         raise ValueError(f"{where}: field 'line' must be the positive line number of the quote, got {line!r}")
+    extraction = entry.get("extraction")
+    if extraction is not None:
+        if not isinstance(extraction, dict) or extraction.get("artefact") not in EXTRACTION_VERDICTS:
+            raise ValueError(f"{where}: field 'extraction' must be a mapping whose 'artefact' is one of "
+                             f"{EXTRACTION_VERDICTS}, got {extraction!r}")
+        _require(extraction, "why", f"{where}, extraction")
     return Erratum(
         id=_require(entry, "id", where),
         chapter=header["chapter"],
@@ -184,6 +232,8 @@ def _passage(entry: dict, header: dict, where: str, kind: str) -> Erratum:
         correction=_require(entry, "correction" if kind == "erratum" else "clarification", where),
         evidence=_require(entry, "evidence", where),
         kind=kind,
+        extraction=extraction["artefact"] if extraction else None,
+        extraction_why=extraction["why"].strip() if extraction else None,
     )
 
 
@@ -225,7 +275,12 @@ def parse_registry(files: list[Path]) -> Registry:
                 deciding_run=entry.get("deciding_run"),
                 reason=entry.get("reason"),
                 modes=tuple(entry.get("modes", MODES)),
+                setting=entry.get("setting"),
             )
+            if claim.setting is not None and (not isinstance(claim.setting, str)
+                                              or claim.setting.split(":")[0].strip() not in SETTING_KINDS):
+                raise ValueError(f"{where}: setting must start with one of {SETTING_KINDS} "
+                                 f"('covered: why', 'other: what differs'), got {claim.setting!r}")
             if claim.id in claims:
                 raise ValueError(f"{where}: duplicate claim id")
             if claim.verdict not in VERDICTS:
@@ -536,3 +591,71 @@ def read_all_results(path: Path | None = None) -> dict[str, list[dict]]:
             runs[record["id"]] = [record]
     return runs
 
+
+
+# --- The verdict rules ------------------------------------------------------------------------------------
+
+def _archived_failures(folder: Path | None) -> dict[str, list[str]]:
+    """``{claim id: [date of each archived run whose check of it failed]}`` from ``results/full/*.json``."""
+    folder = Path(folder) if folder is not None else _book_root().joinpath(*ARCHIVE_FOLDER)
+    failures: dict[str, list[str]] = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        run = json.loads(path.read_text())
+        for record in run.get("records", []):
+            if record.get("passed") is False:
+                failures.setdefault(record["id"], []).append(f"{path.name} of {run.get('date', '?')}")
+    return failures
+
+
+def verdict_problems(book: Registry | None = None, archive: Path | None = None) -> dict[str, list[str]]:
+    """The rows, errata and notes that break a mechanical part of :data:`VERDICT_RULES`: ``{id: [problem]}``.
+
+    - R1: a ``reproduced`` or ``clarified`` row with a failed check in an archived paper-scale run (the files
+      ``*.json`` of ``archive``, default ``results/full`` under the book root);
+    - R2: a ``reproduced`` row whose ``setting`` is ``other: ...``, or whose statement or evidence says it ran on
+      a stand-in (:data:`STAND_IN_WORDS`) and that names no ``setting``;
+    - R3: a note whose clarification calls the printed text wrong (:data:`WRONG_WORDS`) and does not say the
+      slip may be the extraction's;
+    - R4: an erratum that does not say whether its error could be the extraction's (``extraction``), or says it
+      could (then it is a note);
+    - R5: an ``inconclusive`` row whose deciding run names another row of the registry: the run was made and
+      that row holds it, so this one shadows it.
+    """
+    book = book or registry()
+    if not isinstance(book, Registry):
+        raise TypeError(f"book must be a Registry, got {type(book).__name__}")
+    problems: dict[str, list[str]] = {}
+    failures = _archived_failures(archive)
+    for claim in book.claims.values():
+        found = problems.setdefault(claim.id, [])
+        if claim.id in failures and claim.verdict in ("reproduced", "clarified"):
+            found.append(f"R1: {claim.verdict} although its check failed in the archived paper-scale run "
+                         f"({', '.join(failures[claim.id])})")
+        if claim.verdict == "reproduced":
+            kind = (claim.setting or "").split(":")[0].strip()
+            words = f"{claim.statement} {claim.evidence or ''}".lower()
+            if kind == "other":
+                found.append(f"R2: reproduced at a setting the paper's statement does not cover ({claim.setting})")
+            elif not claim.setting and any(word in words for word in STAND_IN_WORDS):
+                found.append("R2: reproduced on a stand-in for the paper's setting without saying whether the "
+                             "statement covers it (setting: covered: ... or other: ...)")
+        if claim.verdict == "inconclusive" and claim.deciding_run:
+            others = [other for other in book.claims if other != claim.id
+                      and re.search(rf"{re.escape(other)}(?![\w-])", claim.deciding_run)]
+            if others:
+                found.append(f"R5: its deciding run is held by {', '.join(others)}: fold this row into it or "
+                             f"retire it")
+    for passage in book.errata.values():
+        found = problems.setdefault(passage.id, [])
+        if passage.extraction is None:
+            found.append("R4: the erratum does not say whether its error could be the text extraction's "
+                         "(extraction: artefact, why)")
+        elif passage.extraction == "possible":
+            found.append("R4: the error could be the text extraction's, so the passage is a note, not an erratum")
+    for passage in book.notes.values():
+        words = passage.correction.lower()
+        if any(word in words for word in WRONG_WORDS) and passage.extraction != "possible":
+            problems.setdefault(passage.id, []).append(
+                "R3: the note calls the printed text wrong: an inaccurate statement is an erratum (or, where the "
+                "slip may be the extraction's, the note says so: extraction: artefact: possible)")
+    return {key: value for key, value in problems.items() if value}
