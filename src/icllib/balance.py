@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch.func import grad, vmap
 
+from icllib import config
 from icllib.config import progress
 from icllib.validation import (array_like, numpy_generator_arg, positive_int, positive_number, real_array, tensor_arg,
                                torch_generator_arg)
@@ -110,7 +111,8 @@ def icl_regression_batch(batch_size, *, generator, n_context=49, d=5, noise_std=
     Columns ``0..d-1`` are features ~ N(0, 1); column ``d`` of the context rows holds ``x . w* + eps`` with
     ``eps ~ N(0, noise_std^2)``; the query row's label slot is 0 and its label ``x_query . w*`` is returned
     as ``y`` (noise-free). ``w* ~ N(0, I_d)`` is drawn afresh for every sequence (the paper says only
-    "a ground truth vector"; a fresh one per sequence makes the task in-context).
+    "a ground truth vector"; a fresh one per sequence makes the task in-context). Drawn on the generator's
+    device.
     Returns ``(X, y)`` of shapes ``(batch_size, n_context + 1, d + 1)`` and ``(batch_size,)``.
     """
     batch_size = positive_int("batch_size", batch_size)
@@ -118,23 +120,27 @@ def icl_regression_batch(batch_size, *, generator, n_context=49, d=5, noise_std=
     d = positive_int("d", d)
     noise_std = positive_number("noise_std", noise_std, allow_zero=True)
     generator = torch_generator_arg("generator", generator)
-    features = torch.randn(batch_size, n_context + 1, d, generator=generator, dtype=dtype)
-    w_star = torch.randn(batch_size, d, generator=generator, dtype=dtype)
-    eps = noise_std * torch.randn(batch_size, n_context, generator=generator, dtype=dtype)
+    on = {"generator": generator, "dtype": dtype, "device": generator.device}
+    features = torch.randn(batch_size, n_context + 1, d, **on)
+    w_star = torch.randn(batch_size, d, **on)
+    eps = noise_std * torch.randn(batch_size, n_context, **on)
     clean = torch.einsum("btd,bd->bt", features, w_star)
-    labels = torch.cat([clean[:, :n_context] + eps, torch.zeros(batch_size, 1, dtype=dtype)], dim=1)
+    labels = torch.cat([clean[:, :n_context] + eps, torch.zeros(batch_size, 1, dtype=dtype, device=clean.device)],
+                       dim=1)
     return torch.cat([features, labels[..., None]], dim=2), clean[:, n_context]
 
 
 def init_attention(*, generator, width=6, imbalance=1.0, dtype=torch.float32):
     """Weights ``W_Q, W_K, W_V`` of both layers, i.i.d. N(0, 1/width), then ``W_K -> imbalance W_K``,
-    ``W_Q -> W_Q / imbalance`` (the symmetry itself: the same function with imbalanced norms)."""
+    ``W_Q -> W_Q / imbalance`` (the symmetry itself: the same function with imbalanced norms). On the
+    generator's device."""
     width = positive_int("width", width)
     imbalance = positive_number("imbalance", imbalance)
     generator = torch_generator_arg("generator", generator)
     scale = {"Wq": 1.0 / imbalance, "Wk": imbalance, "Wv": 1.0}
     return {
-        name: scale[name[:2]] * torch.randn(width, width, generator=generator, dtype=dtype) / math.sqrt(width)
+        name: scale[name[:2]] * torch.randn(width, width, generator=generator, dtype=dtype,
+                                            device=generator.device) / math.sqrt(width)
         for name in PARAM_NAMES
     }
 
@@ -453,6 +459,8 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
     errors ``gK_se``, ``gQ_se``; and ``diverged_at``, the first step whose loss is not finite, or None. A run
     that diverges stops there: every later entry is NaN (no checkpoint is estimated on weights that are no
     longer numbers), and :func:`finite_part` cuts it to what was measured.
+
+    The run follows its weights' device; its batches are drawn there (:func:`icllib.config.generator_on`).
     """
     _check_params(params)
     lr = positive_number("lr", lr)
@@ -466,8 +474,8 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
     if g_samples % g_chunk:
         raise ValueError(f"g_samples must be a whole number of chunks of g_chunk (each chunk one estimate), "
                          f"got g_samples = {g_samples}, g_chunk = {g_chunk}")
-    generator = torch_generator_arg("generator", generator)
-    dtype = params["Wq0"].dtype
+    dtype, device = params["Wq0"].dtype, params["Wq0"].device
+    generator = config.generator_on(torch_generator_arg("generator", generator), device)
     half = batch_size // 2
     weights = torch.stack([params[name].detach() for name in PARAM_NAMES])          # (6, width, width)
     keys, queries = ([PARAM_NAMES.index(f"{w}{l}") for l in LAYERS] for w in ("Wk", "Wq"))
@@ -476,9 +484,10 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
         """Per layer and column ``i``: ``t`` summed over ``W_K^i`` minus over ``W_Q^i``, ``(2, width)``."""
         return t[keys].sum(-2) - t[queries].sum(-2)
 
-    D = torch.empty(steps + 1, len(LAYERS), weights.shape[-1], dtype=dtype)
+    D = torch.empty(steps + 1, len(LAYERS), weights.shape[-1], dtype=dtype, device=device)
     D[0] = columns(weights**2)
-    loss, dD_gd, dD_noise = torch.empty(steps, dtype=dtype), torch.empty_like(D[1:]), torch.empty_like(D[1:])
+    loss, dD_gd, dD_noise = (torch.empty(steps, dtype=dtype, device=device), torch.empty_like(D[1:]),
+                             torch.empty_like(D[1:]))
     accumulated = torch.zeros_like(D[0], dtype=torch.float64)
     out = {"checkpoints": [], "gK": [], "gQ": [], "gK_se": [], "gQ_se": []}
     accumulated_at = {}  # step -> the accumulated Delta D up to it
@@ -526,14 +535,14 @@ def train_attention_sgd(params, *, lr, batch_size, steps, generator, checkpoint_
                 out["checkpoints"].append(later)
                 for key in ("gK", "gQ", "gK_se", "gQ_se"):
                     out[key].append(torch.full_like(out[key][0], math.nan))
-    result = {key: np.asarray(torch.stack(v).double()) if key != "checkpoints" else np.asarray(v)
+    result = {key: np.asarray(torch.stack(v).double().cpu()) if key != "checkpoints" else np.asarray(v)
               for key, v in out.items()}
-    result.update(loss=loss.double().numpy(), D=D.double().numpy(), dD_gd=dD_gd.double().numpy(),
-                  dD_noise=dD_noise.double().numpy())
+    result.update(loss=loss.double().cpu().numpy(), D=D.double().cpu().numpy(), dD_gd=dD_gd.double().cpu().numpy(),
+                  dD_noise=dD_noise.double().cpu().numpy())
     # a diverged run: up to the last checkpoint that measured finite g's, where finite_part cuts it
     last = int(result["checkpoints"][max(_measured_checkpoints(result, diverged_at), 1) - 1])
     result["identity_residual"] = float(
-        np.abs(result["D"][last] - result["D"][0] - accumulated_at[last].numpy()).max())
+        np.abs(result["D"][last] - result["D"][0] - accumulated_at[last].cpu().numpy()).max())
     result["params"] = dict(zip(PARAM_NAMES, weights))
     result["diverged_at"] = diverged_at
     return result

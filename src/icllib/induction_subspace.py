@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from icllib.config import progress
+from icllib.config import generator_on, progress
 from icllib.induction_common import (INDUCTION_INDICES, PSEUDO_PARAMETERS, DisentangledTransformer, haar_rows,
                                      causal_softmax, disentangled_forward, rotation_M, sample_icl_batch,
                                      structured_weights, weight_triple_D)
@@ -336,42 +336,62 @@ def train_sgd(N: int, D: int, *, steps: int, batch: int, lr: float, generator: t
 def standard_task(batch: int, *, generator: torch.Generator, vocab: int = 32, block: int = 32, pairs: int = 8):
     """Sequences of App. E: ``2 * pairs`` distinct tokens grouped in item-label pairs, then one of the items as
     the query; the target is its label. Each sequence (length ``2 * pairs + 1``) starts at a uniform offset in
-    the block. Returns ``tokens`` and ``positions`` ``(batch, 2 pairs + 1)`` and ``target`` ``(batch,)``."""
+    the block. Returns ``tokens`` and ``positions`` ``(batch, 2 pairs + 1)`` and ``target`` ``(batch,)``, on the
+    generator's device."""
     batch = positive_int("batch", batch, 1)
     pairs = positive_int("pairs", pairs, 1)
     vocab = positive_int("vocab", vocab, 2 * pairs)
     block = positive_int("block", block, 2 * pairs + 1)
     generator = torch_generator_arg("generator", generator)
     # argsort of uniform noise draws 2 * pairs distinct tokens per row without a loop over sequences
-    chosen = torch.rand(batch, vocab, generator=generator).argsort(dim=1)[:, :2 * pairs]
-    q = torch.randint(0, pairs, (batch,), generator=generator)
-    rows = torch.arange(batch)
+    device = generator.device
+    chosen = torch.rand(batch, vocab, generator=generator, device=device).argsort(dim=1)[:, :2 * pairs]
+    q = torch.randint(0, pairs, (batch,), generator=generator, device=device)
+    rows = torch.arange(batch, device=device)
     tokens = torch.cat([chosen, chosen[rows, 2 * q].unsqueeze(1)], dim=1)
-    offset = torch.randint(0, block - 2 * pairs, (batch, 1), generator=generator)
-    positions = offset + torch.arange(2 * pairs + 1)
+    offset = torch.randint(0, block - 2 * pairs, (batch, 1), generator=generator, device=device)
+    positions = offset + torch.arange(2 * pairs + 1, device=device)
     return tokens, positions, chosen[rows, 2 * q + 1]
+
+
+# The paper states no initialisation (App. E). ``normal``: N(0, 0.02^2) for every weight, the book's choice;
+# ``gpt2``: the same with the output projections W_O scaled by 1/sqrt(2 n_layers) (GPT-2's residual scaling);
+# ``pytorch``: what nn.Embedding and a bias-free nn.Linear start from (N(0, 1) embeddings, U(+-1/sqrt(fan_in))
+# matrices). The three draw their weights in the same order.
+INITIALISATIONS = ("normal", "gpt2", "pytorch")
 
 
 class StandardTransformer(torch.nn.Module):
     """Two attention-only layers with one head each, token and positional embeddings, no normalisation, no MLP,
     no weight tying (Sec. 2.1, App. E). Residual stream ``h = E[token] + P[position]``; layer ``l`` adds
     ``softmax(h W_Q^T W_K h^T / sqrt(D_H)) h W_V^T W_O^T`` under the ordinary causal mask; the output layer
-    ``W_o`` reads the last position. Initialisation N(0, 0.02) everywhere (the paper does not state one)."""
+    ``W_o`` reads the last position. ``init`` is one of :data:`INITIALISATIONS` (the paper does not state one);
+    the weights are drawn on the generator's device."""
 
-    def __init__(self, D: int, *, generator: torch.Generator, vocab: int = 32, block: int = 32):
+    def __init__(self, D: int, *, generator: torch.Generator, vocab: int = 32, block: int = 32,
+                 init: str = "normal"):
         super().__init__()
         D = positive_int("D", D, 1)
         vocab = positive_int("vocab", vocab, 2)
         block = positive_int("block", block, 2)
         generator = torch_generator_arg("generator", generator)
+        init = one_of("init", init, INITIALISATIONS)
+        on = {"generator": generator, "device": generator.device}
 
-        def weight(*shape):
-            return torch.nn.Parameter(0.02 * torch.randn(*shape, generator=generator))
+        def weight(*shape, embedding=False, residual_output=False):
+            if init == "pytorch":
+                values = (torch.randn(*shape, **on) if embedding
+                          else (2 * torch.rand(*shape, **on) - 1) / math.sqrt(shape[-1]))
+            else:
+                values = 0.02 * torch.randn(*shape, **on)
+                if init == "gpt2" and residual_output:
+                    values = values / math.sqrt(2 * 2)
+            return torch.nn.Parameter(values)
 
         self.D = D
-        self.E, self.P = weight(vocab, D), weight(block, D)
-        self.W_Q, self.W_K, self.W_V, self.W_O = (torch.nn.ParameterList([weight(D, D) for _ in range(2)])
-                                                  for _ in range(4))
+        self.E, self.P = weight(vocab, D, embedding=True), weight(block, D, embedding=True)
+        self.W_Q, self.W_K, self.W_V = (torch.nn.ParameterList([weight(D, D) for _ in range(2)]) for _ in range(3))
+        self.W_O = torch.nn.ParameterList([weight(D, D, residual_output=True) for _ in range(2)])
         self.W_out = weight(vocab, D)
 
     def attention(self, layer: int, h: torch.Tensor) -> torch.Tensor:
@@ -402,14 +422,16 @@ class StandardTransformer(torch.nn.Module):
 
     def previous_position_attention(self) -> torch.Tensor:
         """Layer-1 attention between positions alone, ``softmax_j<=i(p_i W_Q^T W_K p_j^T / sqrt(D))``: row ``i`` is
-        the query position, column ``j`` the key position (the bottom-right block of Fig. 2, left)."""
+        the query position, column ``j`` the key position (the bottom-right block of Fig. 2, left). On the CPU,
+        wherever the model is: it is a measurement to read and draw."""
         with torch.no_grad():
-            return self.attention(0, self.P.unsqueeze(0))[0]
+            return self.attention(0, self.P.unsqueeze(0))[0].cpu()
 
 
 def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator, lr: float = 1e-3,
-                   weight_decay: float = 0.01):
-    """AdamW on the negative log-likelihood of the target, fresh batches every step (App. E).
+                   weight_decay: float = 0.01, init: str = "normal"):
+    """AdamW on the negative log-likelihood of the target, fresh batches every step (App. E), with the model's
+    initialisation ``init`` (:data:`INITIALISATIONS`); model and batches on the generator's device.
 
     Returns ``(model, losses)``, with the loss of every step's batch (a test loss: batches are independent).
     """
@@ -417,7 +439,7 @@ def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator
     batch = positive_int("batch", batch, 1)
     lr = positive_number("lr", lr)
     weight_decay = positive_number("weight_decay", weight_decay, allow_zero=True)
-    model = StandardTransformer(D, generator=generator)
+    model = StandardTransformer(D, generator=generator, init=init)
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     losses = []
     for _ in progress(range(steps), total=steps, desc=f"standard transformer D = {D}"):
@@ -431,9 +453,21 @@ def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator
 
 
 def standard_accuracy(model: StandardTransformer, batch: int, *, generator: torch.Generator) -> float:
-    """Fraction of fresh sequences whose target is the arg-max of the logits."""
+    """Fraction of fresh sequences whose target is the arg-max of the logits (drawn on the model's device, from
+    ``generator`` itself if it is there, else through :func:`icllib.config.generator_on`)."""
     if not isinstance(model, StandardTransformer):
         raise ValueError(f"model must be a StandardTransformer, got {model!r}")
+    generator = generator_on(generator, model.E.device)
     tokens, positions, target = standard_task(batch, generator=generator)
     with torch.no_grad():
         return float((model(tokens, positions).argmax(-1) == target).double().mean())
+
+
+def previous_position_weight(attention: torch.Tensor) -> float:
+    """Mean over query positions ``i >= 1`` of the weight on position ``i - 1`` in a row-softmax ``(n, n)``
+    attention matrix (Fig. 2's subdiagonal; chance at initialisation is about 1/i)."""
+    attention = tensor_arg("attention", attention, min_ndim=2, what="of shape (n, n)")
+    if attention.ndim != 2 or attention.shape[0] != attention.shape[1] or attention.shape[0] < 2:
+        raise ValueError(f"attention must be a square (n, n) matrix with n >= 2, got {tuple(attention.shape)}")
+    rows = torch.arange(1, attention.shape[0], device=attention.device)
+    return float(attention[rows, rows - 1].mean())

@@ -1,0 +1,344 @@
+"""Pre-registered deciding runs: the runs that settle an ``inconclusive`` row, and the rules that read them.
+
+A row of the registry that waits on compute names a ``deciding_experiment`` and states its ``deciding_rule`` in
+words: which outcome gives which verdict. The rule is committed before the runs; each run archives the commit
+it ran at and the SHA-256 of the rule's text, so a rule edited after the runs no longer matches them. The
+verdict then follows the rule, whatever it says: :func:`rule_verdict` is the rule in code, and
+``tests/test_deciding.py`` fails when a row's verdict differs from it.
+
+Runs are archived one file each, ``results/deciding/<experiment>/<run>.json``, so that runs made on different
+days and machines (a GPU for minutes, or a CPU for hours in the background) accumulate::
+
+    python -m icllib.deciding run standard-transformer-2048 --device cuda
+    python -m icllib.deciding run b11-batch200-seeds --runs seed3,seed4
+    python -m icllib.deciding verdicts
+
+The experiments:
+
+- ``standard-transformer-2048`` (rows ``induction_subspace.standard-transformer-paper-width`` and
+  ``induction_subspace.fig2-subdiagonal``): App. E's recipe at the paper's width 2048, under two standard
+  initialisations (GPT-2's and PyTorch's defaults) x 3 seeds; each run measures the loss, the accuracy on fresh
+  sequences and layer 1's previous-position weight.
+- ``b11-batch200-seeds`` (row ``balance.fig6-overlap``): the chapter's App. B.11 online SGD at the paper's
+  batch 200 for 2.6e5 steps, 5 seeds; each run measures the pairs' log gaps ``log(g_K^i / g_Q^i)`` over the
+  checkpoints at 2.2e5, 2.4e5 and 2.6e5 steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from icllib import config
+from icllib.validation import one_of
+
+ARCHIVE = ("results", "deciding")
+COMMIT_VARIABLE = "ICLLIB_COMMIT"  # where the checkout that runs has no .git (a copy sent to a GPU machine)
+
+# --- The experiments' settings, named once ---------------------------------------------------------------
+
+# App. E (Sec. 2.1): D = D_H = 2048, 300 AdamW steps (lr 1e-3, weight decay 0.01) of 512 fresh sequences.
+STANDARD_PAPER = {"D": 2048, "steps": 300, "batch": 512}
+STANDARD_INITIALISATIONS = ("gpt2", "pytorch")
+STANDARD_SEEDS = (1, 2, 3)
+LEARNED_ACCURACY = 0.9        # "learns the task", as in the chapter's check
+SUBDIAGONAL_WEIGHT = 0.5      # "dominated by the subdiagonal", as in the chapter's check
+
+# App. B.11 at the paper's batch: the chapter's full-mode setting (notebooks/balance.py, section 5).
+B11_PAPER = {"batch_size": 200, "lr": 4e-3, "checkpoint_every": 20_000, "g_samples": 20_000, "g_chunk": 2_000,
+             "imbalance": 2.0}
+B11_DECIDING_STEPS = 260_000
+B11_OVERLAP_CHECKPOINTS = (220_000, 240_000, 260_000)
+B11_SEEDS = (1, 2, 3, 4, 5)   # seed s draws its weights from torch_generator(2s - 1), its data from (2s): seed 1
+                              # is the chapter's own pair (1, 2)
+
+EXPERIMENTS = {
+    "standard-transformer-2048": {
+        "chapter": "induction_subspace",
+        "rows": ("induction_subspace.standard-transformer-paper-width", "induction_subspace.fig2-subdiagonal"),
+        "runs": tuple(f"{init}-seed{seed}" for init in STANDARD_INITIALISATIONS for seed in STANDARD_SEEDS),
+    },
+    "b11-batch200-seeds": {
+        "chapter": "balance",
+        "rows": ("balance.fig6-overlap",),
+        "runs": tuple(f"seed{seed}" for seed in B11_SEEDS),
+    },
+}
+
+
+# --- One run of each experiment --------------------------------------------------------------------------
+
+def run_standard(init: str, seed: int, *, device=None, D: int | None = None, steps: int | None = None,
+                 batch: int | None = None) -> dict:
+    """App. E's recipe with initialisation ``init`` and seed ``seed`` on ``device`` (default ``ICLLIB_DEVICE``);
+    the size arguments exist for the tests (default: the paper's). Returns the measured numbers."""
+    from icllib import induction_subspace as isp
+
+    init = one_of("init", init, isp.INITIALISATIONS)
+    target = config.device(device) if not hasattr(device, "type") else device
+    D, steps, batch = (value if value is not None else STANDARD_PAPER[name]
+                       for name, value in (("D", D), ("steps", steps), ("batch", batch)))
+    untrained = isp.StandardTransformer(D, generator=config.torch_generator(seed, device=target), init=init)
+    model, losses = isp.train_standard(D, steps=steps, batch=batch, init=init,
+                                       generator=config.torch_generator(seed, device=target))
+    return {
+        "settings": {"init": init, "seed": seed, "D": D, "steps": steps, "batch": batch, "lr": 1e-3,
+                     "weight_decay": 0.01},
+        "loss_first": float(losses[0]),
+        "loss_last20": float(losses[-20:].mean()),
+        "accuracy": isp.standard_accuracy(model, 4096, generator=config.torch_generator(10_000 + seed)),
+        "previous_weight": isp.previous_position_weight(model.previous_position_attention()),
+        "previous_weight_untrained": isp.previous_position_weight(untrained.previous_position_attention()),
+        "losses": [round(float(value), 5) for value in losses],
+    }
+
+
+def overlap_reading(run: dict, at=B11_OVERLAP_CHECKPOINTS) -> dict:
+    """Fig. 6's overlap in the book's reading (note balance.N7), over the checkpoints ``at`` of a run of
+    :func:`icllib.balance.train_attention_sgd`: per pair, the mean log gap ``L_i`` of ``log(g_K^i / g_Q^i)``
+    and its standard error ``s_i`` (from the chunk errors, independent checkpoints); the pairs within a factor 2
+    (``|L_i| < log 2``) and those beyond it by more than two standard errors (``|L_i| - log 2 > 2 s_i``).
+    ``None`` when the run did not measure every checkpoint of ``at`` (it diverged first)."""
+    checkpoints = list(np.asarray(run["checkpoints"]))
+    if not set(at) <= set(checkpoints):
+        return None
+    rows = [checkpoints.index(step) for step in at]
+    gK, gQ = np.asarray(run["gK"])[rows], np.asarray(run["gQ"])[rows]
+    if not (np.isfinite(gK).all() and np.isfinite(gQ).all()):
+        return None
+    log_se = np.sqrt((np.asarray(run["gK_se"])[rows] / gK) ** 2 + (np.asarray(run["gQ_se"])[rows] / gQ) ** 2)
+    gap = np.log(gK / gQ).mean(axis=0)
+    se = np.sqrt((log_se**2).sum(axis=0)) / len(rows)
+    excess = np.abs(gap) - math.log(2)
+    return {"log_gap": gap.round(4).tolist(), "log_gap_se": se.round(4).tolist(),
+            "within_factor_2": int((excess < 0).sum()), "beyond_two_se": int((excess > 2 * se).sum())}
+
+
+def run_b11(seed: int, *, device=None, steps: int = B11_DECIDING_STEPS, g_samples: int | None = None,
+            checkpoint_every: int | None = None) -> dict:
+    """The chapter's App. B.11 run at batch 200 with seed ``seed`` on ``device`` (default ``ICLLIB_DEVICE``), to
+    ``steps`` or its divergence; the smaller arguments exist for the tests. Returns the measured numbers."""
+    from icllib import balance
+
+    target = config.device(device) if not hasattr(device, "type") else device
+    settings = dict(B11_PAPER, steps=steps, seed=seed)
+    if g_samples is not None:
+        settings.update(g_samples=g_samples, g_chunk=g_samples // 2)
+    if checkpoint_every is not None:
+        settings["checkpoint_every"] = checkpoint_every
+    run = balance.train_attention_sgd(
+        balance.init_attention(generator=config.torch_generator(2 * seed - 1, device=target),
+                               imbalance=settings["imbalance"]),
+        lr=settings["lr"], batch_size=settings["batch_size"], steps=steps,
+        generator=config.torch_generator(2 * seed, device=target), checkpoint_every=settings["checkpoint_every"],
+        g_samples=settings["g_samples"], g_chunk=settings["g_chunk"])
+    at = B11_OVERLAP_CHECKPOINTS if steps == B11_DECIDING_STEPS else tuple(int(k) for k in run["checkpoints"][-3:])
+    finite = run["loss"][np.isfinite(run["loss"])]
+    return {
+        "settings": settings,
+        "diverged_at": None if run["diverged_at"] is None else int(run["diverged_at"]),
+        "loss_first100": float(finite[:100].mean()),
+        "loss_last": float(finite[-settings["checkpoint_every"]:].mean()),
+        "overlap_at": list(at),
+        "overlap": overlap_reading(run, at),
+        "series": {key: np.asarray(run[key]).round(6).tolist() for key in ("checkpoints", "gK", "gQ", "gK_se",
+                                                                           "gQ_se")},
+    }
+
+
+# --- The rules ---------------------------------------------------------------------------------------------
+
+def _majority(runs: list[dict], passes, inits=STANDARD_INITIALISATIONS) -> dict[str, int]:
+    return {init: sum(bool(passes(run)) for run in runs if run["settings"]["init"] == init) for init in inits}
+
+
+def rule_verdict(row: str, runs: list[dict]) -> tuple[str, str]:
+    """The verdict the pre-registered rule of ``row`` gives for the archived ``runs`` of its experiment, and why.
+
+    Raises ``ValueError`` naming ``row`` if it has no rule here, and naming ``runs`` if the experiment's runs
+    are not all there (a rule reads the whole pre-registered set, never a part chosen afterwards).
+    """
+    experiment = next((name for name, spec in EXPERIMENTS.items() if row in spec["rows"]), None)
+    if experiment is None:
+        raise ValueError(f"row {row!r} has no deciding rule; rows with one: "
+                         f"{', '.join(r for spec in EXPERIMENTS.values() for r in spec['rows'])}")
+    have = sorted(run["run"] for run in runs)
+    if have != sorted(EXPERIMENTS[experiment]["runs"]):
+        raise ValueError(f"runs must be the {len(EXPERIMENTS[experiment]['runs'])} runs of {experiment} "
+                         f"({', '.join(EXPERIMENTS[experiment]['runs'])}), got {', '.join(have) or 'none'}")
+    if experiment == "standard-transformer-2048":
+        if row.endswith("standard-transformer-paper-width"):
+            counts = _majority(runs, lambda run: run["accuracy"] >= LEARNED_ACCURACY)
+            what = f"accuracy >= {LEARNED_ACCURACY}"
+        else:
+            counts = _majority(runs, lambda run: run["previous_weight"] > SUBDIAGONAL_WEIGHT)
+            what = f"previous-position weight > {SUBDIAGONAL_WEIGHT}"
+        held = [init for init, count in counts.items() if count >= 2]
+        why = "; ".join(f"{init}: {count} of 3 seeds with {what}" for init, count in counts.items())
+        verdict = {2: "reproduced", 1: "clarified", 0: "not reproduced"}[len(held)]
+        return verdict, why
+    readings = [run["overlap"] for run in runs]
+    overlaps = sum(1 for reading in readings if reading is not None and reading["within_factor_2"] == 12)
+    misses = sum(1 for reading in readings if reading is not None and reading["beyond_two_se"] > 0)
+    undecided = sum(reading is None for reading in readings)
+    why = (f"{overlaps} of 5 seeds with all 12 pairs within a factor 2, {misses} with a pair beyond it by more "
+           f"than two standard errors, {undecided} diverged before {B11_OVERLAP_CHECKPOINTS[-1]} steps")
+    if overlaps >= 4:
+        return "reproduced", why
+    if misses == 5:
+        return "not reproduced", why
+    return "inconclusive", why
+
+
+# --- The archive -------------------------------------------------------------------------------------------
+
+def book_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def archive_folder(experiment: str, root: Path | None = None) -> Path:
+    experiment = one_of("experiment", experiment, EXPERIMENTS)
+    return (Path(root) if root is not None else book_root()).joinpath(*ARCHIVE, experiment)
+
+
+def registry_rows(chapter: str, registry_folder: Path | None = None) -> dict[str, dict]:
+    """The claim rows of one chapter's registry file, by id, as written (with their deciding fields)."""
+    folder = Path(registry_folder) if registry_folder is not None else Path(str(resources.files("icllib") / "registry"))
+    document = yaml.safe_load((folder / f"{chapter}.yaml").read_text())
+    return {entry["id"]: entry for entry in document.get("claims") or []}
+
+
+def rule_hash(rule: str) -> str:
+    """SHA-256 of a rule's text with its whitespace normalised (YAML folding must not count as an edit)."""
+    return hashlib.sha256(" ".join(rule.split()).encode()).hexdigest()
+
+
+def _rule_hashes(experiment: str, registry_folder: Path | None = None) -> dict[str, str]:
+    rows = registry_rows(EXPERIMENTS[experiment]["chapter"], registry_folder)
+    hashes = {}
+    for row in EXPERIMENTS[experiment]["rows"]:
+        rule = rows.get(row, {}).get("deciding_rule")
+        if not isinstance(rule, str) or not rule.strip():
+            raise ValueError(f"row {row!r} has no deciding_rule in the registry: a deciding run needs its rule "
+                             "committed first")
+        hashes[row] = rule_hash(rule)
+    return hashes
+
+
+def _commit(root: Path) -> str:
+    if os.environ.get(COMMIT_VARIABLE):
+        return os.environ[COMMIT_VARIABLE]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return commit + ("+dirty" if dirty else "")
+
+
+def run_and_archive(experiment: str, names=None, *, device=None, root: Path | None = None, **sizes) -> list[Path]:
+    """Run the named runs of ``experiment`` (default: all not yet archived) and write each to its own file as
+    soon as it ends. Checks first that the rules exist and the folder is writable."""
+    experiment = one_of("experiment", experiment, EXPERIMENTS)
+    known = EXPERIMENTS[experiment]["runs"]
+    folder = archive_folder(experiment, root)
+    names = [name for name in known if not (folder / f"{name}.json").is_file()] if names is None else list(names)
+    for name in names:
+        one_of("names", name, known)
+    hashes = _rule_hashes(experiment)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"root: the archive folder {folder} is not writable")
+    target = config.device(device) if not hasattr(device, "type") else device
+    written = []
+    for name in names:
+        started = time.perf_counter()
+        if experiment == "standard-transformer-2048":
+            init, _, seed = name.partition("-seed")
+            measured = run_standard(init, int(seed), device=target, **sizes)
+        else:
+            measured = run_b11(int(name.removeprefix("seed")), device=target, **sizes)
+        record = {"experiment": experiment, "run": name, "rule_sha256": hashes, "commit": _commit(book_root()),
+                  "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": config.device_description(target),
+                  "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "wall_s": round(time.perf_counter() - started, 1),
+                  **measured}
+        path = folder / f"{name}.json"
+        path.write_text(json.dumps(record, sort_keys=True, indent=1) + "\n")
+        print(f"[deciding] {experiment} {name}: {record['wall_s']} s on {record['device']}; wrote {path}", flush=True)
+        written.append(path)
+    return written
+
+
+def archived_runs(experiment: str, root: Path | None = None) -> list[dict]:
+    """Every archived run of ``experiment``; raises ``ValueError`` naming a file that is not a run of it."""
+    runs = []
+    for path in sorted(archive_folder(experiment, root).glob("*.json")):
+        try:
+            run = json.loads(path.read_text())
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not a JSON file ({error})") from None
+        for field in ("experiment", "run", "rule_sha256", "commit", "device", "settings"):
+            if field not in run:
+                raise ValueError(f"{path}: field {field!r} is missing")
+        if run["experiment"] != experiment or path.stem != run["run"]:
+            raise ValueError(f"{path}: holds run {run['run']!r} of {run['experiment']!r}")
+        runs.append(run)
+    return runs
+
+
+def verdicts(root: Path | None = None, registry_folder: Path | None = None) -> dict[str, dict]:
+    """Per row with a deciding rule: the registry's verdict, and the rule's verdict when every run is archived
+    under the rule's current text (else ``None``, with what is missing)."""
+    table = {}
+    for experiment, spec in EXPERIMENTS.items():
+        runs = archived_runs(experiment, root)
+        rows = registry_rows(spec["chapter"], registry_folder)
+        hashes = _rule_hashes(experiment, registry_folder)
+        for row in spec["rows"]:
+            stale = [run["run"] for run in runs if run["rule_sha256"].get(row) != hashes[row]]
+            missing = sorted(set(spec["runs"]) - {run["run"] for run in runs})
+            entry = {"registry": rows[row]["verdict"], "rule": None, "why": ""}
+            if stale:
+                entry["why"] = f"runs made under another text of the rule: {', '.join(stale)}"
+            elif missing:
+                entry["why"] = f"runs not archived yet: {', '.join(missing)}"
+            else:
+                entry["rule"], entry["why"] = rule_verdict(row, runs)
+            table[row] = entry
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m icllib.deciding", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run an experiment's runs and archive each")
+    run.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    run.add_argument("--runs", help="comma-separated run names (default: those not archived)")
+    run.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default: ICLLIB_DEVICE)")
+    commands.add_parser("verdicts", help="each row's verdict and its rule's")
+    arguments = parser.parse_args(argv)
+    if arguments.command == "run":
+        names = arguments.runs.split(",") if arguments.runs else None
+        run_and_archive(arguments.experiment, names, device=arguments.device)
+        return 0
+    for row, entry in verdicts().items():
+        print(f"{row}: registry {entry['registry']}, rule {entry['rule']} ({entry['why']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Pre-registered deciding runs: the rules in code, the archive, and the rows' verdicts following the rules."""
+
+import json
+
+import pytest
+
+from icllib import deciding
+
+
+def standard_runs(accuracies, weights):
+    """The six runs of standard-transformer-2048 with the given accuracies and previous-position weights."""
+    names = deciding.EXPERIMENTS["standard-transformer-2048"]["runs"]
+    return [{"run": name, "settings": {"init": name.split("-seed")[0]}, "accuracy": accuracy,
+             "previous_weight": weight} for name, accuracy, weight in zip(names, accuracies, weights)]
+
+
+@pytest.mark.parametrize("accuracies, verdict", [
+    ([0.95, 0.92, 0.3, 0.91, 0.99, 0.2], "reproduced"),
+    ([0.95, 0.92, 0.3, 0.91, 0.5, 0.2], "clarified"),
+    ([0.95, 0.2, 0.3, 0.91, 0.5, 0.2], "not reproduced"),
+    ([0.9, 0.9, 0.9, 0.89, 0.89, 0.89], "clarified"),
+])
+def test_the_width_2048_rule(accuracies, verdict):
+    runs = standard_runs(accuracies, [0.0] * 6)
+    assert deciding.rule_verdict("induction_subspace.standard-transformer-paper-width", runs)[0] == verdict
+    subdiagonal = standard_runs([0.0] * 6, [0.6 if value >= 0.9 else 0.5 for value in accuracies])
+    assert deciding.rule_verdict("induction_subspace.fig2-subdiagonal", subdiagonal)[0] == verdict
+
+
+def overlap_runs(readings):
+    return [{"run": f"seed{seed}", "settings": {}, "overlap": reading}
+            for seed, reading in zip(deciding.B11_SEEDS, readings)]
+
+
+OVERLAP = {"within_factor_2": 12, "beyond_two_se": 0}
+NEAR = {"within_factor_2": 11, "beyond_two_se": 0}
+MISS = {"within_factor_2": 9, "beyond_two_se": 1}
+
+
+@pytest.mark.parametrize("readings, verdict", [
+    ([OVERLAP, OVERLAP, OVERLAP, OVERLAP, MISS], "reproduced"),
+    ([OVERLAP, OVERLAP, OVERLAP, None, NEAR], "inconclusive"),
+    ([MISS] * 5, "not reproduced"),
+    ([MISS, MISS, MISS, MISS, None], "inconclusive"),
+    ([NEAR] * 5, "inconclusive"),
+])
+def test_the_overlap_rule(readings, verdict):
+    assert deciding.rule_verdict("balance.fig6-overlap", overlap_runs(readings))[0] == verdict
+
+
+def test_a_rule_reads_every_pre_registered_run():
+    with pytest.raises(ValueError, match="runs must be the 5 runs of b11-batch200-seeds"):
+        deciding.rule_verdict("balance.fig6-overlap", overlap_runs([OVERLAP] * 4))
+    with pytest.raises(ValueError, match="row 'balance.b11-rate' has no deciding rule"):
+        deciding.rule_verdict("balance.b11-rate", [])
+
+
+def test_the_overlap_reading_of_a_run():
+    run = {"checkpoints": [0, 10, 20, 30], "gK": [[[1.0] * 6] * 2] * 4, "gQ": [[[1.5] * 6] * 5 + [[3.0] * 6]] * 4,
+           "gK_se": [[[0.01] * 6] * 2] * 4, "gQ_se": [[[0.01] * 6] * 2] * 4}
+    run["gQ"] = [[[1.5] * 6, [3.0] * 6]] * 4
+    reading = deciding.overlap_reading(run, at=(10, 20, 30))
+    assert reading["within_factor_2"] == 6 and reading["beyond_two_se"] == 6
+    assert deciding.overlap_reading(run, at=(20, 30, 40)) is None
+
+
+def test_every_row_with_a_complete_archive_carries_its_rules_verdict():
+    for row, entry in deciding.verdicts().items():
+        assert "another text of the rule" not in entry["why"], f"{row}: {entry['why']}"
+        if entry["rule"] is not None:
+            assert entry["registry"] == entry["rule"], f"{row}: registry {entry['registry']}, rule {entry['why']}"
+        else:
+            assert entry["registry"] == "inconclusive", f"{row}: {entry['why']}"
+
+
+def test_a_run_is_archived_with_its_rule_commit_and_device(tmp_path):
+    written = deciding.run_and_archive("standard-transformer-2048", ["gpt2-seed1"], device="cpu", root=tmp_path,
+                                       D=8, steps=3, batch=4)
+    record = json.loads(written[0].read_text())
+    assert record["device"] == "cpu" and record["run"] == "gpt2-seed1" and record["commit"]
+    assert set(record["rule_sha256"]) == set(deciding.EXPERIMENTS["standard-transformer-2048"]["rows"])
+    assert [run["run"] for run in deciding.archived_runs("standard-transformer-2048", tmp_path)] == ["gpt2-seed1"]
+    written = deciding.run_and_archive("b11-batch200-seeds", ["seed2"], device="cpu", root=tmp_path, steps=60,
+                                       g_samples=8, checkpoint_every=20)
+    record = json.loads(written[0].read_text())
+    assert record["overlap_at"] == [20, 40, 60] and record["overlap"]["within_factor_2"] <= 12
+    with pytest.raises(ValueError, match="names"):
+        deciding.run_and_archive("b11-batch200-seeds", ["seed9"], device="cpu", root=tmp_path)
+
+
+def test_a_rule_edited_after_the_runs_no_longer_matches_them():
+    assert deciding.rule_hash("a  rule\n folded") == deciding.rule_hash("a rule folded")
+    assert deciding.rule_hash("a rule") != deciding.rule_hash("another rule")
