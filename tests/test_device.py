@@ -86,6 +86,14 @@ def test_standard_training_runs_on_the_gpu():
 
 
 @cuda
+def test_a_generator_on_its_own_device_is_kept():
+    generator = torch_generator(1, device="cuda")
+    assert config.generator_on(generator, "cuda") is generator
+    assert config.generator_on(generator, torch.device("cuda", torch.cuda.current_device())) is generator
+    assert config.generator_on(generator, "cpu").device.type == "cpu"
+
+
+@cuda
 def test_the_b11_gradient_is_the_same_on_the_gpu():
     params = balance.init_attention(generator=torch_generator(1), dtype=torch.float64)
     X, y = balance.icl_regression_batch(8, generator=torch_generator(2), dtype=torch.float64)
@@ -102,6 +110,9 @@ def test_the_b11_sgd_runs_on_the_gpu():
     params = balance.init_attention(generator=torch_generator(1, device="cuda"))
     run = balance.train_attention_sgd(params, lr=4e-3, batch_size=20, steps=200, generator=torch_generator(2),
                                       checkpoint_every=100, g_samples=8, g_chunk=4)
+    again = balance.train_attention_sgd(params, lr=4e-3, batch_size=20, steps=200, checkpoint_every=100,
+                                        generator=torch_generator(2, device="cuda"), g_samples=8, g_chunk=4)
+    assert np.isfinite(again["loss"]).all()
     assert run["params"]["Wq0"].device.type == "cuda"
     assert isinstance(run["D"], np.ndarray) and np.isfinite(run["loss"]).all()
     assert run["identity_residual"] < 1e-4

@@ -122,9 +122,12 @@ def generator_on(generator, target):
         raise ValueError(f"target {target!r} is not a device (cpu, cuda, cuda:N)") from None
     if target.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"target {target} is a CUDA device, but PyTorch sees none on this machine")
-    if generator.device.type == target.type and (target.index is None or generator.device.index == target.index):
+    def index(where):  # "cuda" without an index is the current CUDA device
+        return where.index if where.index is not None or where.type != "cuda" else torch.cuda.current_device()
+
+    if generator.device.type == target.type and index(generator.device) == index(target):
         return generator
-    seed = int(torch.randint(0, 2**63 - 1, (), generator=generator))
+    seed = int(torch.randint(0, 2**63 - 1, (), generator=generator, device=generator.device))
     moved = torch.Generator(device=target)
     moved.manual_seed(seed)
     return moved
