@@ -431,6 +431,9 @@ VALID = {
     "coverage.texts_at_hand": lambda: dict(papers=coverage.DEFAULT_PAPERS),
     "coverage.results_list_from_texts": lambda: dict(papers=coverage.DEFAULT_PAPERS),
     "coverage.committed_results_list": lambda: dict(),
+    "coverage.committed_text_claims": lambda: dict(),
+    "coverage.missing_texts": lambda: dict(papers=coverage.DEFAULT_PAPERS),
+    "coverage.text_claim_problems": lambda: dict(papers=None),  # None: the rows only, not the texts
     "coverage.quote_problems": lambda: dict(papers=coverage.DEFAULT_PAPERS),
     "coverage.main": lambda: dict(argv=["--papers", str(coverage.DEFAULT_PAPERS)]),
 }
@@ -452,6 +455,8 @@ ACCEPTED = {
     "coverage.quote_found": {"quote": {"str"}},  # a quote is any text
     "coverage.paper_coverage": {"papers": {"None"}},  # None asks for the committed list of numbered results
     "coverage.texts_at_hand": {"papers": {"str"}},  # "x" is a folder path; the answer is that the texts are not there
+    "coverage.missing_texts": {"papers": {"str"}},  # "x" is a folder path; the answer is every text, missing there
+    "coverage.text_claim_problems": {"papers": {"None"}},  # None checks the in-text claims against the rows only
     "validation.array_like": {"value": {"numpy", "empty"}},  # it checks the type only; shapes are the caller's
     "validation.real_number": {"value": REAL},
     "validation.index_array": {"value": {"0"}},  # a token id may be 0

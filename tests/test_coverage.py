@@ -1,5 +1,6 @@
 """The coverage script: numbered results of a paper text, the rows that cover them, verbatim quotes."""
 
+import hashlib
 import json
 
 import pytest
@@ -44,6 +45,20 @@ errata:
     quote: the constant is $C_0 = 2$, which ... gives the rate
     correction: the constant is 3
     evidence: the chapter's check fails on 2
+"""
+
+
+# The claims the demo paper makes in its running text: one checked by a row, one out of scope.
+TEXT_CLAIMS = """
+paper_file: paper.txt
+sha256: {sha}
+claims:
+  - line: 1
+    quote: The loss decreases.
+    rows: [demo.theorem]
+  - line: 4
+    quote: gives the rate in Figure 3
+    reason: the rate is not stated
 """
 
 
@@ -113,6 +128,10 @@ def demo_list(demo, monkeypatch, tmp_path):
     listing = tmp_path / "paper_results.json"
     listing.write_text(json.dumps(coverage.results_list_from_texts(folder, book)))
     monkeypatch.setattr(coverage, "RESULTS_LIST", listing)
+    texts = tmp_path / "text_claims"
+    texts.mkdir()
+    (texts / "paper.yaml").write_text(TEXT_CLAIMS.format(sha=hashlib.sha256(PAPER.encode()).hexdigest()))
+    monkeypatch.setattr(coverage, "TEXT_CLAIMS", texts)
     return folder, book, listing
 
 
@@ -150,3 +169,79 @@ def test_a_list_that_no_longer_matches_its_text_fails(demo_list, capsys):
 def test_bad_input_raises(call, error):
     with pytest.raises(error):
         call()
+
+
+def test_the_in_text_claims_are_checked_against_the_rows_and_the_text(demo_list, capsys):
+    folder, book, _ = demo_list
+    assert coverage.text_claim_problems(folder, book) == []
+    assert coverage.text_claim_problems(None, book) == []
+    path = coverage.TEXT_CLAIMS / "paper.yaml"
+    good = path.read_text()
+    for old, new, message in [
+        ("rows: [demo.theorem]", "rows: [demo.nowhere]", "row 'demo.nowhere' is not in the registry"),
+        ("rows: [demo.theorem]", "rows: []", "needs either the ledger rows"),
+        ("    reason: the rate is not stated\n", "", "needs either the ledger rows"),
+        ("quote: The loss decreases.", "quote: The loss increases.", "quote not found verbatim"),
+        ("line: 4", "line: 0", "needs a positive line"),
+    ]:
+        path.write_text(good.replace(old, new))
+        problems = coverage.text_claim_problems(folder, book)
+        assert len(problems) == 1 and message in problems[0], (old, problems)
+    # A list made on another version of the text is stale; without the text only the rows are checked.
+    path.write_text(good)
+    (folder / "paper.txt").write_text(PAPER + "Lemma 9 is new.\n")
+    (problem,) = coverage.text_claim_problems(folder, book)
+    assert "made on another version of the text" in problem
+    path.unlink()
+    assert coverage.text_claim_problems(None, book) == [
+        "text_claims/paper.yaml: no list of the claims the paper makes in its running text"]
+    assert coverage.main(["--papers", str(folder)]) == 1
+    assert "no list of the claims" in capsys.readouterr().out
+
+
+OTHER_CHAPTER = """
+chapter: other
+title: A second chapter on a paper whose text is absent
+page: notebooks/other
+paper: other2026
+paper_file: absent.txt
+claims:
+  - id: other.result
+    location: Theorem 1
+    statement: a result
+    verdict: reproduced
+"""
+
+
+def test_with_some_texts_absent_the_missing_are_named_and_the_present_quotes_checked(demo_list, capsys):
+    """Issue 29: with one of two paper texts present, the check names the absent one and still checks the quotes of
+    the present one (it used to say that the texts were absent and skip every quote)."""
+    folder, _, listing = demo_list
+    (folder / "other.yaml").write_text(OTHER_CHAPTER)
+    committed = json.loads(listing.read_text())
+    committed["absent.txt"] = {"sha256": "0" * 64, "results": ["Theorem 1"]}
+    listing.write_text(json.dumps(committed))
+    (coverage.TEXT_CLAIMS / "absent.yaml").write_text(
+        "paper_file: absent.txt\nsha256: unknown\nclaims:\n  - line: 1\n    quote: a result\n"
+        "    rows: [other.result]\n")
+    book = claims.parse_registry([folder / "demo.yaml", folder / "other.yaml"])
+    assert coverage.missing_texts(folder, book) == ["absent.txt"]
+    assert not coverage.texts_at_hand(folder, book)
+    (folder / "demo.yaml").write_text(REGISTRY.replace("quote: the constant is $C_0 = 2$", "quote: the constant C_0 is 2"))
+    book = claims.parse_registry([folder / "demo.yaml", folder / "other.yaml"])
+    (problem,) = coverage.quote_problems(folder, book)
+    assert problem.startswith("demo.E1: quote not found verbatim")
+    assert coverage.text_claim_problems(folder, book) == []   # the absent text's list is checked against the rows
+    assert coverage.main(["--papers", str(folder)]) == 1
+    output = capsys.readouterr().out
+    assert "Paper texts not in" in output and "absent.txt" in output and "the quotes of the texts present are" in output
+    assert "demo.E1: quote not found verbatim" in output
+    assert "does not match" not in output
+
+
+def test_the_books_in_text_claims_name_rows_and_quote_their_papers():
+    """Every paper has its list of in-text claims, each entry names registered rows or gives a reason; with the
+    texts at hand (shared/papers beside the checkout), each quote stands near its line of the hashed text."""
+    assert coverage.text_claim_problems(None) == []
+    if coverage.DEFAULT_PAPERS.is_dir() and coverage.texts_at_hand(coverage.DEFAULT_PAPERS):
+        assert coverage.text_claim_problems(coverage.DEFAULT_PAPERS) == []

@@ -14,9 +14,16 @@ checkout). The list of numbered results each text names is also committed, with 
 against that list and the quotes cannot be; where they are present, a list that no longer matches its
 text is itself a failure (refresh it with ``--update-list``).
 
+Papers also claim results in their running text (sections, figure discussions, remarks in prose). Each
+such claim is listed in ``registry/text_claims/<paper file stem>.yaml``, with the text's SHA-256: its line,
+the paper's words (verbatim, `` ... `` for an elision), and either the ledger ``rows`` that check it or the
+``reason`` it is out of scope. :func:`text_claim_problems` checks the list against the registry always and
+against each text present (hash and quotes).
+
 Run ``python -m icllib.coverage [--papers DIR] [--update-list]`` to print the coverage of every paper and
 exit non-zero when a result has no row, a quote is not in the paper, an erratum or note belongs to no row,
-or the committed list is stale.
+a committed list is stale, or an in-text claim has neither a row nor a reason. Texts missing from the folder
+are named; the quotes of those present are checked.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from icllib.claims import Registry, registry
 from icllib.validation import directory_arg, path_arg, positive_int, str_list
@@ -55,6 +64,7 @@ _OWN = re.compile(r"^\s*of this (chapter|book)")
 PAPERS_VARIABLE = "ICLLIB_PAPERS"
 DEFAULT_PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"
 RESULTS_LIST = Path(__file__).resolve().parent / "registry" / "paper_results.json"
+TEXT_CLAIMS = Path(__file__).resolve().parent / "registry" / "text_claims"  # one <paper file stem>.yaml each
 QUOTE_WINDOW = 3  # lines either side of the stated line where a quote may start
 
 
@@ -162,18 +172,27 @@ def _chapters_by_paper_file(book: Registry) -> dict[str, list[str]]:
     return dict(sorted(by_file.items()))
 
 
-def texts_at_hand(papers: Path, book: Registry | None = None) -> bool:
-    """Whether every paper text the registry names is in ``papers``."""
+def missing_texts(papers: Path, book: Registry | None = None) -> list[str]:
+    """The paper texts the registry names that are not in ``papers`` (all of them when it is not a folder)."""
     papers = path_arg("papers", papers)
     names = _chapters_by_paper_file(book or registry())
-    return papers.is_dir() and all((papers / name).is_file() for name in names)
+    return [name for name in names if not (papers.is_dir() and (papers / name).is_file())]
+
+
+def texts_at_hand(papers: Path, book: Registry | None = None) -> bool:
+    """Whether every paper text the registry names is in ``papers``."""
+    return not missing_texts(papers, book)
 
 
 def results_list_from_texts(papers: Path, book: Registry | None = None) -> dict[str, dict]:
-    """``{paper file: {"sha256": ..., "results": [...]}}`` read from the texts themselves."""
+    """``{paper file: {"sha256": ..., "results": [...]}}`` read from the texts in ``papers`` (those present)."""
     papers = directory_arg("papers", papers)
+    book = book or registry()
+    absent = set(missing_texts(papers, book))
     listing = {}
-    for name in _chapters_by_paper_file(book or registry()):
+    for name in _chapters_by_paper_file(book):
+        if name in absent:
+            continue
         data = (Path(papers) / name).read_bytes()
         listing[name] = {"sha256": hashlib.sha256(data).hexdigest(),
                          "results": sorted(paper_results(data.decode("utf-8")), key=_sort_key)}
@@ -188,13 +207,14 @@ def committed_results_list() -> dict[str, dict]:
 def paper_coverage(papers: Path | None, book: Registry | None = None) -> list[PaperCoverage]:
     """The coverage of each paper file named by a chapter of the registry (primary and other extractions).
 
-    The numbered results come from the texts in ``papers`` when they are all there, else from the
-    committed list (``papers=None`` asks for the list).
+    The numbered results of each paper come from its text in ``papers`` where it is there, else from the
+    committed list (``papers=None`` asks for the list throughout).
     """
     papers = None if papers is None else directory_arg("papers", papers)
     book = book or registry()
-    from_texts = papers is not None and texts_at_hand(papers, book)
-    listing = results_list_from_texts(papers, book) if from_texts else committed_results_list()
+    listing = committed_results_list()
+    if papers is not None:
+        listing = {**listing, **results_list_from_texts(papers, book)}
     coverage = []
     for name, chapters in _chapters_by_paper_file(book).items():
         if name not in listing:
@@ -212,18 +232,88 @@ def paper_coverage(papers: Path | None, book: Registry | None = None) -> list[Pa
 
 
 def quote_problems(papers: Path, book: Registry | None = None) -> list[str]:
-    """Errata and notes whose quote is not verbatim near their line, or that no ledger row names."""
+    """Errata and notes whose quote is not verbatim near their line, or that no ledger row names.
+
+    A passage whose paper text is not in ``papers`` is checked for its row only (:func:`missing_texts` names
+    those texts).
+    """
     papers = directory_arg("papers", papers)
     book = book or registry()
+    absent = set(missing_texts(papers, book))
     problems = []
     cited = {claim.erratum for claim in book.claims.values()} | {claim.note for claim in book.claims.values()}
     for passage in (*book.errata.values(), *book.notes.values()):
         if passage.id not in cited:
             problems.append(f"{passage.id}: no ledger row names this {passage.kind}")
+        if passage.paper_file in absent:
+            continue
         lines = (Path(papers) / passage.paper_file).read_text(encoding="utf-8").splitlines()
         if not quote_found(lines, passage.quote, passage.line):
             problems.append(f"{passage.id}: quote not found verbatim near line {passage.line} of "
                             f"{passage.paper_file}: {passage.quote[:80]!r}")
+    return problems
+
+
+def committed_text_claims() -> dict[str, dict]:
+    """The committed lists of claims the papers make in their running text, ``{paper file: {"paper_file",
+    "sha256", "claims"}}``, one file ``registry/text_claims/<paper file stem>.yaml`` each."""
+    listing = {}
+    for path in sorted(TEXT_CLAIMS.glob("*.yaml")) if TEXT_CLAIMS.is_dir() else ():
+        entry = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(entry, dict) or not isinstance(entry.get("paper_file"), str):
+            raise ValueError(f"{path}: must hold paper_file, sha256 and claims")
+        listing[entry["paper_file"]] = {**entry, "source": path.name}
+    return listing
+
+
+def text_claim_problems(papers: Path | None, book: Registry | None = None) -> list[str]:
+    """What is wrong with the list of in-text claims: a paper without a list, an entry with neither rows nor a
+    reason (or both), a row that is not in the registry or not of that paper's chapters; and, for each text
+    present in ``papers``, a list made on another version of the text (its sha256) or a quote not verbatim near
+    its line.
+    """
+    papers = None if papers is None else directory_arg("papers", papers)
+    book = book or registry()
+    listing = committed_text_claims()
+    absent = set(missing_texts(papers, book)) if papers is not None else None
+    problems = []
+    chapters_of = {header["paper_file"]: [] for header in book.chapters.values() if header["paper_file"]}
+    for chapter, header in book.chapters.items():
+        if header["paper_file"]:
+            chapters_of[header["paper_file"]].append(chapter)
+    for name, chapters in sorted(chapters_of.items()):
+        entry = listing.get(name)
+        where = f"{TEXT_CLAIMS.name}/{Path(name).stem}.yaml"
+        if not isinstance(entry, dict) or not isinstance(entry.get("claims"), list) or not entry["claims"]:
+            problems.append(f"{where}: no list of the claims the paper makes in its running text")
+            continue
+        lines = None
+        if absent is not None and name not in absent:
+            data = (Path(papers) / name).read_bytes()
+            if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+                problems.append(f"{where}: the list was made on another version of the text (sha256 "
+                                f"{str(entry.get('sha256'))[:12]}...): read the text again and update it")
+            else:
+                lines = data.decode("utf-8").splitlines()
+        for number, item in enumerate(entry["claims"], start=1):
+            label = f"{where}, claim {number}"
+            if not isinstance(item, dict) or not isinstance(item.get("line"), int) or item["line"] < 1 \
+                    or not isinstance(item.get("quote"), str) or not item["quote"].strip():
+                problems.append(f"{label}: needs a positive line and the paper's words (quote)")
+                continue
+            label += f" (line {item['line']})"
+            rows, reason = item.get("rows"), item.get("reason")
+            if bool(rows) == bool(isinstance(reason, str) and reason.strip()):
+                problems.append(f"{label}: needs either the ledger rows that check it or the reason it is out of "
+                                f"scope, not both")
+            for row in rows or []:
+                claim = book.claims.get(row)
+                if claim is None:
+                    problems.append(f"{label}: row {row!r} is not in the registry")
+                elif claim.chapter not in chapters:
+                    problems.append(f"{label}: row {row!r} belongs to chapter {claim.chapter}, not to this paper's")
+            if lines is not None and not quote_found(lines, item["quote"], item["line"]):
+                problems.append(f"{label}: quote not found verbatim near its line: {item['quote'][:80]!r}")
     return problems
 
 
@@ -234,35 +324,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--update-list", action="store_true",
                         help=f"rewrite {RESULTS_LIST.name} from the paper texts")
     arguments = parser.parse_args(argv)
-    at_hand = texts_at_hand(arguments.papers)
+    absent = missing_texts(arguments.papers)
+    present = arguments.papers.is_dir() and len(absent) < len(_chapters_by_paper_file(registry()))
     if arguments.update_list:
-        if not at_hand:
-            print(f"the paper texts are not all in {arguments.papers}: cannot update {RESULTS_LIST.name}")
+        if absent:
+            print(f"paper texts not in {arguments.papers}: {', '.join(absent)}: cannot update {RESULTS_LIST.name}")
             return 1
         RESULTS_LIST.write_text(json.dumps(results_list_from_texts(arguments.papers), indent=1) + "\n",
                                 encoding="utf-8")
         print(f"wrote {RESULTS_LIST}")
         return 0
     failed = False
-    if at_hand and results_list_from_texts(arguments.papers) != committed_results_list():
-        print(f"{RESULTS_LIST.name} does not match the paper texts in {arguments.papers}: run "
-              f"python -m icllib.coverage --update-list and commit it")
-        failed = True
-    if not at_hand:
-        print(f"The paper texts are not in {arguments.papers}: numbered results from the committed "
-              f"{RESULTS_LIST.name}; quotes not checked.")
-    for paper in paper_coverage(arguments.papers if at_hand else None):
+    committed = committed_results_list()
+    if present:
+        stale = [name for name, entry in results_list_from_texts(arguments.papers).items()
+                 if committed.get(name) != entry]
+        if stale:
+            print(f"{RESULTS_LIST.name} does not match the paper texts in {arguments.papers} ({', '.join(stale)}): "
+                  f"run python -m icllib.coverage --update-list and commit it")
+            failed = True
+    if absent:
+        print(f"Paper texts not in {arguments.papers}: {', '.join(absent)}. For these, numbered results from the "
+              f"committed {RESULTS_LIST.name}; quotes not checked"
+              + (" (the quotes of the texts present are)." if present else "."))
+    for paper in paper_coverage(arguments.papers if present else None):
         covered = len(paper.results) - len(paper.missing)
         print(f"{paper.paper_file} ({', '.join(paper.chapters)}): {covered} of {len(paper.results)} "
               f"numbered results have a row")
         for result in paper.missing:
             print(f"  no row: {result}")
         failed |= bool(paper.missing)
-    problems = quote_problems(arguments.papers) if at_hand else []
+    problems = quote_problems(arguments.papers) if present else []
+    problems += text_claim_problems(arguments.papers if present else None)
     for problem in problems:
         print(f"  {problem}")
     return int(failed or bool(problems))
-
 
 if __name__ == "__main__":
     sys.exit(main())
