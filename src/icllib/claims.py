@@ -115,7 +115,8 @@ VERDICT_RULES = (
     "is for a right statement that can be misread, or a choice the paper states.",
     "R4. Every erratum says whether its error could be the text extraction's (a dropped minus sign, repeated "
     "rows, a lost comma or bracket): where it could, the passage is a note saying so, unless the paper's own "
-    "surrounding mathematics (named by line) proves the printed version wrong.",
+    "surrounding mathematics (named by line) proves the printed version wrong: other lines repeat it or build on "
+    "it, or no reading that undoes the slip agrees with them.",
     "R5. One run, one row: a row that re-checks another row's run at a smaller size (a shadow row) is "
     "folded into that row or retired.",
 )
