@@ -534,7 +534,8 @@ def run_kernel(notebook, path: Path, mode: str, records: Path, **client_options)
     """Execute ``notebook`` (read from ``path``) in place, in a fresh kernel started in the notebook's folder
     with the variables of :func:`kernel_environment`. ``client_options`` go to nbclient's ``NotebookClient``
     (``allow_errors``, ``timeout``, hooks such as ``on_cell_executed``). Raises nbclient's
-    ``CellExecutionError`` at the first failing cell, unless errors are allowed."""
+    ``CellExecutionError`` at the first failing cell, unless errors are allowed, and ``KeyboardInterrupt`` when
+    this process got SIGINT (Ctrl-C) or SIGTERM while the kernel ran."""
     from nbclient import NotebookClient
     from traitlets.config import Config
 
@@ -547,7 +548,15 @@ def run_kernel(notebook, path: Path, mode: str, records: Path, **client_options)
     try:
         options = {"timeout": CELL_TIMEOUT_S, "kernel_name": "python3",
                    "config": Config({"KernelManager": {"connection_file": str(connection)}}), **client_options}
-        NotebookClient(notebook, resources={"metadata": {"path": str(path.parent)}}, **options).execute()
+        client = NotebookClient(notebook, resources={"metadata": {"path": str(path.parent)}}, **options)
+        try:
+            client.execute()
+        except BaseException as error:
+            # On SIGINT or SIGTERM nbclient shuts the kernel down itself and then reports a dead kernel (or
+            # fails its own second clean-up): say that this process was stopped, not that the kernel crashed.
+            if getattr(client, "_async_cleanup_kernel_future", None) is not None:
+                raise KeyboardInterrupt(f"{path.name}: stopped by a signal") from error
+            raise
     finally:
         connection.unlink(missing_ok=True)
         for name, value in previous.items():

@@ -429,7 +429,7 @@ def read_run(path: Path) -> dict:
         run = json.loads(path.read_text())
     except json.JSONDecodeError as error:
         raise ArchiveError(f"{path}: not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}); "
-                           f"restore it (git checkout -- {path.name}) or run make paper-scale "
+                           f"restore it (git checkout -- {path}) or run make paper-scale "
                            f"CHAPTER={path.stem} again") from None
     except (OSError, UnicodeDecodeError) as error:
         raise ArchiveError(f"{path}: cannot be read ({error})") from None

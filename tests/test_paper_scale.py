@@ -200,3 +200,123 @@ def test_run_chapter_records_a_failed_check_and_goes_on_to_the_last_cell(tmp_pat
     assert series["grid"][1, 0] == 0.333333 and math.isnan(series["grid"][1, 1])   # 6 digits; NaN as null
     assert (series["date"], series["commit"]) == (run["date"], run["commit"])
     assert archived_arrays("tiny", "no_such_series") is None and archived_arrays("other", "series") is None
+
+
+# --- The schema: an archive that does not fit is named, with its record -----------------------------------
+
+def test_the_committed_archives_fit_the_schema():
+    for path in sorted(ARCHIVE.glob("*.json")):
+        assert paper_scale.read_run(path)["chapter"] == path.stem
+
+
+def test_the_fields_other_tools_write_are_accepted(tmp_path):
+    write_run(tmp_path, "lsa", [record("lsa.a", 1.0, True, expected=1.0)])
+    path = tmp_path / "lsa.json"
+    run = json.loads(path.read_text())
+    path.write_text(json.dumps({**run, "device": "NVIDIA H100 80GB HBM3", "deciding": {"experiment": "x"},
+                                "partial": True, "cells": 9, "cells_run": 4, "stopped": "stopped by Ctrl-C"}))
+    assert paper_scale.read_run(path)["device"] == "NVIDIA H100 80GB HBM3"
+
+
+def damaged(run: dict) -> dict[str, tuple[dict | str, str]]:
+    """Each damage an archive can suffer, with the words the error must hold."""
+    def without(field):
+        return {name: value for name, value in run.items() if name != field}
+
+    def with_record(change):
+        return {**run, "records": [run["records"][0], change(dict(run["records"][1]))]}
+
+    return {
+        "cut short": (json.dumps(run)[:200], "not valid JSON (Expecting"),
+        "no records": (without("records"), "field 'records' is missing"),
+        "record without passed": (with_record(lambda entry: {k: v for k, v in entry.items() if k != "passed"}),
+                                  "record 2 ('lsa.b'): field 'passed' is missing"),
+        "measured as text": (with_record(lambda entry: {**entry, "measured": "0.41"}),
+                             "record 2 ('lsa.b'): field 'measured' must be number or bool, got text"),
+        "unknown field": ({**run, "comit": "abc"}, "unknown field 'comit'"),
+        "another chapter": ({**run, "chapter": "balance"}, "holds chapter 'balance'"),
+        "error without cell": ({**run, "errors": [{"error": "E", "message": ""}]}, "error 1: field 'cell' is missing"),
+        "arrays short": ({**run, "arrays": {"fig": {"shapes": {"x": [2, 2]}, "values": {"x": [1.0, 2.0]}}}},
+                         "arrays 'fig': 'x' must hold 4 numbers or nulls"),
+    }
+
+
+@pytest.mark.parametrize("damage", ["cut short", "no records", "record without passed", "measured as text",
+                                    "unknown field", "another chapter", "error without cell", "arrays short"])
+def test_a_damaged_archive_is_refused_naming_the_file_and_the_record(archive, damage):
+    path = archive / "lsa.json"
+    content, words = damaged(json.loads(path.read_text()))[damage]
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    for reader in (paper_scale.archived_records, paper_scale.chapter_runs):
+        with pytest.raises(paper_scale.ArchiveError) as refused:
+            reader(archive)
+        assert str(refused.value).startswith(f"{path}: ") and words in str(refused.value)
+
+
+# --- Whether a run's chapter code changed since its commit -------------------------------------------------
+
+def git(folder: Path, *arguments: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t", *arguments],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def book_in_git(tmp_path, monkeypatch):
+    """A git checkout with one chapter importing one module of its own, an archived run at the commit, and a
+    module the chapter does not import."""
+    (tmp_path / "_config.yml").write_text("title: tiny\n")
+    package = tmp_path / "src" / "icllib"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "tiny.py").write_text("from icllib.helpers import VALUE\n")
+    (package / "helpers.py").write_text("VALUE = 2\n")
+    (package / "unrelated.py").write_text("OTHER = 1\n")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "tiny.py").write_text("# %%\nfrom icllib import tiny\n\nprint(tiny.VALUE)\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "--", ".")
+    git(tmp_path, "commit", "-q", "-m", "a chapter")
+    folder = tmp_path / "results" / "full"
+    write_run(folder, "tiny", [record("tiny.two", 2.0, True, expected=2.0)])
+    run = json.loads((folder / "tiny.json").read_text())
+    (folder / "tiny.json").write_text(json.dumps({**run, "commit": git(tmp_path, "rev-parse", "--short", "HEAD")}))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path, folder
+
+
+def code_column(folder: Path) -> str:
+    [row] = [row for row in paper_scale.status_rows(folder) if row[0] == "tiny"]
+    return row[-1]
+
+
+def test_a_run_whose_chapter_code_is_unchanged_says_so(book_in_git):
+    root, folder = book_in_git
+    (root / "src" / "icllib" / "unrelated.py").write_text("OTHER = 2\n")   # not the chapter's code
+    (root / "notes.txt").write_text("untracked")
+    commit = git(root, "rev-parse", "--short", "HEAD")
+    assert code_column(folder) == f"unchanged since {commit}"
+    assert paper_scale.paper_scale_summary("tiny.two", paper_scale.archived_records(folder)).endswith(
+        f"full run of tiny; its code unchanged since {commit}")
+
+
+@pytest.mark.parametrize("edited", ["notebooks/tiny.py", "src/icllib/tiny.py", "src/icllib/helpers.py"])
+def test_a_run_whose_chapter_code_changed_names_what_changed(book_in_git, edited):
+    root, folder = book_in_git
+    with (root / edited).open("a") as stream:
+        stream.write("\n# edited\n")
+    git(root, "commit", "-q", "-am", "an edit")   # committed or not, the code differs from the run's
+    commit = json.loads((folder / "tiny.json").read_text())["commit"]
+    assert code_column(folder) == f"changed since {commit}: {edited}"
+    summary = paper_scale.paper_scale_summary("tiny.two", paper_scale.archived_records(folder))
+    assert summary.endswith(f"its code changed since {commit}: {edited}")
+
+
+@pytest.mark.parametrize("commit", ["0123abc", "unknown (not a git checkout)", "0123abc+dirty"])
+def test_a_run_whose_commit_git_does_not_know_is_marked(book_in_git, commit):
+    _, folder = book_in_git
+    run = json.loads((folder / "tiny.json").read_text())
+    (folder / "tiny.json").write_text(json.dumps({**run, "commit": commit}))
+    assert code_column(folder) == f"commit {commit!r} unknown to git: whether the code changed is unknown"
+    assert "unknown to git" in paper_scale.paper_scale_summary("tiny.two", paper_scale.archived_records(folder))
