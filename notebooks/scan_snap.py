@@ -879,7 +879,7 @@ legend(ax, fontsize=7)
 #
 # Lemma 17: $|E'_{nn'} - E_{nn'}| \le \lambda_1^2/(1-|\lambda_1|)$. The diagonal of $E - E' - EE' = 0$, which is
 # $(I+E)(I-E') = I$, gives $\sum_{k\ne n}E_{nk}E'_{nk} = -E'_{nn}$ (Eq. 91-92; the sums of Eq. 91 run to $K$,
-# {ref}`scan_snap.N6 <scan-snap-n6>`). The proof of Theorem 1(a) (line 974) then bounds $-E'_{nn}$ from below by
+# {ref}`scan_snap.E31 <scan-snap-e31>`). The proof of Theorem 1(a) (line 974) then bounds $-E'_{nn}$ from below by
 # $\min_i\lambda_i^2/(1-|\lambda_1|)$, but $1+\lambda_k \le 1+|\lambda_1|$ makes $1/(1+|\lambda_1|)$ the valid factor
 # ({ref}`scan_snap.E5 <scan-snap-e5>`; the conclusion $\xi_n > 0$ survives, since the next line only uses a factor $\frac12$). In SymPy: the
 # identity of Eq. 79, Eq. 92 for a general $3\times3$ $E$, and $K = 2$, $E_{12} = \rho$, where the printed bound fails
@@ -1629,7 +1629,8 @@ check_claim(
 # $f_n^\top f_{n'} \approx e^{2z}/\rho_0^2$, but the fitted $C_0$ printed above is smaller by a factor of about
 # 1.8: the derivation replaces $K-1$ by $K$, and the distinct tokens keep growing, which changes
 # $\|c_n\|$ and hence $\rho_0$. We use $C_0$ as a free constant ($C_0 = 1$ in the figures), as Theorem 4's
-# orderings do not depend on it. (Eq. 13 prints $f_{nl'}$ where $f_{n'l}$ is meant, {ref}`scan_snap.N7 <scan-snap-n7>`.)
+# orderings do not depend on it. (Eq. 13 reads $f_{nl'}$ where $f_{n'l}$ is meant, perhaps a slip of the text extraction,
+# {ref}`scan_snap.N7 <scan-snap-n7>`.)
 
 # %%
 h_s, K_s, etaZ_s, C0_s, G_s = sp.symbols("h K eta_Z C_0 Gamma", positive=True)
@@ -2427,8 +2428,10 @@ for i, num_last in enumerate(num_last_values):
 # ({ref}`scan_snap.E4 <scan-snap-e4>`), the missing $M$ in Theorem 1(b) ({ref}`scan_snap.E7 <scan-snap-e7>`) and
 # the missing $K$ in Lemma 11's late-phase bound ({ref}`scan_snap.E30 <scan-snap-e30>`); two inequalities inside
 # proofs are misstated without harm to the results ({ref}`scan_snap.E5 <scan-snap-e5>`, a lower bound with the
-# wrong factor in Theorem 1(a); {ref}`scan_snap.E29 <scan-snap-e29>`, the simplified radius of Lemma 10). The
-# finite-$T$ SGD experiments reproduce the paper's pictures, far outside the regime of the proofs
+# wrong factor in Theorem 1(a); {ref}`scan_snap.E29 <scan-snap-e29>`, the simplified radius of Lemma 10), and the
+# sums of Eq. 91 run to $\infty$ for $K$ ({ref}`scan_snap.E31 <scan-snap-e31>`). Two slips may be the text
+# extraction's rather than the paper's, and stay notes: a sign in Eq. 88 ({ref}`scan_snap.N13 <scan-snap-n13>`)
+# and a prime in Eq. 13 ({ref}`scan_snap.N7 <scan-snap-n7>`). The finite-$T$ SGD experiments reproduce the paper's pictures, far outside the regime of the proofs
 # ({ref}`scan_snap.N4 <scan-snap-n4>`); the authors' Fig. 6 numbers reproduce cell by cell within seed noise, with
 # the "threshold 2" a minimum only for $K \ge 6$ ({ref}`scan_snap.N10 <scan-snap-n10>`).
 #
