@@ -671,7 +671,8 @@ check_claim(
 # both sharpen: Lemma 11 states $\sigma' \lesssim \Delta/N$, Corollary 1 $|\sigma| \lesssim (K/\sqrt N)\sqrt{\ln(1/\delta)}$,
 # and Lemma 11's own proof ends with $\Delta/\bar N \approx K\Delta/N$ (line 803). The three cannot all be right:
 # after the transition $g(s) \approx 1/(M\eta_Y s)$, so $\sigma \approx (\bar N - N_n)/N_n$, of order $\sqrt{K/N}$, which
-# exceeds $\Delta/N$ by a factor growing like $\sqrt K$ ({ref}`scan_snap.E30 <scan-snap-e30>`). We draw 1000 runs of
+# exceeds $\Delta/N$ by a factor growing like $\sqrt K$ ({ref}`scan_snap.N14 <scan-snap-n14>`: the lemma's line may
+# have lost the bar of $\bar N$ in the text extraction, and with it the statement is the proof's). We draw 1000 runs of
 # $N = 200K^2$ steps for $K \in \{3, 10, 30\}$ with two clocks, $M = 1000$, $\eta_Y = 0.5$ (past the transition at
 # every $K$, and $N$ at least 6 times the size Corollary 1 asks for) and $M = 20000$, $\eta_Y = 0.01$ (mostly before
 # it), $\delta = 0.1$, and count the runs in which some class breaks each bound (constants 1).
@@ -2425,13 +2426,14 @@ for i, num_last in enumerate(num_last_values):
 # that needed correcting: the constant of Theorem 4's closed form ({ref}`scan_snap.E1 <scan-snap-e1>`), the claim
 # that Theorem 1 survives the plain gradient ({ref}`scan_snap.E2 <scan-snap-e2>`: $\beta$ collapses by two orders
 # of magnitude), the definition of $E'$
-# ({ref}`scan_snap.E4 <scan-snap-e4>`), the missing $M$ in Theorem 1(b) ({ref}`scan_snap.E7 <scan-snap-e7>`) and
-# the missing $K$ in Lemma 11's late-phase bound ({ref}`scan_snap.E30 <scan-snap-e30>`); two inequalities inside
+# ({ref}`scan_snap.E4 <scan-snap-e4>`) and the missing $M$ in Theorem 1(b)
+# ({ref}`scan_snap.E7 <scan-snap-e7>`); two inequalities inside
 # proofs are misstated without harm to the results ({ref}`scan_snap.E5 <scan-snap-e5>`, a lower bound with the
 # wrong factor in Theorem 1(a); {ref}`scan_snap.E29 <scan-snap-e29>`, the simplified radius of Lemma 10), and the
-# sums of Eq. 91 run to $\infty$ for $K$ ({ref}`scan_snap.E31 <scan-snap-e31>`). Two slips may be the text
-# extraction's rather than the paper's, and stay notes: a sign in Eq. 88 ({ref}`scan_snap.N13 <scan-snap-n13>`)
-# and a prime in Eq. 13 ({ref}`scan_snap.N7 <scan-snap-n7>`). The finite-$T$ SGD experiments reproduce the paper's pictures, far outside the regime of the proofs
+# sums of Eq. 91 run to $\infty$ for $K$ ({ref}`scan_snap.E31 <scan-snap-e31>`). Three slips may be the text
+# extraction's rather than the paper's, and stay notes: a sign in Eq. 88 ({ref}`scan_snap.N13 <scan-snap-n13>`),
+# a prime in Eq. 13 ({ref}`scan_snap.N7 <scan-snap-n7>`) and the bar of $\bar N$ in Lemma 11's late-phase bound,
+# which as extracted misses a factor $K$ ({ref}`scan_snap.N14 <scan-snap-n14>`). The finite-$T$ SGD experiments reproduce the paper's pictures, far outside the regime of the proofs
 # ({ref}`scan_snap.N4 <scan-snap-n4>`); the authors' Fig. 6 numbers reproduce cell by cell within seed noise, with
 # the "threshold 2" a minimum only for $K \ge 6$ ({ref}`scan_snap.N10 <scan-snap-n10>`).
 #

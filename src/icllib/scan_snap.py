@@ -243,7 +243,7 @@ def one_sided_ceiling(delta: float, n: int, *, false_pass: float = 0.01) -> floa
 def one_sided_floor(delta: float, n: int, *, false_pass: float = 0.01) -> float:
     """The smallest violation frequency over ``n`` independent trials that refutes "P(violation) <= delta" at the
     given false-pass rate: k/n for the smallest k with P(Binomial(n, delta) >= k) <= false_pass (exact binomial).
-    Used to show that a printed bound fails (erratum scan_snap.E30)."""
+    Used to show that a bound fails as extracted (note scan_snap.N14)."""
     delta, n, false_pass = _binomial_arguments(delta, n, false_pass)
     k = int(binom.isf(false_pass, n, delta))
     while binom.sf(k - 1, n, delta) > false_pass:
