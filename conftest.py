@@ -12,7 +12,6 @@ pytest at once.
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 from unittest import mock
 
@@ -53,9 +52,11 @@ class TextNotebook(IPyNbFile):
 
         self.notebook = executions.read_source(Path(self.fspath))
         self.key_before = executions.key_parts(self.notebook, mode())
-        handle, name = tempfile.mkstemp(prefix="icllib-records-", suffix=".jsonl")
-        os.close(handle)
-        self.records_file = Path(name)
+        # Named as execute() names its own, so that the file a killed test run leaves is known as stale there.
+        self.records_file = executions.cache_folder() / f".records.{os.getpid()}.{Path(self.fspath).stem}.jsonl"
+        self.records_file.parent.mkdir(parents=True, exist_ok=True)
+        executions.remove_stale_partials(self.records_file.parent)
+        self.records_file.write_text("")
         saved = dict(os.environ)
         os.environ.update(executions.kernel_environment(mode(), self.records_file, Path(self.fspath).stem))
         try:

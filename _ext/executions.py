@@ -142,14 +142,27 @@ def _imported_modules(source: str, package: Path) -> set[str] | None:
     return names
 
 
-def _is_registry(path: Path, package: Path) -> bool:
-    return path.parent == package / "registry" and path.suffix == ".yaml"
+# Who reads the registry folder: icllib.claims its top-level *.yaml (keyed by registry_part), icllib.coverage
+# the rest (the papers' numbered results, the claims of their running text), which a chapter reads only if it
+# imports icllib.coverage.
+REGISTRY_READER = "coverage"
+
+
+def _data_read(path: Path, package: Path, modules: set[str]) -> bool:
+    """Whether a data file of the package can reach a run that imports ``modules``."""
+    relative = path.relative_to(package).parts
+    if relative[0] != "registry":
+        return True
+    if len(relative) == 2 and path.suffix == ".yaml":
+        return False
+    return REGISTRY_READER in modules
 
 
 def dependencies(cells: list[str], package: Path | None = None) -> list[Path]:
     """The files of ``icllib`` that code cells importing it depend on, sorted: the modules they import,
     followed through the modules' own imports, the package's ``__init__.py`` and every data file of the
-    package but the registry's ``*.yaml`` (:func:`registry_part` keys on what a run reads of those).
+    package but the registry's ``*.yaml`` (:func:`registry_part` keys on what a run reads of those) and, unless
+    ``icllib.coverage`` is imported, the rest of the registry folder (only it reads those).
 
     Only files git tracks count (``source_archive.source_files``), with one exception: a module imported by
     name is a dependency even before it is committed, since the kernel runs it. A cell Python cannot parse
@@ -173,7 +186,7 @@ def dependencies(cells: list[str], package: Path | None = None) -> list[Path]:
         seen.add(name)
         imports = _imported_modules((package / f"{name}.py").read_text(), package)
         pending |= every_module if imports is None else imports
-    data = [path for path in listed if path.suffix not in {".py", ".pyc"} and not _is_registry(path, package)]
+    data = [path for path in listed if path.suffix not in {".py", ".pyc"} and _data_read(path, package, seen)]
     return sorted({package / "__init__.py", *(package / f"{name}.py" for name in seen), *data})
 
 

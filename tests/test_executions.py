@@ -42,11 +42,15 @@ def make_package(folder: Path) -> Path:
     (package / "helpers.py").write_text("from .base import BASE\n\ndef helper():\n    return BASE\n")
     (package / "base.py").write_text("BASE = 1\n")
     (package / "other.py").write_text("OTHER = 1\n")
+    (package / "coverage.py").write_text("PAPERS = 'registry/paper_results.json'\n")
+    (package / "data.json").write_text("{}\n")
     (package / "registry" / "chapter.yaml").write_text(registry_text("chapter", REGISTRY_ROW.format(
         chapter="chapter", name="one") + REGISTRY_ROW.format(chapter="chapter", name="two")))
     (package / "registry" / "other.yaml").write_text(registry_text("other", REGISTRY_ROW.format(chapter="other",
                                                                                                  name="one")))
     (package / "registry" / "paper_results.json").write_text("{}\n")
+    (package / "registry" / "text_claims").mkdir()
+    (package / "registry" / "text_claims" / "000_paper.yaml").write_text("claims: []\n")
     (folder / "requirements.txt").write_text("numpy==2.4.6\n")
     return package
 
@@ -89,8 +93,9 @@ def test_page_only_cell_metadata_does_not_change_the_key_but_other_metadata_does
 
 @pytest.mark.parametrize(("changed", "changes_key"), [
     ("chapter.py", True), ("helpers.py", True), ("base.py", True),   # imported, through a relative import too
-    ("__init__.py", True), ("registry/paper_results.json", True), ("other.py", False),
-    ("registry/chapter.yaml", False)])   # a comment in the registry: nothing a run reads
+    ("__init__.py", True), ("data.json", True), ("other.py", False), ("coverage.py", False),
+    ("registry/chapter.yaml", False),   # a comment in the registry: nothing a run reads
+    ("registry/paper_results.json", False), ("registry/text_claims/000_paper.yaml", False)])   # coverage's
 def test_a_module_changes_the_key_exactly_when_the_chapter_imports_it(package, changed, changes_key):
     before = key_of(package)
     with (package / changed).open("a") as stream:
@@ -113,6 +118,15 @@ def test_the_paper_scale_archive_a_chapter_draws_from_is_in_its_key(package):
     assert key_of(package, drawing) != without_archive[0]
     assert key_of(package) == without_archive[1]   # a chapter that does not read the archive keeps its key
     assert executions.archives_read(drawing) == ["chapter"]
+
+
+@pytest.mark.parametrize("changed", ["registry/paper_results.json", "registry/text_claims/000_paper.yaml"])
+def test_the_coverage_files_of_the_registry_are_in_the_key_of_a_chapter_that_imports_coverage(package, changed):
+    reading = notebook("from icllib import coverage")
+    before = key_of(package, reading), key_of(package)
+    with (package / changed).open("a") as stream:
+        stream.write("# edited\n")
+    assert key_of(package, reading) != before[0] and key_of(package) == before[1]
 
 
 CHECKING = 'from icllib import chapter\nfrom icllib.claims import check_claim\ncheck_claim("chapter.one", 1.0)'
@@ -174,8 +188,9 @@ def test_each_chapter_depends_on_its_own_module_and_the_shared_ones_only(chapter
     source = executions.read_source(ROOT / "notebooks" / f"{chapter}.py")
     files = {path.name for path in executions.dependencies([cell.source for cell in
                                                             executions.code_cells(source)])}
-    assert {"__init__.py", "claims.py", "config.py", "validation.py", "paper_results.json"} <= files
-    assert not [name for name in files if name.endswith(".yaml")]   # the registry is keyed by registry_part
+    assert {"__init__.py", "claims.py", "config.py", "validation.py"} <= files
+    # The registry is keyed by registry_part; the rest of its folder only icllib.coverage reads.
+    assert not [name for name in files if name.endswith(".yaml") or name.endswith(".json")]
     assert f"{chapter}.py" in files
     chapter_modules = {path.stem for path in (ROOT / "notebooks").glob("*.py")}
     assert not {f"{other}.py" for other in chapter_modules - {chapter}} & files
@@ -221,7 +236,7 @@ def build(folder: Path, env) -> str:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     page = (folder / "_build" / "html" / "notebooks" / "tiny.html").read_text()
     ledger = (folder / "_build" / "html" / "book" / "claims.html").read_text()
-    assert "tiny.two" in ledger and "FAILED" not in ledger
+    assert "tiny.two" in ledger and "checks FAILED in this build" not in ledger   # the filter menu names FAILED
     return page
 
 

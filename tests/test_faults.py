@@ -145,6 +145,19 @@ def test_a_damaged_cache_entry_is_a_miss_named_and_removed(cache, capsys, damage
     assert not list(folder.glob(f"{key}*"))
 
 
+def test_a_verdict_edited_in_the_registry_reuses_the_entry_with_todays_verdict(cache, tmp_path):
+    notebook, folder, key = cache
+    registry = tmp_path / "icllib" / "registry" / "lsa.yaml"
+    text = registry.read_text()
+    edited = text.replace("affect the prediction.\n", "affect the prediction (reworded).\n", 1)
+    registry.write_text(edited.replace("    verdict: reproduced\n  - id: lsa.lemma51",
+                                       "    verdict: beyond the paper\n  - id: lsa.lemma51", 1))
+    assert registry.read_text() != text
+    execution = executions.load(notebook, "quick", folder)
+    assert execution is not None and executions.key(notebook, "quick") == key
+    assert [json.loads(line)["verdict"] for line in execution.records] == ["beyond the paper", "reproduced"]
+
+
 def test_a_garbage_facts_file_of_an_unrelated_entry_is_removed_not_fatal(cache, capsys):
     _, folder, key = cache
     (folder / "0123abcd.json").write_text("{not json")
@@ -300,6 +313,31 @@ def test_an_unwritable_archive_folder_is_refused_before_the_chapter_starts(paper
     done = subprocess.run([sys.executable, str(ROOT / "_ext" / "paper_scale.py"), "all", "--folder", "blocked/full"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "cannot be written" in done.stderr
+
+
+def test_a_run_whose_process_was_killed_is_archived_as_partial_from_what_reached_the_disk(paper_book):
+    folder = paper_book / "results" / "full"
+    work = paper_scale.running_folder("tiny", folder)
+    work.mkdir(parents=True)
+    (work / "pid").write_text("999999999")   # no such process: killed with -9, or the machine went down
+    (work / "header.json").write_text(json.dumps({
+        "chapter": "tiny", "mode": "full", "commit": "abc1234", "date": "2026-11-26 01:00 UTC", "machine": "m",
+        "threads": 1, "versions": {}, "cells": 3}))
+    check = {"id": "tiny.two", "measured": 2.0, "expected": 2.0, "tolerance": "atol=1e-12", "passed": True,
+             "why": "exact", "mode": "full"}
+    (work / "records.jsonl").write_text(json.dumps(check) + "\n" + json.dumps(check)[:30])   # a half-written line
+    (work / "cells.jsonl").write_text(json.dumps({"cell": 1, "status": "ok", "seconds": 3600.0}) + "\n")
+    with pytest.raises(ValueError, match="a stopped full run of it is on disk .* ran 1 of 3 cells and kept 1 records"):
+        paper_scale.run_chapter("tiny", folder)
+
+    target = paper_scale.archive_partial("tiny", folder)
+
+    run = paper_scale.read_run(target)
+    assert (run["partial"], run["cells_run"], run["cells"], run["wall_s"]) == (True, 1, 3, 3600.0)
+    assert run["stopped"].startswith("its process ended before the last cell")
+    assert [record["id"] for record in run["records"]] == ["tiny.two"] and not work.exists()
+    with pytest.raises(ValueError, match="no stopped full run"):
+        paper_scale.archive_partial("tiny", folder)
 
 
 def test_a_run_stopped_by_ctrl_c_keeps_its_records_and_archives_them_as_partial(paper_book):
