@@ -495,7 +495,10 @@ class BuildInfo(SphinxDirective):
                 nodes.paragraph(text="Each chapter's last run in 'full' mode, archived in results/full/ with its "
                                      "check records (shown in the ledger's Paper scale column), or, where none is "
                                      "archived yet, its estimated cost. Full runs are never part of make test or "
-                                     "make book."),
+                                     "make book. A run stopped before its last cell and archived as it was is "
+                                     "marked partial. The last column says whether the chapter's code (its "
+                                     "notebook and the icllib modules it imports) changed since the run's commit, "
+                                     "and which files: where it did, the archived numbers describe older code."),
                 _table(tuple(paper_scale.STATUS_HEADER), paper_scale.status_rows(folder))]
 
     def _build_times(self) -> list[nodes.Node]:
