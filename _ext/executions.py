@@ -194,6 +194,8 @@ def checked_claims(sources: list[str]) -> set[str] | None:
     """The claim ids that ``sources`` (code cells, modules) check: the literal first argument of each
     ``check_claim`` call. None (every claim) when one is computed, when ``check_claim`` is passed around
     rather than called, or when a source does not parse."""
+    if isinstance(sources, str) or not all(isinstance(source, str) for source in sources):
+        raise ValueError(f"sources must be a list of source texts (str), got {sources!r:.80}")
     ids: set[str] = set()
     for source in sources:
         try:
@@ -366,6 +368,8 @@ def _sha256(text: str) -> str:
 
 def process_alive(pid: int) -> bool:
     """Whether a process ``pid`` runs on this machine (one owned by another user counts)."""
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        raise ValueError(f"pid must be a positive int, got {pid!r}")
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -495,7 +499,11 @@ def _todays_verdicts(records: list[str], package: Path | None = None) -> list[st
         return records
     updated = []
     for line in records:
-        record = json.loads(line)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:   # not a record (a blank line): passed on as stored
+            updated.append(line)
+            continue
         if isinstance(record, dict) and record.get("id") in book.claims and "verdict" in record:
             record["verdict"] = book.claims[record["id"]].verdict
             line = json.dumps(record)
@@ -706,8 +714,9 @@ def execute_changed(paths: list[Path], mode: str, jobs: int, folder: Path | None
             try:
                 _, seconds = future.result()
                 print(f"[executions] {path.name}: done in {seconds:.0f} s", flush=True)
-            except RuntimeError as error:
-                print(f"[executions] {error}", file=sys.stderr, flush=True)
+            except RuntimeError as error:  # a failed cell, a dead kernel, changed sources, a worker killed
+                message = str(error) if path.name in str(error) else f"{path.name}: {error}"
+                print(f"[executions] {message}", file=sys.stderr, flush=True)
                 failed.append(path)
     return failed
 

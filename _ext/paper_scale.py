@@ -125,6 +125,8 @@ def _archived(record: dict, statements: dict[str, str]) -> dict:
 
 def running_folder(name: str, folder: Path | None = None) -> Path:
     """Where a run of chapter ``name`` keeps its header, records and cell outcomes while it runs."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be a chapter's name such as 'balance', got {name!r}")
     return (Path(folder) if folder is not None else default_folder()) / RUNNING_FOLDER / name
 
 
@@ -465,6 +467,8 @@ def code_since(run: dict, root: Path) -> dict:
     """Whether the code of ``run``'s chapter changed since the commit it ran at: ``state`` (``unchanged``,
     ``changed``, ``unknown commit``, ``no git``), ``changed`` (the files, relative to ``root``) and ``text``,
     the line the pages show."""
+    if not isinstance(run, dict) or not isinstance(run.get("commit"), str) or not isinstance(run.get("chapter"), str):
+        raise ValueError(f"run must be an archived run with its 'chapter' and 'commit', got {run!r:.80}")
     commit, dirty = run["commit"].split("+")[0], "+dirty" in run["commit"]
     prefix = "run with uncommitted changes to " if dirty else ""
     if _git(root, "rev-parse", "--git-dir") is None:

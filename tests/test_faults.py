@@ -219,7 +219,7 @@ def checkout(tmp_path, monkeypatch):
 def keys(folder: Path) -> dict[str, str]:
     return {path.stem: executions.key(executions.read_source(path), mode, root=folder,
                                       package=folder / "src" / "icllib")
-            for path in sorted((folder / "notebooks").glob("*.py")) for mode in ("quick", "default")}
+            for path in sorted((folder / "notebooks").glob("*.py")) for mode in ("quick",)}
 
 
 def members(folder: Path) -> list[str]:
@@ -370,3 +370,15 @@ def test_a_run_stopped_by_ctrl_c_keeps_its_records_and_archives_them_as_partial(
     [row] = [row for row in paper_scale.status_rows() if row[0] == "tiny"]
     assert row[1].endswith("(partial)") and row[5].startswith("partial run: 1 of 3 cells, stopped by Ctrl-C")
     assert "partial full run of tiny" in paper_scale.paper_scale_summary("tiny.two", paper_scale.archived_records())
+
+
+@pytest.mark.parametrize(("call", "parameter"), [
+    (lambda: executions.process_alive(-1), "pid"), (lambda: executions.process_alive("1"), "pid"),
+    (lambda: executions.checked_claims("check_claim('a.b', 1)"), "sources"),
+    (lambda: source_archive.source_files(Path("/no/such/folder")), "folder"),
+    (lambda: paper_scale.running_folder("../lsa"), "name"), (lambda: paper_scale.code_since({}, ROOT), "run"),
+    (lambda: paper_scale.check_writable(Path("/proc/no-such/full")), "folder"),
+])
+def test_bad_input_to_the_new_helpers_is_refused_naming_the_parameter(call, parameter):
+    with pytest.raises(ValueError, match=parameter):
+        call()
