@@ -145,6 +145,20 @@ def test_a_damaged_cache_entry_is_a_miss_named_and_removed(cache, capsys, damage
     assert not list(folder.glob(f"{key}*"))
 
 
+def test_a_damaged_entry_heals_on_the_next_build(tiny_book):
+    folder, env = tiny_book
+    command = [sys.executable, "_ext/executions.py", "notebooks/tiny.py"]
+    assert run(command, folder, env).returncode == 0
+    [entry] = stored(folder)
+    entry.write_text(entry.read_text()[:100])   # a disk that filled up, a writer killed without rename
+
+    done = run(command, folder, env)
+
+    assert done.returncode == 0, done.stderr
+    assert f"{entry}: unreadable stored execution" in done.stderr and "tiny.py: executing" in done.stdout
+    assert stored(folder) == [entry] and nbformat.reads(entry.read_text(), as_version=4).cells
+
+
 def test_a_verdict_edited_in_the_registry_reuses_the_entry_with_todays_verdict(cache, tmp_path):
     notebook, folder, key = cache
     registry = tmp_path / "icllib" / "registry" / "lsa.yaml"
