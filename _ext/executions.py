@@ -587,7 +587,7 @@ def run_kernel(notebook, path: Path, mode: str, records: Path, **client_options)
                 os.environ[name] = value
 
 
-def _cell_label(notebook, cell_index: int | None) -> str:
+def cell_label(notebook, cell_index: int | None) -> str:
     """"cell N (first line)", N counting code cells from 1 as the status page does."""
     if cell_index is None:
         return "before its first cell"
@@ -625,10 +625,10 @@ def execute(path: Path, mode: str, folder: Path | None = None) -> tuple[str, flo
     except CellExecutionError as error:
         failure = error
     except DeadKernelError:
-        failure = (f"its kernel died in {_cell_label(notebook, running[0])} (out of memory, or a crash in native "
+        failure = (f"its kernel died in {cell_label(notebook, running[0])} (out of memory, or a crash in native "
                    "code); nothing stored")
     except CellTimeoutError:
-        failure = f"{_cell_label(notebook, running[0])} ran past {CELL_TIMEOUT_S} s; nothing stored"
+        failure = f"{cell_label(notebook, running[0])} ran past {CELL_TIMEOUT_S} s; nothing stored"
     seconds = time.perf_counter() - started
     records = records_file.read_text().splitlines() if records_file.is_file() else []
     records_file.unlink(missing_ok=True)

@@ -120,7 +120,9 @@ def _cell_errors(notebook, root: Path) -> list[dict]:
 
 def _archived(record: dict, statements: dict[str, str]) -> dict:
     fields = ("id", "measured", "expected", "tolerance", "passed", "why", "mode")
-    return {**{name: record.get(name) for name in fields}, "statement": statements[record["id"]]}
+    # A claim removed from the registry while the run went on keeps its record: hours of evidence.
+    statement = statements.get(record["id"], "(no longer in the registry when the run was archived)")
+    return {**{name: record.get(name) for name in fields}, "statement": statement}
 
 
 def running_folder(name: str, folder: Path | None = None) -> Path:
@@ -257,13 +259,13 @@ def run_chapter(name: str, folder: Path | None = None) -> Path:
             executions.run_kernel(notebook, path, MODE, records_file, allow_errors=True, timeout=None,
                                   on_cell_start=start, on_cell_executed=advance)
         except KeyboardInterrupt:
-            _note_stop(work, f"stopped by Ctrl-C in {executions._cell_label(notebook, running[0])}", started)
+            _note_stop(work, f"stopped by Ctrl-C in {executions.cell_label(notebook, running[0])}", started)
             raise RunStopped(f"{name}: stopped by Ctrl-C; {_stopped_run(work)}, kept in {work}: "
                              f"`python _ext/paper_scale.py {name} --archive-partial` archives them as a partial "
                              "run", by_user=True) from None
         except DeadKernelError:
-            _note_stop(work, f"its kernel died in {executions._cell_label(notebook, running[0])}", started)
-            raise RunStopped(f"{name}: its kernel died in {executions._cell_label(notebook, running[0])} (out of "
+            _note_stop(work, f"its kernel died in {executions.cell_label(notebook, running[0])}", started)
+            raise RunStopped(f"{name}: its kernel died in {executions.cell_label(notebook, running[0])} (out of "
                              f"memory?); {_stopped_run(work)}, kept in {work}: `python _ext/paper_scale.py {name} "
                              "--archive-partial` archives them as a partial run", by_user=False) from None
     wall_s = time.perf_counter() - started
@@ -626,6 +628,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"chapter {arguments.chapter!r} is not a chapter or 'all'; chapters: {', '.join(chapters())}")
     try:
         if arguments.archive_partial or arguments.discard_partial:
+            if arguments.chapter == "all":
+                names = [name for name in names if running_folder(name, arguments.folder).is_dir()]
             for name in names:
                 if arguments.discard_partial:
                     discard_partial(name, arguments.folder)
