@@ -437,6 +437,8 @@ def test_the_book_registry_follows_the_verdict_rules():
     problems = claims.verdict_problems()
     unexpected = {key: value for key, value in problems.items() if key not in KNOWN_EXCEPTIONS}
     assert not unexpected, "\n".join(f"{key}: {line}" for key, lines in unexpected.items() for line in lines)
+    # An exception whose row now follows the rules leaves the list, so that the list only ever shrinks.
+    assert not KNOWN_EXCEPTIONS - set(problems), f"remove from KNOWN_EXCEPTIONS: {sorted(KNOWN_EXCEPTIONS - set(problems))}"
 
 
 def test_the_ledger_page_states_every_rule():
