@@ -177,8 +177,8 @@ check_claim(
 #
 # $$\max\Big(0, P(l|m,n) - \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}}\Big) \le q_{l|m,n} \le P(l|m,n) + \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}} .$$
 #
-# The bound holds for one token at a time, and the binomial count behind it is $(T-1)q_{l|m,n}$
-# ({ref}`scan_snap.N2 <scan-snap-n2>`). So $X^\top b_T$ should approach $c_n$ like $T^{-1/2}$. We draw 200
+# The bound holds for one token at a time ({ref}`scan_snap.N2 <scan-snap-n2>`), and the binomial count behind it is
+# $(T-1)q_{l|m,n}$, not the $Tq_{l|m,n}$ of the proof ({ref}`scan_snap.E32 <scan-snap-e32>`). So $X^\top b_T$ should approach $c_n$ like $T^{-1/2}$. We draw 200
 # sequences of class 1 of Syn-Small for each $T - 1 \in \{10^2, \dots, 10^5\}$, with fixed logits
 # $z_m \sim N(0, 0.5^2)$, and count the (token, sequence) pairs outside the band for $\delta = 0.05$. A frequency
 # at or above $\delta$ would break the lemma; we ask the observed one to sit below
@@ -230,6 +230,25 @@ check_claim(
     ),
 )
 
+
+# %% [markdown]
+# The proof of Lemma 18 (line 1276) says that $Tq_{l|m,n}$ is binomial. By Eq. 137, $q_{l|m,n}$ is a frequency over
+# the $T-1$ contextual tokens, so the count is $(T-1)q_{l|m,n}$; $Tq_{l|m,n}$ is not even an integer in general. The
+# smallest case: $T = 3$, two contextual tokens, token $l$ seen once.
+
+# %%
+T_eq137, seen_eq137 = 3, 1
+q_eq137 = seen_eq137 / (T_eq137 - 1)  # Eq. 137: a frequency over the T - 1 contextual tokens
+print(f"T q = {T_eq137 * q_eq137}, (T - 1) q = {(T_eq137 - 1) * q_eq137}")
+check_claim(
+    "scan_snap.lemma18-binomial",
+    (T_eq137 * q_eq137) % 1,
+    lower=1e-9,
+    why=(
+        "a counterexample: a binomial count is an integer, so any fractional part refutes the"
+        " printed T q"
+    ),
+)
 # %% mystnb={"figure": {"caption": "Lemmas 2 and 18 on Syn-Small class 1: the mean distance of X^T b_T from its limit c_n (dots) and the largest deviation of a token frequency from P(l|n) over 200 sequences (squares) both fall like T^(-1/2), parallel to the Hoeffding radius of Eq. 136 (line, delta = 0.05), which the worst deviation never reaches.", "name": "fig-scan_snap-lemma18"}}
 fig, ax = figure(1, 1, width=5.5)
 ax.loglog(lengths, mixture_error, "o-", color=PALETTE[0], label="mean ||X^T b_T - c_n||_inf")
