@@ -2449,7 +2449,8 @@ for i, num_last in enumerate(num_last_values):
 # ({ref}`scan_snap.E7 <scan-snap-e7>`); two inequalities inside
 # proofs are misstated without harm to the results ({ref}`scan_snap.E5 <scan-snap-e5>`, a lower bound with the
 # wrong factor in Theorem 1(a); {ref}`scan_snap.E29 <scan-snap-e29>`, the simplified radius of Lemma 10), and the
-# sums of Eq. 91 run to $\infty$ for $K$ ({ref}`scan_snap.E31 <scan-snap-e31>`). Three slips may be the text
+# sums of Eq. 91 run to $\infty$ for $K$ ({ref}`scan_snap.E31 <scan-snap-e31>`), and the proof of Lemma 18 counts
+# $Tq$ for $(T-1)q$ ({ref}`scan_snap.E32 <scan-snap-e32>`). Three slips may be the text
 # extraction's rather than the paper's, and stay notes: a sign in Eq. 88 ({ref}`scan_snap.N13 <scan-snap-n13>`),
 # a prime in Eq. 13 ({ref}`scan_snap.N7 <scan-snap-n7>`) and the bar of $\bar N$ in Lemma 11's late-phase bound,
 # which as extracted misses a factor $K$ ({ref}`scan_snap.N14 <scan-snap-n14>`). The finite-$T$ SGD experiments reproduce the paper's pictures, far outside the regime of the proofs
