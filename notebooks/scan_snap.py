@@ -178,7 +178,8 @@ check_claim(
 # $$\max\Big(0, P(l|m,n) - \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}}\Big) \le q_{l|m,n} \le P(l|m,n) + \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}} .$$
 #
 # The bound holds for one token at a time ({ref}`scan_snap.N2 <scan-snap-n2>`), and the binomial count behind it is
-# $(T-1)q_{l|m,n}$, not the $Tq_{l|m,n}$ of the proof ({ref}`scan_snap.E32 <scan-snap-e32>`). So $X^\top b_T$ should approach $c_n$ like $T^{-1/2}$. We draw 200
+# $(T-1)q_{l|m,n}$, not the $Tq_{l|m,n}$ of the proof ({ref}`scan_snap.E32 <scan-snap-e32>`).
+# So $X^\top b_T$ should approach $c_n$ like $T^{-1/2}$. We draw 200
 # sequences of class 1 of Syn-Small for each $T - 1 \in \{10^2, \dots, 10^5\}$, with fixed logits
 # $z_m \sim N(0, 0.5^2)$, and count the (token, sequence) pairs outside the band for $\delta = 0.05$. A frequency
 # at or above $\delta$ would break the lemma; we ask the observed one to sit below
