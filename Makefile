@@ -20,6 +20,8 @@ QUIET_PIP := { grep -v "^WARNING: Location" || true; }
 check-mode:
 	@case "$${ICLLIB_MODE:-default}" in quick|default|full) ;; \
 	  *) echo "ICLLIB_MODE='$$ICLLIB_MODE' is not a run mode; allowed values: quick, default, full" >&2; exit 2;; esac
+	@case "$${ICLLIB_DEVICE:-cpu}" in cpu|auto|cuda|cuda:[0-9]|cuda:[0-9][0-9]) ;; \
+	  *) echo "ICLLIB_DEVICE='$$ICLLIB_DEVICE' is not a device; allowed values: cpu, cuda, cuda:N, auto" >&2; exit 2;; esac
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -72,9 +74,11 @@ coverage: $(VENV)/.installed
 	$(BIN)/python -m icllib.coverage
 
 # Run a chapter (or all, one after the other) in `full` mode and archive its checks in results/full/<chapter>.json:
-# `make paper-scale CHAPTER=scan_snap`. Hours, or a GPU: not part of `make test` or `make book`.
-paper-scale: $(VENV)/.installed
+# `make paper-scale CHAPTER=scan_snap`, on a GPU `ICLLIB_DEVICE=cuda make paper-scale CHAPTER=all`. Hours, or a
+# GPU: not part of `make test` or `make book`.
+paper-scale: check-mode $(VENV)/.installed
 	@test -n "$(CHAPTER)" || { echo "usage: make paper-scale CHAPTER=<notebook name>|all" >&2; exit 2; }
+	@$(BIN)/python -m icllib.config  # ICLLIB_DEVICE=cuda on a machine without CUDA stops here, not after an hour
 	$(BIN)/python _ext/paper_scale.py $(CHAPTER)
 
 # The chapters' code cells to the width of the site's code column (settings: pyproject.toml [tool.black]).

@@ -41,11 +41,11 @@ import torch
 
 from icllib import balance
 from icllib.claims import archived_arrays, check_claim, save_arrays
-from icllib.config import by_mode, mode, rng, torch_generator
+from icllib.config import by_mode, device, mode, rng, run_line, torch_generator
 from icllib.plotting import PALETTE, figure, legend
 
 torch.set_num_threads(1)  # small tensors: one thread is several times faster on two shared cores
-print("run mode:", mode())
+print(run_line())
 
 # %% [markdown]
 # ## 1. The symmetry in a two-layer attention network
@@ -760,11 +760,11 @@ sgd_steps = by_mode(quick=4_000, default=20_000, full=400_000)
 sgd_lr = 4e-3
 sgd_start = time.perf_counter()
 attention_run = balance.train_attention_sgd(
-    balance.init_attention(generator=torch_generator(1), imbalance=2.0),
+    balance.init_attention(generator=torch_generator(1, device=device()), imbalance=2.0),
     lr=sgd_lr,
     batch_size=sgd_batch,
     steps=sgd_steps,
-    generator=torch_generator(2),
+    generator=torch_generator(2, device=device()),
     checkpoint_every=sgd_steps // 20,
     g_samples=by_mode(quick=1_000, default=8_000, full=20_000),
     g_chunk=by_mode(quick=500, default=2_000, full=2_000),

@@ -42,7 +42,7 @@ from myst_nb import glue
 from icllib import induction_common as ic
 from icllib import induction_emergence as ie
 from icllib.claims import check_claim
-from icllib.config import by_mode, mode, progress, rng, torch_generator
+from icllib.config import by_mode, mode, progress, rng, run_line, torch_generator
 from icllib.plotting import figure, legend, log_log_slope, show_table
 
 torch.set_num_threads(1)
@@ -64,6 +64,7 @@ BOUND_N_VALUES = by_mode(quick=[4, 16, 64], default=[4, 16, 64, 256], full=[4, 1
 # Theorem 2's order is claimed for every N: every integer up to 16 (64 in full mode), besides the powers of two.
 ORDER_N_VALUES = by_mode(quick=range(2, 17), default=range(2, 17), full=range(2, 65))
 N_MAX = N_VALUES[-1]
+print(run_line())
 print(f"mode = {mode()}, N up to {N_MAX}")
 
 # %% [markdown]

@@ -41,11 +41,11 @@ import torch
 from icllib import lsa
 from icllib import lsa_theory as lsat
 from icllib.claims import check_claim
-from icllib.config import by_mode, mode, torch_generator
+from icllib.config import by_mode, run_line, torch_generator
 from icllib.plotting import figure, legend
 
 torch.set_num_threads(1)  # small tensors: a second thread was up to 14x slower on these machines
-print("run mode:", mode())
+print(run_line())
 
 # %% [markdown]
 # ## The model and its reduction

@@ -160,3 +160,14 @@ def progress(iterable: Iterable[T], *, total: int | None = None, desc: str | Non
     if not isinstance(iterable, Iterable):
         raise TypeError(f"iterable must be an iterable (the loop to show), got {iterable!r}")
     return tqdm(iterable, total=total, desc=desc, disable=mode() == "quick", leave=False)
+
+
+if __name__ == "__main__":
+    # `python -m icllib.config`: the run line, or the error of a bad ICLLIB_MODE or ICLLIB_DEVICE (exit status 2)
+    import sys
+
+    try:
+        print(run_line())
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        sys.exit(2)

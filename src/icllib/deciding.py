@@ -10,7 +10,7 @@ Runs are archived one file each, ``results/deciding/<experiment>/<run>.json``, s
 days and machines (a GPU for minutes, or a CPU for hours in the background) accumulate::
 
     python -m icllib.deciding run standard-transformer-2048 --device cuda
-    python -m icllib.deciding run b11-batch200-seeds --runs seed3,seed4
+    python -m icllib.deciding run b11-batch200-seeds --runs seed3,seed4     # both seeds in one batched loop
     python -m icllib.deciding verdicts
 
 The experiments:
@@ -158,6 +158,91 @@ def run_b11(seed: int, *, device=None, steps: int = B11_DECIDING_STEPS, g_sample
     }
 
 
+def run_b11_seeds(seeds, *, device=None, steps: int = B11_DECIDING_STEPS, g_samples: int | None = None,
+                  checkpoint_every: int | None = None) -> dict[int, dict]:
+    """:func:`run_b11` for several seeds at once, one step of all of them per step of the loop: on a GPU five
+    processes of one seed each share the chip by time slices (about 170 steps a second each on an H200), while
+    here the step is one batched call (:func:`torch.func.vmap` of the chapter's hand-derived gradient), so the
+    cost of launching kernels is paid once for every seed. Each seed draws from its own generators exactly as
+    in :func:`run_b11`, in the same order; only the summation order of the batched kernels differs, so a seed's
+    numbers agree with its single run to float32 rounding over the first steps (the unit test), not bit for bit.
+
+    Returns ``{seed: measured}`` in the format of :func:`run_b11`. A seed whose loss stops being finite is
+    recorded as diverged at that step; it keeps stepping (as NaN, alone: the seeds share no arithmetic) and
+    measures nothing after it.
+    """
+    import torch
+    from torch.func import vmap
+
+    from icllib import balance
+
+    seeds = [int(seed) for seed in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct seed numbers, got {seeds!r}")
+    target = config.device(device) if not hasattr(device, "type") else device
+    settings = dict(B11_PAPER, steps=steps)
+    if g_samples is not None:
+        settings.update(g_samples=g_samples, g_chunk=g_samples // 2)
+    if checkpoint_every is not None:
+        settings["checkpoint_every"] = checkpoint_every
+    batch, lr, every = settings["batch_size"], settings["lr"], settings["checkpoint_every"]
+    data = [config.torch_generator(2 * seed, device=target) for seed in seeds]
+    weights = torch.stack([torch.stack([initial[name] for name in balance.PARAM_NAMES]) for initial in (
+        balance.init_attention(generator=config.torch_generator(2 * seed - 1, device=target),
+                               imbalance=settings["imbalance"]) for seed in seeds)])     # (seeds, 6, width, width)
+    step = vmap(lambda w, X, y: balance._loss_and_grads(w.unbind(), X, y))
+    loss = torch.full((steps, len(seeds)), math.nan, device=target, dtype=weights.dtype)
+    diverged = [None] * len(seeds)
+    series = [{"checkpoints": [], "gK": [], "gQ": [], "gK_se": [], "gQ_se": []} for _ in seeds]
+
+    def checkpoint(k):
+        for index, generator in enumerate(data):
+            if diverged[index] is not None:
+                continue
+            p = dict(zip(balance.PARAM_NAMES, weights[index]))
+            chunks = []
+            for _ in range(settings["g_samples"] // settings["g_chunk"]):
+                X, y = balance.icl_regression_batch(settings["g_chunk"], generator=generator)
+                chunks.append(balance.g_terms(balance.per_sample_grads(p, X, y)))
+            gK, gQ = (torch.stack([chunk[side] for chunk in chunks]).double().cpu() for side in (0, 1))
+            for key, value in (("gK", gK.mean(0)), ("gQ", gQ.mean(0)), ("gK_se", gK.std(0) / len(chunks) ** 0.5),
+                               ("gQ_se", gQ.std(0) / len(chunks) ** 0.5)):
+                series[index][key].append(value.numpy())
+            series[index]["checkpoints"].append(k)
+
+    for k in config.progress(range(steps), total=steps, desc=f"SGD batch={batch}, seeds {seeds}"):
+        if k % every == 0:
+            checkpoint(k)
+        drawn = [balance.icl_regression_batch(batch, generator=generator) for generator in data]
+        X = torch.stack([X for X, _ in drawn]).reshape(len(seeds), 2, batch // 2, *drawn[0][0].shape[1:])
+        y = torch.stack([y for _, y in drawn]).reshape(len(seeds), 2, batch // 2)
+        losses, grads = step(weights, X, y)
+        loss[k] = losses.mean(-1)
+        if not bool(torch.isfinite(loss[k]).all()):
+            for index, finite in enumerate(torch.isfinite(loss[k]).tolist()):
+                if not finite and diverged[index] is None:
+                    diverged[index] = k
+        weights = weights - lr * grads.mean(1)
+    checkpoint(steps)
+
+    loss = loss.double().cpu().numpy()
+    results = {}
+    for index, seed in enumerate(seeds):
+        run = {key: np.asarray(value) for key, value in series[index].items()}
+        at = B11_OVERLAP_CHECKPOINTS if steps == B11_DECIDING_STEPS else tuple(int(k) for k in run["checkpoints"][-3:])
+        trace = loss[:diverged[index], index] if diverged[index] is not None else loss[:, index]
+        results[seed] = {
+            "settings": dict(settings, seed=seed, batched_with=seeds),
+            "diverged_at": diverged[index],
+            "loss_first100": float(trace[:100].mean()),
+            "loss_last": float(trace[-every:].mean()),
+            "overlap_at": list(at),
+            "overlap": overlap_reading(run, at) if len(run["checkpoints"]) else None,
+            "series": {key: np.asarray(value).round(6).tolist() for key, value in run.items()},
+        }
+    return results
+
+
 # --- The rules ---------------------------------------------------------------------------------------------
 
 def _majority(runs: list[dict], passes, inits=STANDARD_INITIALISATIONS) -> dict[str, int]:
@@ -265,13 +350,8 @@ def run_and_archive(experiment: str, names=None, *, device=None, root: Path | No
         raise ValueError(f"root: the archive folder {folder} is not writable")
     target = config.device(device) if not hasattr(device, "type") else device
     written = []
-    for name in names:
-        started = time.perf_counter()
-        if experiment == "standard-transformer-2048":
-            init, _, seed = name.partition("-seed")
-            measured = run_standard(init, int(seed), device=target, **sizes)
-        else:
-            measured = run_b11(int(name.removeprefix("seed")), device=target, **sizes)
+
+    def archive(name, measured, started):
         record = {"experiment": experiment, "run": name, "rule_sha256": hashes, "commit": _commit(book_root()),
                   "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": config.device_description(target),
                   "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "wall_s": round(time.perf_counter() - started, 1),
@@ -280,6 +360,21 @@ def run_and_archive(experiment: str, names=None, *, device=None, root: Path | No
         path.write_text(json.dumps(record, sort_keys=True, indent=1) + "\n")
         print(f"[deciding] {experiment} {name}: {record['wall_s']} s on {record['device']}; wrote {path}", flush=True)
         written.append(path)
+
+    if experiment == "b11-batch200-seeds" and len(names) > 1:  # all seeds in one batched loop
+        started = time.perf_counter()
+        measured = run_b11_seeds([int(name.removeprefix("seed")) for name in names], device=target, **sizes)
+        for name in names:
+            archive(name, measured[int(name.removeprefix("seed"))], started)
+        return written
+    for name in names:
+        started = time.perf_counter()
+        if experiment == "standard-transformer-2048":
+            init, _, seed = name.partition("-seed")
+            measured = run_standard(init, int(seed), device=target, **sizes)
+        else:
+            measured = run_b11(int(name.removeprefix("seed")), device=target, **sizes)
+        archive(name, measured, started)
     return written
 
 
