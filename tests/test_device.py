@@ -58,6 +58,12 @@ def test_a_cpu_generator_draws_what_it_always_drew():
     assert config.generator_on(generator, "cpu") is generator
 
 
+@pytest.mark.parametrize("bad", ["gpu", 3.5, "cuda:x"])
+def test_a_generator_on_no_device_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match="device"):
+        torch_generator(1, device=bad)
+
+
 def test_the_standard_transformer_keeps_its_initialisation():
     """``normal`` is N(0, 0.02^2) drawn in the order E, P, W_Q, W_K, W_V, W_O, W_out, as before ``init``."""
     model = isp.StandardTransformer(8, generator=torch_generator(5))

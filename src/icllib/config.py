@@ -122,6 +122,7 @@ def generator_on(generator, target):
         raise ValueError(f"target {target!r} is not a device (cpu, cuda, cuda:N)") from None
     if target.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"target {target} is a CUDA device, but PyTorch sees none on this machine")
+
     def index(where):  # "cuda" without an index is the current CUDA device
         return where.index if where.index is not None or where.type != "cuda" else torch.cuda.current_device()
 
@@ -148,7 +149,14 @@ def torch_generator(seed: int, device=None):
     import torch
 
     seed = positive_int("seed", seed, minimum=0)
-    generator = torch.Generator() if device is None else torch.Generator(device=torch.device(device))
+    if device is None:
+        generator = torch.Generator()
+    else:
+        try:
+            generator = torch.Generator(device=torch.device(device))
+        except (RuntimeError, TypeError) as error:
+            raise ValueError(f"device {device!r} is not a device this machine has (cpu, cuda, cuda:N): {error}") \
+                from None
     generator.manual_seed(seed)
     return generator
 
