@@ -57,8 +57,7 @@ LEARNED_ACCURACY = 0.9        # "learns the task", as in the chapter's check
 SUBDIAGONAL_WEIGHT = 0.5      # "dominated by the subdiagonal", as in the chapter's check
 
 # App. B.11 at the paper's batch: the chapter's full-mode setting (notebooks/balance.py, section 5).
-B11_PAPER = {"batch_size": 200, "lr": 4e-3, "checkpoint_every": 20_000, "g_samples": 20_000, "g_chunk": 2_000,
-             "imbalance": 2.0}
+from icllib.balance import B11_PAPER  # noqa: E402  App. B.11 at the paper's batch, named once there
 B11_DECIDING_STEPS = 260_000
 B11_OVERLAP_CHECKPOINTS = (220_000, 240_000, 260_000)
 B11_SEEDS = (1, 2, 3, 4, 5)   # seed s draws its weights from torch_generator(2s - 1), its data from (2s): seed 1
@@ -323,8 +322,8 @@ def _rule_hashes(experiment: str, registry_folder: Path | None = None) -> dict[s
 
 
 def _commit(root: Path) -> str:
-    if os.environ.get(COMMIT_VARIABLE):
-        return os.environ[COMMIT_VARIABLE]
+    if os.environ.get(COMMIT_VARIABLE):  # a machine without the checkout's .git cannot tell a dirty tree
+        return f"{os.environ[COMMIT_VARIABLE]} (declared by the runner)"
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 check=True).stdout.strip()
