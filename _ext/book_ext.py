@@ -702,6 +702,17 @@ def _history_anchor(claim_id: str) -> str:
     return "history-" + _anchor(claim_id)
 
 
+def _breakable_id(claim_id: str, uri: str) -> nodes.reference:
+    """A link whose text is a claim id that may break after its dots and hyphens (``<wbr>``), not inside a
+    word, in the ledger's narrow first column."""
+    reference = nodes.reference(refuri=uri)
+    for part in re.split(r"(?<=[.\-_])", claim_id):
+        if len(reference):
+            reference += nodes.raw("", "<wbr>", format="html")
+        reference += nodes.Text(part)
+    return reference
+
+
 def _verdict_cell(verdict: str, failed_at_paper_scale: bool, since: dict | None) -> list[nodes.Node]:
     """The verdict, a failed check of the archived full run beside it, and when the verdict was given."""
     cell: list[nodes.Node] = [nodes.paragraph(text=verdict, classes=["verdict"])]
@@ -844,7 +855,7 @@ def fill_ledger(app, doctree, docname):
                 checks = [_describe_check(record) for record in claim_records]
                 run_mode = claim_records[-1]["mode"]
             claim_id = nodes.paragraph(classes=["claim-id"])
-            claim_id += nodes.reference(text=claim.id, refuri=f"#{claim_anchor(claim.id)}")
+            claim_id += _breakable_id(claim.id, f"#{claim_anchor(claim.id)}")
             full_run = paper_scale.paper_scale_summary(claim.id, archived)
             full_records = archived.get(claim.id, [])
             failed_at_paper_scale = any(not record["passed"] for record in full_records)
@@ -870,7 +881,7 @@ def fill_ledger(app, doctree, docname):
                 "paper_scale_failed": failed_at_paper_scale,
                 "row": f"claims.html#{claim_anchor(claim.id)}",
             })
-        section += _table(LEDGER_COLUMNS, rows, widths=[6, 7, 27, 6, 6, 11, 5, 9], classes=["ledger-table"],
+        section += _table(LEDGER_COLUMNS, rows, widths=[13, 10, 30, 10, 9, 12, 6, 10], classes=["ledger-table"],
                           row_ids=row_ids, row_classes=row_classes,
                           column_classes=["ledger-" + column.split(",")[0].lower().replace(" ", "-")
                                           for column in LEDGER_COLUMNS])

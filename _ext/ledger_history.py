@@ -57,10 +57,12 @@ def _diff(before: dict[str, str], after: dict[str, str], date: str, commit: str,
 
 
 def git_available(folder: Path) -> bool:
-    """A full git history holds ``folder`` (not a copy without ``.git``, not a shallow clone)."""
+    """A full git history holds ``folder``'s files (not a copy without ``.git``, nor one unpacked inside another
+    repository, nor a shallow clone)."""
     try:
         return (_git(folder, "rev-parse", "--is-inside-work-tree").strip() == "true"
-                and _git(folder, "rev-parse", "--is-shallow-repository").strip() == "false")
+                and _git(folder, "rev-parse", "--is-shallow-repository").strip() == "false"
+                and bool(_git(folder, "ls-files", "--", ".").strip()))
     except (RuntimeError, OSError, subprocess.TimeoutExpired):
         return False
 

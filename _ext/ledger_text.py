@@ -85,7 +85,17 @@ def _symbol_tex(symbol: str) -> str:
         if len(base) > 1 and not base.startswith("\\"):
             base = "\\mathrm{" + base + "}" if base.isalpha() and base.islower() and len(base) > 2 else base
         scripts = symbol[end:]
-    return base + "".join(_script_tex(script) for script in _ONE_SCRIPT.findall(scripts))
+    merged: list[str] = []   # W_KQ_11 -> W_{KQ,11}: TeX refuses a double subscript
+    for script in (_script_tex(script) for script in _ONE_SCRIPT.findall(scripts)):
+        if merged and merged[-1][0] == script[0]:
+            merged[-1] = merged[-1][0] + "{" + merged[-1][1:].strip("{}") + "," + script[1:].strip("{}") + "}"
+        else:
+            merged.append(script)
+    return base + "".join(merged)
+
+
+# A code name (lemma1_gradient_counts, x_query) is not a symbol.
+CODE_NAME = re.compile(r"[a-z0-9]+(?:_[a-z0-9]{3,})+")
 
 
 def ascii_pieces(text: str) -> list[tuple[str, str]]:
@@ -94,6 +104,8 @@ def ascii_pieces(text: str) -> list[tuple[str, str]]:
     pieces: list[tuple[str, str]] = []
     position = 0
     for match in SYMBOL.finditer(text):
+        if CODE_NAME.fullmatch(match.group()):
+            continue
         if match.start() > position:
             pieces.append(("text", text[position:match.start()]))
         pieces.append(("math", _symbol_tex(match.group())))

@@ -45,9 +45,91 @@ MEASURE = r"""
   const pageWider = document.documentElement.scrollWidth > window.innerWidth + 1;
   const mathErrors = Array.from(document.querySelectorAll("mjx-merror"))
     .map((error) => error.getAttribute("data-mjx-error") || text(error));
+  // The book's own blocks (the ledger's tables and filter bar, the summary, the errata's entries) wider than the
+  // article's column, or cut off inside their own box.
+  const right = article.getBoundingClientRect().right;
+  const wide = Array.from(document.querySelectorAll("table.ledger-table, table.ledger-summary, table.ledger-history, "
+      + "table.ledger-fields, fieldset.ledger-filter, article li, span.verdict-chip"))
+    .filter((node) => node.getClientRects().length && (node.getBoundingClientRect().right > right + 1
+      || (node.scrollWidth > node.clientWidth + 1 && getComputedStyle(node).overflowX === "visible"
+          && node.tagName !== "SPAN")))
+    .map((node) => `${node.tagName.toLowerCase()}.${Array.from(node.classList).join(".")} `
+                   + `(${Math.round(node.getBoundingClientRect().width)} px): ${text(node).slice(0, 40)}`);
+  // Raw LaTeX left in the prose once MathJax has run: a command (\\alpha, \\frac) in a text node outside code,
+  // outputs, scripts and typeset mathematics.
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT, {acceptNode: (node) =>
+    node.parentElement.closest("pre, code, script, style, mjx-container, div.cell_output, .highlight, "
+                                + "script[type='application/json']")
+      ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  const rawLatex = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const found = node.textContent.match(/\\[A-Za-z]+/g);
+    if (found) rawLatex.push(...found.map((command) => `${command} in "${text(node.parentElement)}"`));
+  }
   return JSON.stringify({code, equations, scrollingEquations, images, rows, anchors, pageWider, mathErrors,
-                         typeset: document.querySelectorAll("mjx-container").length});
+                         rawLatex, wide, typeset: document.querySelectorAll("mjx-container").length});
 })()
+"""
+
+
+# The contrast of the book's own elements (book.css: the ledger's verdicts, chips, filter bar, marks), text
+# against the backgrounds behind it, as WCAG 2 computes it; those below 4.5:1, with their colours.
+CONTRAST = r"""
+(() => {
+  const SELECTORS = "td.ledger-verdict p, td.ledger-verdict a, span.verdict-chip, fieldset.ledger-filter legend, "
+    + "fieldset.ledger-filter label, fieldset.ledger-filter summary, fieldset.ledger-filter output, "
+    + "fieldset.ledger-filter button, fieldset.ledger-filter input, span.extraction-line, p.paper-scale-failed-mark, "
+    + "p.claim-id a, p.run-it-yourself, table.ledger-summary td p, table.ledger-history td p, "
+    + "table.ledger-fields td p, table.ledger-table td p";
+  const parse = (value) => {
+    const match = value.match(/rgba?\(([^)]+)\)/);
+    if (!match) return null;
+    const parts = match[1].split(/[\s,\/]+/).filter(Boolean).map(Number);
+    return [parts[0], parts[1], parts[2], parts.length > 3 ? parts[3] : 1];
+  };
+  const over = (top, bottom) => [0, 1, 2].map((i) => top[i] * top[3] + bottom[i] * (1 - top[3])).concat([1]);
+  const behind = (element) => {
+    const layers = [];
+    for (let node = element; node; node = node.parentElement) {
+      const colour = parse(getComputedStyle(node).backgroundColor);
+      if (colour && colour[3] > 0) { layers.push(colour); if (colour[3] >= 1) break; }
+    }
+    return layers.reverse().reduce((bottom, top) => over(top, bottom), [255, 255, 255, 1]);
+  };
+  const luminance = (colour) => {
+    const channel = (value) => { value /= 255; return value <= 0.03928 ? value / 12.92 : ((value + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * channel(colour[0]) + 0.7152 * channel(colour[1]) + 0.0722 * channel(colour[2]);
+  };
+  const low = [];
+  let checked = 0;
+  document.querySelectorAll(SELECTORS).forEach((element) => {
+    const ownText = Array.from(element.childNodes).some((node) => node.nodeType === 3 && node.textContent.trim())
+      || (element.tagName === "INPUT" && element.type !== "checkbox");
+    if (!ownText || element.getClientRects().length === 0) return;
+    const style = getComputedStyle(element);
+    if (style.visibility === "hidden" || style.display === "none") return;
+    const background = behind(element);
+    const foreground = over(parse(style.color), background);
+    const [light, dark] = [luminance(foreground), luminance(background)].sort((a, b) => b - a);
+    const ratio = (light + 0.05) / (dark + 0.05);
+    checked += 1;
+    if (ratio < 4.5) {
+      low.push(`${element.tagName.toLowerCase()}.${Array.from(element.classList).join(".")} `
+               + `"${(element.textContent || element.placeholder || "").trim().slice(0, 40)}": ${ratio.toFixed(2)}:1 `
+               + `(${style.color} on rgb(${background.slice(0, 3).map(Math.round).join(", ")}))`);
+    }
+  });
+  return JSON.stringify({checked, low: Array.from(new Set(low))});
+})()
+"""
+
+# axe-core's findings on the page, serious and critical only: rule, impact, how many nodes, the first of them.
+AXE = r"""
+axe.run(document, {resultTypes: ["violations"]}).then((results) => JSON.stringify(
+  results.violations.filter((violation) => ["serious", "critical"].includes(violation.impact))
+    .map((violation) => ({rule: violation.id, impact: violation.impact, nodes: violation.nodes.length,
+                          first: violation.nodes[0].target.join(" "),
+                          summary: (violation.nodes[0].failureSummary || "").slice(0, 300)}))))
 """
 
 
@@ -122,12 +204,23 @@ class Chromium:
             return False
         return href != previous and state == "complete"
 
-    def measure(self, url: str, width: int) -> dict:
+    def color_scheme(self, scheme: str) -> None:
+        """The reader's system setting, ``light`` or ``dark``, which the theme follows."""
+        self.send("Emulation.setEmulatedMedia", self.session,
+                  features=[{"name": "prefers-color-scheme", "value": scheme}])
+
+    def load(self, url: str, width: int) -> None:
+        """Lay ``url`` out at ``width`` px and wait until it has loaded and MathJax has typeset it."""
         self.send("Emulation.setDeviceMetricsOverride", self.session, width=width, height=900,
                   deviceScaleFactor=1, mobile=width < 600)
         previous = self.evaluate("location.href")
         if previous == url:
             self.send("Page.navigate", self.session, url="about:blank")
+            deadline = time.monotonic() + self.timeout_s
+            while self.evaluate("location.href") != "about:blank":
+                if time.monotonic() > deadline:
+                    raise TimeoutError("about:blank did not load")
+                time.sleep(0.05)
             previous = "about:blank"
         self.send("Page.navigate", self.session, url=url)
         deadline = time.monotonic() + self.timeout_s
@@ -139,9 +232,36 @@ class Chromium:
         typeset = self.evaluate("window.MathJax && MathJax.startup && MathJax.startup.promise "
                                 "? MathJax.startup.promise.then(() => true, (error) => String(error)) : true",
                                 await_promise=True)
+        # The promise can resolve before the first typesetting pass has begun: wait until every expression of
+        # the page (Sphinx's span.math and div.math) holds MathJax's output.
+        while not self.evaluate("Array.from(document.querySelectorAll('span.math, div.math'))"
+                                ".every((node) => node.querySelector('mjx-container'))"):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{url}: MathJax did not typeset every expression in {self.timeout_s} s")
+            time.sleep(0.05)
         if typeset is not True:
             raise RuntimeError(f"{url}: MathJax failed: {typeset}")
+
+    def measure(self, url: str, width: int) -> dict:
+        self.load(url, width)
         return json.loads(self.evaluate(MEASURE))
+
+    def contrast(self) -> dict:
+        return json.loads(self.evaluate(CONTRAST))
+
+    def axe(self, source: str) -> list[dict]:
+        """Inject axe-core (its source text) into the loaded page and run it."""
+        if not self.evaluate("typeof axe !== 'undefined'"):
+            self.evaluate(source)
+        return json.loads(self.evaluate(AXE, await_promise=True))
+
+    def screenshot(self, path: str, full_page: bool = False) -> None:
+        import base64
+
+        params = {"format": "png", "captureBeyondViewport": full_page}
+        data = self.send("Page.captureScreenshot", self.session, **params)["data"]
+        with open(path, "wb") as handle:
+            handle.write(base64.b64decode(data))
 
     def close(self):
         self.process.kill()
@@ -149,3 +269,47 @@ class Chromium:
         os.close(self.to_browser)
         os.close(self.from_browser)
         self.profile.cleanup()
+
+
+# axe-core, the accessibility engine the browser test injects into each page: fetched once from the npm
+# registry (npm pack, or the registry's tarball where npm is absent), checked against the registry's
+# integrity hash, and kept under _build/vendor/. It never ships with the site.
+AXE_VERSION = "4.10.3"
+AXE_INTEGRITY = "sha512-Xm7bpRXnDSX2YE2YFfBk2FnF0ep6tmG7xPh8iHee8MIcrgq762Nkce856dYtJYLkuIoYZvGfTs/PbZhideTcEg=="
+AXE_TARBALL = f"https://registry.npmjs.org/axe-core/-/axe-core-{AXE_VERSION}.tgz"
+
+
+def axe_source(vendor: "os.PathLike[str] | str") -> str:
+    """The text of axe.min.js of :data:`AXE_VERSION`; raises ``RuntimeError`` when it cannot be had."""
+    import base64
+    import hashlib
+    import io
+    import tarfile
+    import urllib.request
+    from pathlib import Path
+
+    target = Path(vendor) / f"axe-core-{AXE_VERSION}.min.js"
+    if target.is_file():
+        return target.read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory() as folder:
+        npm = shutil.which("npm")
+        if npm:
+            result = subprocess.run([npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", folder,
+                                     "--silent"], capture_output=True, text=True, timeout=300)
+            if result.returncode != 0:
+                raise RuntimeError(f"npm pack axe-core@{AXE_VERSION} failed: {result.stderr[-500:]}")
+            data = (Path(folder) / f"axe-core-{AXE_VERSION}.tgz").read_bytes()
+        else:
+            try:
+                with urllib.request.urlopen(AXE_TARBALL, timeout=120) as response:
+                    data = response.read()
+            except OSError as error:
+                raise RuntimeError(f"cannot download {AXE_TARBALL}: {error}") from error
+    digest = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+    if digest != AXE_INTEGRITY:
+        raise RuntimeError(f"axe-core {AXE_VERSION}: integrity {digest} is not the registry's {AXE_INTEGRITY}")
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        source = archive.extractfile("package/axe.min.js").read().decode("utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(source, encoding="utf-8")
+    return source

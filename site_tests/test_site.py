@@ -195,12 +195,17 @@ def test_the_errata_link_back_to_their_ledger_rows(site):
     assert len(links) == len(named) > 0
 
 
+def ledger_json(site) -> dict:
+    return json.loads((site / "book" / "ledger.json").read_text(encoding="utf-8"))
+
+
 def test_the_ledger_csv_and_json_hold_the_rows_of_the_table(site):
     import csv
 
-    table = [(row.select_one("p.claim-id").get_text(strip=True), row.select_one("td.ledger-verdict").get_text(strip=True),
+    table = [(row.select_one("p.claim-id").get_text(strip=True),
+              row.select_one("td.ledger-verdict p.verdict").get_text(strip=True),
               [p.get_text(strip=True) for p in row.select("td.ledger-measured p")]) for row in ledger_rows(site)]
-    rows_json = json.loads((site / "book" / "ledger.json").read_text())
+    rows_json = ledger_json(site)["rows"]
     assert [(row["id"], row["verdict"], row["measured"]) for row in rows_json] == table
     with open(site / "book" / "ledger.csv", newline="", encoding="utf-8") as handle:
         rows_csv = list(csv.DictReader(handle))
@@ -297,24 +302,51 @@ def browser():
     chromium.close()
 
 
+SCHEMES = ("light", "dark")
+# Pages whose text must hold no raw LaTeX once MathJax has run (their mathematics comes from the registry).
+TYPESET_PAGES = {"book/claims.html", "book/errata.html", "book/intro.html"}
+
+
+@pytest.fixture(scope="module")
+def axe(site):
+    from browser import axe_source
+
+    try:
+        return axe_source(ROOT / "_build" / "vendor")
+    except RuntimeError as error:
+        if os.environ.get("ICLLIB_REQUIRE_BROWSER"):
+            pytest.fail(f"axe-core is required with ICLLIB_REQUIRE_BROWSER: {error}")
+        pytest.skip(f"axe-core unavailable: {error}")
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("width", WIDTHS)
-def test_in_a_real_browser_nothing_overflows_and_every_image_row_and_anchor_is_in_order(site, browser, width):
+def test_in_a_real_browser_nothing_overflows_and_every_image_row_and_anchor_is_in_order(site, browser, axe, width,
+                                                                                     scheme):
     """Every page laid out at a desktop and a phone width: no code block or display equation cut off at its
     column, no expression MathJax could not typeset, no image without meaningful alt text, no ledger row without an anchor, no dangling same-page link,
     no page wider than the window, and no display equation wider than its column at either width (on a phone
     after fit_equations.js has shrunk the widest; one still too wide would scroll inside its own box, counted
-    and printed)."""
+    and printed). In the reader's light and dark colour schemes: the book's own elements keep a contrast of
+    4.5:1, axe-core finds nothing serious or critical, the ledger's and errata's blocks stay in the column,
+    and the ledger, errata and home pages hold no raw LaTeX once MathJax has run."""
     problems, scrolling = [], 0
+    browser.color_scheme(scheme)
     pages = sorted(page for page in site.rglob("*.html") if page.name not in {"genindex.html", "search.html"}
                    and not {"_static", "_sources"} & set(page.relative_to(site).parts))
     for page in pages:
         found = browser.measure(page.as_uri(), width)
-        for kind in ("code", "equations", "images", "rows", "anchors", "mathErrors"):
-            problems += [f"{page.relative_to(site)} @ {width}px, {kind}: {item}" for item in found[kind]]
+        name = page.relative_to(site).as_posix()
+        kinds = ("code", "equations", "images", "rows", "anchors", "mathErrors", "wide",
+                 *(("rawLatex",) if name in TYPESET_PAGES else ()))
+        for kind in kinds:
+            problems += [f"{name} @ {width}px {scheme}, {kind}: {item}" for item in found[kind]]
         if found["pageWider"]:
-            problems.append(f"{page.relative_to(site)} @ {width}px: the page is wider than the window")
+            problems.append(f"{name} @ {width}px {scheme}: the page is wider than the window")
+        problems += [f"{name} @ {width}px {scheme}, contrast: {item}" for item in browser.contrast()["low"]]
+        problems += [f"{name} @ {width}px {scheme}, axe: {finding}" for finding in browser.axe(axe)]
         scrolling += len(found["scrollingEquations"])
-    print(f"{width} px: {len(pages)} pages, {scrolling} display equations scroll inside their box")
+    print(f"{width} px, {scheme}: {len(pages)} pages, {scrolling} display equations scroll inside their box")
     assert scrolling <= PHONE_SCROLLING_EQUATIONS[width], f"{scrolling} equations scroll at {width} px"
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:60])
 
@@ -332,3 +364,156 @@ def test_the_ledger_shows_each_claims_archived_paper_scale_result(site):
     status = soup(site / "book" / "status.html").get_text(" ", strip=True)
     assert "Paper scale (make paper-scale)" in status
     assert all(chapter in status for chapter in paper_scale.chapters())
+
+
+def test_the_ledger_json_and_csv_carry_the_books_version_and_date_and_their_fields_are_documented(site):
+    import csv
+
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    document = ledger_json(site)
+    assert document["version"] == str(citation["version"]) and document["released"] == str(citation["date-released"])
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", document["built"])
+    documented = list(document["fields"])
+    assert all(list(row) == documented for row in document["rows"]), "every row has exactly the documented fields"
+    schema = json.loads((site / "book" / "ledger.schema.json").read_text())
+    assert list(schema["properties"]["rows"]["items"]["properties"]) == documented
+    page = soup(site / "book" / "claims.html")
+    listed = [cell.get_text(strip=True) for cell in page.select("table.ledger-fields tbody tr td:first-child")]
+    assert listed == documented, "the ledger page documents every field of ledger.json"
+    with open(site / "book" / "ledger.csv", newline="", encoding="utf-8") as handle:
+        rows_csv = list(csv.DictReader(handle))
+    assert {row["book_version"] for row in rows_csv} == {document["version"]}
+    assert {row["built"] for row in rows_csv} == {document["built"]}
+    for row in document["rows"]:
+        assert row["statement"] == registry().claims[row["id"]].statement
+        assert row["location"] == registry().claims[row["id"]].location
+        assert row["verdict_since"], f"{row['id']}: no date for its verdict"
+
+
+# The plain-text extractions of the papers that `make coverage` reads are the book's tooling, not a reference a
+# reader has: their file names (001_1580f0f5a49c64fd.txt) and folder appear nowhere on the site.
+INTERNAL_NAMES = re.compile(r"\b\d{3}_[0-9a-f]{16}\.txt\b|shared/papers")
+
+
+def test_no_page_or_download_names_the_papers_text_extractions(site):
+    names = {header["paper_file"] for header in registry().chapters.values()}
+    assert all(INTERNAL_NAMES.search(name) for name in names), "the pattern covers every registered extraction"
+    offenders = []
+    for path in site.rglob("*"):
+        if path.is_file() and path.suffix in {".html", ".json", ".csv", ".txt", ".md", ".ipynb", ".py", ".js"} \
+                and "mathjax" not in path.parts:
+            for match in INTERNAL_NAMES.finditer(path.read_text(encoding="utf-8", errors="replace")):
+                offenders.append(f"{path.relative_to(site)}: {match.group()}")
+    assert not offenders, f"{len(offenders)} mentions:\n" + "\n".join(offenders[:20])
+
+
+def test_each_erratum_and_note_is_a_heading_with_its_anchor_and_in_the_pages_contents(site):
+    page = soup(site / "book" / "errata.html")
+    contents = {link["href"].partition("#")[2] for link in page.select("nav.bd-toc-nav a[href], #bd-toc-nav a[href]")}
+    book = registry()
+    for passage_id in (*book.errata, *book.notes):
+        anchor = passage_id.replace(".", "-").replace("_", "-").lower()
+        section = page.find(id=anchor)
+        assert section is not None, f"{passage_id}: no anchor {anchor}"
+        heading = section if section.name in {"h2", "h3", "h4", "h5"} else section.find(["h2", "h3", "h4", "h5"])
+        assert heading is not None and passage_id in heading.get_text(), f"{passage_id}: not a heading"
+        assert anchor in contents, f"{passage_id}: missing from the page's contents"
+
+
+def test_a_failed_paper_scale_check_is_shown_beside_the_verdict(site):
+    import paper_scale  # _ext/
+
+    archived = paper_scale.archived_records(ROOT / "results" / "full")
+    failed = {claim_id for claim_id, records in archived.items() if any(not record["passed"] for record in records)}
+    marked = {row.select_one("p.claim-id").get_text(strip=True) for row in ledger_rows(site)
+              if row.select_one("td.ledger-verdict p.paper-scale-failed-mark")}
+    assert marked == failed & set(registry().claims)
+    assert {row["id"] for row in ledger_json(site)["rows"] if row["paper_scale_failed"]} == marked
+
+
+def test_the_ledger_shows_the_history_of_its_verdicts(site):
+    page = soup(site / "book" / "claims.html")
+    history = page.find(id="ledger-history")
+    assert history is not None and "History of the verdicts" in history.get_text()
+    rows = ledger_json(site)["rows"]
+    changed = [row for row in rows if any(event["from"] for event in row["verdict_history"])]
+    assert changed, "the registry's history holds verdict changes"
+    for row in changed:
+        last = row["verdict_history"][-1]
+        assert last["to"] == registry().claims[row["id"]].verdict
+        link = page.select_one(f"tr#{row['row'].partition('#')[2]} td.ledger-verdict p.verdict-since a")
+        if last["from"] is not None:
+            assert link is not None and page.find(id=link["href"][1:]) is not None, row["id"]
+
+
+def test_the_home_page_summary_counts_each_chapters_rows_by_verdict(site):
+    from icllib.claims import VERDICTS
+
+    table = soup(site / "book" / "intro.html").select_one("table.ledger-summary")
+    rows = table.select("tbody tr")
+    book = registry()
+    assert len(rows) == len(book.chapters) + 1
+    total = rows[-1].select("span.verdict-chip")
+    expected = [f"{sum(claim.verdict == verdict for claim in book.claims.values())} {verdict}" for verdict in VERDICTS]
+    assert [chip.get_text(strip=True) for chip in total] == [item for item in expected if not item.startswith("0 ")]
+
+
+def _visible_rows(browser) -> list[str]:
+    return json.loads(browser.evaluate(
+        "JSON.stringify(Array.from(document.querySelectorAll('tr.ledger-row'))"
+        ".filter((row) => row.getClientRects().length > 0).map((row) => row.id))"))
+
+
+def test_in_a_real_browser_the_ledgers_search_and_filters_show_the_rows_ledger_json_names(site, browser):
+    """Type an id, tick a chapter, tick "failed at paper scale": the rows left visible are the ones ledger.json
+    says match; the verdicts come in the legend's order; the bar stays in view while the ledger scrolls."""
+    from icllib.claims import VERDICTS
+
+    rows = ledger_json(site)["rows"]
+    anchor = {row["id"]: row["row"].partition("#")[2] for row in rows}
+    browser.color_scheme("light")
+    browser.load((site / "book" / "claims.html").as_uri(), 1400)
+    assert _visible_rows(browser) == [anchor[row["id"]] for row in rows], "unfiltered, every row shows"
+
+    def searched(term):
+        fields = ("id", "statement", "evidence", "run", "deciding_run", "reason", "erratum", "note")
+        return [anchor[row["id"]] for row in rows if term in " ".join(row[field] for field in fields).lower()]
+
+    term = "balance.b11"
+    browser.evaluate(f"(() => {{ const box = document.getElementById('ledger-search'); box.value = {json.dumps(term)};"
+                     " box.dispatchEvent(new Event('input')); }})()")
+    assert _visible_rows(browser) == searched(term) and searched(term)
+    shown = browser.evaluate("document.getElementById('ledger-shown').textContent")
+    assert shown == f"{len(searched(term))} of {len(rows)} rows"
+    browser.evaluate("document.querySelector('fieldset.ledger-filter button').click()")
+
+    tick = "(value) => { const box = document.querySelector(`input[data-filter='chapter'][value='${value}']`); " \
+           "box.click(); }"
+    browser.evaluate(f"({tick})('lsa')")
+    assert _visible_rows(browser) == [anchor[row["id"]] for row in rows if row["chapter"] == "lsa"]
+    browser.evaluate(f"({tick})('balance')")
+    assert _visible_rows(browser) == [anchor[row["id"]] for row in rows if row["chapter"] in {"lsa", "balance"}]
+    browser.evaluate("document.getElementById('ledger-failed-at-paper-scale').click()")
+    expected = [anchor[row["id"]] for row in rows if row["chapter"] in {"lsa", "balance"} and row["paper_scale_failed"]]
+    assert _visible_rows(browser) == expected
+    browser.evaluate("document.querySelector('fieldset.ledger-filter button').click()")
+    browser.evaluate("document.getElementById('ledger-failed-at-paper-scale').click()")
+    assert _visible_rows(browser) == [anchor[row["id"]] for row in rows if row["paper_scale_failed"]]
+    browser.evaluate("document.querySelector('fieldset.ledger-filter button').click()")
+
+    labels = json.loads(browser.evaluate(
+        "JSON.stringify(Array.from(document.querySelectorAll(\"input[data-filter='verdict']\"))"
+        ".map((box) => box.parentElement.textContent.trim().replace(/ \\(\\d+\\)$/, '')))"))
+    present = {row["verdict"] for row in rows}
+    assert labels == [verdict for verdict in (*VERDICTS, "FAILED") if verdict in present]
+    browser.evaluate("(() => { const box = document.querySelector(\"input[data-filter='verdict'][value='corrected']\");"
+                     " box.click(); })()")
+    assert _visible_rows(browser) == [anchor[row["id"]] for row in rows if row["verdict"] == "corrected"]
+    browser.evaluate("document.querySelector('fieldset.ledger-filter button').click()")
+
+    position = json.loads(browser.evaluate(
+        "(() => { const rows = document.querySelectorAll('tr.ledger-row'); rows[Math.floor(rows.length / 2)]"
+        ".scrollIntoView(); const box = document.querySelector('fieldset.ledger-filter').getBoundingClientRect();"
+        " return JSON.stringify([box.top, box.bottom, window.scrollY]); })()"))
+    assert position[2] > 2000 and 0 <= position[0] < 150 and position[1] > position[0], \
+        f"the filter bar is not in view half-way down the ledger: {position}"

@@ -31,9 +31,6 @@
     const bar = document.createElement("fieldset");
     bar.className = "ledger-filter";
     bar.setAttribute("aria-label", "Filter the ledger's rows");
-    const legend = document.createElement("legend");
-    legend.textContent = "Find rows";
-    bar.append(legend);
 
     const searchLine = document.createElement("div");
     searchLine.className = "ledger-search-line";
@@ -60,9 +57,8 @@
 
     const group = (title, items, key, classOf) => {
       const details = document.createElement("details");
-      details.open = window.matchMedia("(min-width: 900px)").matches;
       const summary = document.createElement("summary");
-      summary.textContent = title;
+      summary.textContent = `${title} (${items.length})`;
       details.append(summary);
       const boxes = [];
       items.forEach(([value, text]) => {
