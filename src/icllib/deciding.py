@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -56,8 +57,8 @@ STANDARD_SEEDS = (1, 2, 3)
 LEARNED_ACCURACY = 0.9        # "learns the task", as in the chapter's check
 SUBDIAGONAL_WEIGHT = 0.5      # "dominated by the subdiagonal", as in the chapter's check
 
-# App. B.11 at the paper's batch: the chapter's full-mode setting (notebooks/balance.py, section 5).
-from icllib.balance import B11_PAPER  # noqa: E402  App. B.11 at the paper's batch, named once there
+# App. B.11 at the paper's batch: the chapter's full-mode setting, named once as icllib.balance.B11_PAPER (read
+# when a run starts, through _chapter_module).
 B11_DECIDING_STEPS = 260_000
 B11_OVERLAP_CHECKPOINTS = (220_000, 240_000, 260_000)
 B11_SEEDS = (1, 2, 3, 4, 5)   # seed s draws its weights from torch_generator(2s - 1), its data from (2s): seed 1
@@ -77,13 +78,20 @@ EXPERIMENTS = {
 }
 
 
+def _chapter_module(name: str):
+    """The chapter module a runner needs, imported when it runs: a chapter that only reads the archive (through
+    :func:`archived_runs`) must not depend on the other chapters' code, whose edits would re-execute it (the
+    execution key follows the imports it can read in the source)."""
+    return importlib.import_module(f"icllib.{name}")
+
+
 # --- One run of each experiment --------------------------------------------------------------------------
 
 def run_standard(init: str, seed: int, *, device=None, D: int | None = None, steps: int | None = None,
                  batch: int | None = None) -> dict:
     """App. E's recipe with initialisation ``init`` and seed ``seed`` on ``device`` (default ``ICLLIB_DEVICE``);
     the size arguments exist for the tests (default: the paper's). Returns the measured numbers."""
-    from icllib import induction_subspace as isp
+    isp = _chapter_module("induction_subspace")
 
     init = one_of("init", init, isp.INITIALISATIONS)
     target = config.device(device) if not hasattr(device, "type") else device
@@ -129,10 +137,10 @@ def run_b11(seed: int, *, device=None, steps: int = B11_DECIDING_STEPS, g_sample
             checkpoint_every: int | None = None) -> dict:
     """The chapter's App. B.11 run at batch 200 with seed ``seed`` on ``device`` (default ``ICLLIB_DEVICE``), to
     ``steps`` or its divergence; the smaller arguments exist for the tests. Returns the measured numbers."""
-    from icllib import balance
+    balance = _chapter_module("balance")
 
     target = config.device(device) if not hasattr(device, "type") else device
-    settings = dict(B11_PAPER, steps=steps, seed=seed)
+    settings = dict(balance.B11_PAPER, steps=steps, seed=seed)
     if g_samples is not None:
         settings.update(g_samples=g_samples, g_chunk=g_samples // 2)
     if checkpoint_every is not None:
@@ -173,13 +181,13 @@ def run_b11_seeds(seeds, *, device=None, steps: int = B11_DECIDING_STEPS, g_samp
     import torch
     from torch.func import vmap
 
-    from icllib import balance
+    balance = _chapter_module("balance")
 
     seeds = [int(seed) for seed in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct seed numbers, got {seeds!r}")
     target = config.device(device) if not hasattr(device, "type") else device
-    settings = dict(B11_PAPER, steps=steps)
+    settings = dict(balance.B11_PAPER, steps=steps)
     if g_samples is not None:
         settings.update(g_samples=g_samples, g_chunk=g_samples // 2)
     if checkpoint_every is not None:
