@@ -47,11 +47,11 @@ from scipy.stats import kruskal, norm, spearmanr
 from icllib import scan_snap as ss
 from icllib import scan_snap_theory as sst
 from icllib.claims import check_claim
-from icllib.config import by_mode, mode, rng
+from icllib.config import by_mode, rng, run_line
 from icllib.plotting import PALETTE, figure, legend
 
 torch.set_num_threads(1)
-print("run mode:", mode())
+print(run_line())
 
 # %% [markdown]
 # ## 1. The model, its gradient, and a fast simulator

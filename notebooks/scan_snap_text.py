@@ -37,11 +37,11 @@ from scipy.stats import spearmanr, ttest_rel
 from icllib import scan_snap_text as st
 from icllib import text
 from icllib.claims import check_claim
-from icllib.config import by_mode, mode, rng, torch_generator
+from icllib.config import by_mode, mode, rng, run_line, torch_generator
 from icllib.plotting import PALETTE, figure, legend
 
 torch.set_num_threads(1)
-print("run mode:", mode())
+print(run_line())
 checked = (
     mode() != "quick"
 )  # the learning-dynamics checks need the default scale (see the cost note below)
