@@ -31,9 +31,10 @@ from icllib.config import torch_generator
 
 torch.set_num_threads(1)
 
-_PARAMS = balance.init_attention(generator=torch_generator(0), imbalance=2.0)
-_X, _Y = balance.icl_regression_batch(200, generator=torch_generator(1))
-_HALVES = _X.reshape(2, 100, *_X.shape[1:]), _Y.reshape(2, 100)
+_LR, _BATCH = balance.B11_PAPER["lr"], balance.B11_PAPER["batch_size"]  # App. B.11 at the paper's batch
+_PARAMS = balance.init_attention(generator=torch_generator(0), imbalance=balance.B11_PAPER["imbalance"])
+_X, _Y = balance.icl_regression_batch(_BATCH, generator=torch_generator(1))
+_HALVES = _X.reshape(2, _BATCH // 2, *_X.shape[1:]), _Y.reshape(2, _BATCH // 2)
 
 
 def _g_vmap():
@@ -67,11 +68,11 @@ def _gradient_by_autograd():
 
 
 def _sgd_chapter(batch_size):
-    return lambda: balance.train_attention_sgd(_PARAMS, lr=4e-3, batch_size=batch_size, steps=100,
+    return lambda: balance.train_attention_sgd(_PARAMS, lr=_LR, batch_size=batch_size, steps=100,
                                                generator=torch_generator(2), checkpoint_every=1000, g_samples=4)
 
 
-def _sgd_autograd(batch_size, lr=4e-3, steps=100):
+def _sgd_autograd(batch_size, lr=_LR, steps=100):
     """The chapter's loop with the autograd gradient: same batches, checkpoints, bookkeeping and update."""
     def run():
         p = dict(_PARAMS)
@@ -103,7 +104,7 @@ def _sgd_autograd(batch_size, lr=4e-3, steps=100):
 def _sgd_plain(batch_size):
     def run():
         leaf = {k: v.clone().requires_grad_(True) for k, v in _PARAMS.items()}
-        optimiser = torch.optim.SGD(list(leaf.values()), lr=4e-3)
+        optimiser = torch.optim.SGD(list(leaf.values()), lr=_LR)
         generator = torch_generator(2)
         for _ in range(100):
             X, y = balance.icl_regression_batch(batch_size, generator=generator)
@@ -116,7 +117,7 @@ def _sgd_plain(batch_size):
 KERNELS = {
     "per_sample_g_terms": (_g_vmap, _g_loop),
     "gradient_batch200": (_gradient_by_hand, _gradient_by_autograd),
-    "sgd_100_steps_batch200": (_sgd_chapter(200), _sgd_autograd(200)),
+    "sgd_100_steps_batch200": (_sgd_chapter(_BATCH), _sgd_autograd(_BATCH)),
     "sgd_100_steps_batch20": (_sgd_chapter(20), _sgd_autograd(20)),
-    "sgd_vs_plain_100_steps_batch200": (_sgd_chapter(200), _sgd_plain(200)),
+    "sgd_vs_plain_100_steps_batch200": (_sgd_chapter(_BATCH), _sgd_plain(_BATCH)),
 }

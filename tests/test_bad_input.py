@@ -263,9 +263,6 @@ VALID = {
     "induction_subspace.standard_accuracy": lambda: dict(model=_standard_model(), batch=2,
                                                          generator=torch_generator(0)),
     # balance
-    "balance.noise_terms": lambda: dict(grads_u=rng(0).normal(size=(5, 2)), grads_w=rng(1).normal(size=(5, 3))),
-    "balance.eq7_bounds": lambda: dict(C1=2 * np.eye(3), C2=6 * np.eye(4)),
-    "balance.random_stationary_points": lambda: dict(size=3, count=5, generator=rng(0)),
     "balance.icl_regression_batch": lambda: dict(batch_size=4, generator=torch_generator(0)),
     "balance.init_attention": lambda: dict(generator=torch_generator(0)),
     "balance.attention_forward": lambda: dict(params=_attention()[0], X=_attention()[1]),
@@ -282,16 +279,23 @@ VALID = {
     "balance.train_attention_sgd": lambda: dict(params=_attention()[0], lr=1e-3, batch_size=4, steps=2,
                                                 generator=torch_generator(1), checkpoint_every=1, g_samples=4,
                                                 g_chunk=2),
-    "balance.law_prediction": lambda: dict(run=_attention_run(), lr=1e-3, batch_size=4),
     "balance.finite_part": lambda: dict(run=_attention_run()),
+    "balance.query_lstsq_error": lambda: dict(zip(("X", "y"), _attention()[1:])),
+    "balance.symmetry_error": lambda: dict(zip(("params", "X", "y"), _attention()),
+                                           lambdas=2 * torch.ones(2, 6, dtype=torch.float64)),
+    "balance.single_column_changes": lambda: dict(zip(("params", "X", "y"), _attention())),
+    "balance.transpose_controls": lambda: dict(zip(("params", "X", "y"), _attention()),
+                                               A=2 * torch.eye(6, dtype=torch.float64)),
+    "balance.conservation_summary": lambda: dict(
+        gd_runs={1e-3: balance.gradient_descent_run(*_attention(), lr=1e-3, steps=2)},
+        midpoint=balance.implicit_midpoint_run(*_attention(), h=1e-3, steps=2), params=_attention()[0]),
+    "balance.fig6_series": lambda: dict(run={**_attention_run(), "diverged_at": 3}, steps=4, points=2),
+    "balance.gap_summary": lambda: dict(log_gap=rng(0).normal(size=(4, 2, 6))),
+    "balance.describe_archive": lambda: dict(paper_scale=dict(
+        checkpoints=np.arange(3.0), gK=np.ones((3, 2, 6)), gQ=np.full((3, 2, 6), 2.0), diverged_at=[5.0],
+        date="2026-11-26", commit="0" * 7, machine="test")),
     "balance.rank_agreement": lambda: dict(predicted=np.arange(5.0), measured=np.arange(5.0), generator=rng(0),
                                            permutations=10),
-    "balance.linear_C1_C2": lambda: dict(u=np.ones(2), w=np.ones(3), M_star=np.ones((2, 3)), sigma=0.3),
-    "balance.linear_balance_ratio": lambda: dict(C1=np.eye(3), C2=2 * np.eye(2), u=np.ones(3), w=np.ones(2)),
-    "balance.linear_balance_ode_time": lambda: dict(ratio0=16.0, target=0.25, d=8, d_o=2, sigma=0.5, T=0.01),
-    "balance.linear_sgd_runs": lambda: dict(u0=np.ones(2), w0=np.ones(3), M_star=np.ones((2, 3)), sigma=0.1,
-                                            lr=0.01, batch_size=1, steps=4, runs=2, generator=rng(0), record_every=2),
-    "balance.sympy_identities": lambda: dict(n_samples=2),
     # scan and snap
     "scan_snap.make_classes": lambda: dict(P=[[0.5, 0.5]], query=[0], next_token=[1]),
     "scan_snap.syn_small": lambda: {},
@@ -485,8 +489,8 @@ ACCEPTED = {
     "validation.non_empty": {"values": {"numpy"}},  # an array is a non-empty sequence of its rows
     "validation.int_array": {"value": {"numpy"}},  # whole floats count as integers
     "lsa_theory.square": {"name": {"str"}},  # the name used in the message
-    "balance.eq7_bounds": {"C1": {"numpy"}, "C2": {"numpy"}},  # a 2 x 2 positive semi-definite matrix
-    "balance.linear_balance_ratio": {"C2": {"numpy"}},  # a 2 x 2 matrix, as w has 2 entries
+    "balance_theory.eq7_bounds": {"C1": {"numpy"}, "C2": {"numpy"}},  # a 2 x 2 positive semi-definite matrix
+    "balance_theory.linear_balance_ratio": {"C2": {"numpy"}},  # a 2 x 2 matrix, as w has 2 entries
     "plotting.block_heatmap": {"matrix": {"numpy"},  # a 2 x 2 matrix in 2 x 2 blocks
                                "title": {"str"}, "xlabel": {"str"}, "ylabel": {"str"}},  # "x" is a label
     "scan_snap_text.attention_row_entropy": {"weights": {"numpy"}},  # two rows of attention over two positions
@@ -498,7 +502,8 @@ ACCEPTED = {
     "scan_snap_theory.decoder_residual_norm": {"h": {"0", "2.5", "numpy"}},  # the clock h >= 0, or an array
     "scan_snap_theory.e_prime": {"E": {"numpy"}},  # I + E is invertible
     "scan_snap_theory.population_zdot": {"gamma": REAL, "eta_Z": {"0", "2.5"}},  # gamma(t) is any real
-    "balance.linear_C1_C2": {"sigma": {"0"}}, "balance.linear_sgd_runs": {"sigma": {"0"}},  # noiseless labels
+    "balance_theory.linear_C1_C2": {"sigma": {"0"}}, "balance_theory.linear_sgd_runs": {"sigma": {"0"}},  # noiseless labels
+    "balance_theory.ratio_on_minimum": {"D": REAL},  # |u|^2 - |w|^2 takes any sign
     "scan_snap.train_yz": {"eta_Y": {"0"}, "eta_Z": {"0"}},  # a zero step size freezes that layer
     "scan_snap_text.make_transformer_lm": {"dropout": {"0"}},  # no dropout
     "scan_snap.sample_class_counts": {"n": {"0"}},  # class 0
@@ -513,10 +518,12 @@ POSITIVE_REALS = {
     "induction_subspace.train_sgd": "lr",
     "balance.gradient_descent_run": "lr",
     "balance.train_attention_sgd": "lr",
-    "balance.law_prediction": "lr",
-    "balance.linear_C1_C2": "sigma",
-    "balance.linear_balance_ode_time": "ratio0 target sigma T",
-    "balance.linear_sgd_runs": "sigma lr",
+    "balance_theory.law_prediction": "lr",
+    "balance_theory.linear_C1_C2": "sigma",
+    "balance_theory.linear_balance_ode_time": "ratio0 target sigma T",
+    "balance_theory.linear_sgd_runs": "sigma lr",
+    "balance_theory.linear_balance_experiment": "sigma ratio0",
+    "balance_theory.linear_mc_noise_terms": "sigma",
     "scan_snap.train_yz": "eta_Y eta_Z",
     "scan_snap_theory.decoder_clock_h_star": "eta_Y",
     "scan_snap_theory.decoder_row_dynamics": "eta_Y",

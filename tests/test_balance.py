@@ -1,4 +1,5 @@
-"""Unit tests of icllib.balance: closed forms against autograd and Monte Carlo, identities, bad input."""
+"""Unit tests of icllib.balance and icllib.balance_theory: closed forms against autograd and Monte Carlo,
+identities, the chapter's helpers, bad input."""
 
 import math
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 
 from icllib import balance
+from icllib import balance_theory as theory
 from icllib.config import rng, torch_generator
 
 torch.set_num_threads(1)
@@ -34,7 +36,7 @@ def test_noise_terms_crossing_matches_quadratic_forms():
     mean = A.mean(0)
     C1 = (np.einsum("nki,nkj->ij", A, A) / n - mean.T @ mean) * n / (n - 1)
     C2 = (np.einsum("nki,nli->kl", A, A) / n - mean @ mean.T) * n / (n - 1)
-    term_u, term_w = balance.noise_terms(grads_u, grads_w)
+    term_u, term_w = theory.noise_terms(grads_u, grads_w)
     assert term_u == pytest.approx(u @ C1 @ u, rel=1e-12)
     assert term_w == pytest.approx(w @ C2 @ w, rel=1e-12)
 
@@ -43,7 +45,7 @@ def test_noise_terms_accepts_torch_and_is_crossed():
     gu = torch.tensor([[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
     gw = torch.tensor([[1.0], [2.0], [3.0]])
     # all the noise is on w's gradient, so it shows up in the first term (the one quadratic in u)
-    assert balance.noise_terms(gu, gw) == (pytest.approx(1.0), 0.0)
+    assert theory.noise_terms(gu, gw) == (pytest.approx(1.0), 0.0)
 
 
 @pytest.mark.parametrize(
@@ -58,15 +60,15 @@ def test_noise_terms_accepts_torch_and_is_crossed():
 )
 def test_noise_terms_bad_input(grads_u, grads_w, match):
     with pytest.raises(ValueError, match=match):
-        balance.noise_terms(grads_u, grads_w)
+        theory.noise_terms(grads_u, grads_w)
 
 
 # --- Eq. 7 and the linear model ------------------------------------------------------------------------
 
 
 def test_eq7_bounds_isotropic_and_singular():
-    assert balance.eq7_bounds(2 * np.eye(3), 6 * np.eye(4)) == pytest.approx((3.0, 3.0))
-    lower, upper = balance.eq7_bounds(np.diag([0.0, 1.0]), np.eye(2))
+    assert theory.eq7_bounds(2 * np.eye(3), 6 * np.eye(4)) == pytest.approx((3.0, 3.0))
+    lower, upper = theory.eq7_bounds(np.diag([0.0, 1.0]), np.eye(2))
     assert lower == pytest.approx(1.0) and upper == math.inf
 
 
@@ -74,7 +76,7 @@ def test_eq7_bounds_isotropic_and_singular():
                                            (np.eye(2), np.array([[1.0, 2.0], [0.0, 1.0]]), "C2")])
 def test_eq7_bounds_bad_input(C1, C2, match):
     with pytest.raises(ValueError, match=match):
-        balance.eq7_bounds(C1, C2)
+        theory.eq7_bounds(C1, C2)
 
 
 def test_linear_C1_C2_against_monte_carlo():
@@ -88,7 +90,7 @@ def test_linear_C1_C2_against_monte_carlo():
     mean = A.mean(0)
     C1_mc = np.einsum("nai,nbi->ab", A, A) / n - mean @ mean.T      # acts on u
     C2_mc = np.einsum("nai,naj->ij", A, A) / n - mean.T @ mean      # acts on w
-    C1, C2 = balance.linear_C1_C2(u, w, M_star, sigma)
+    C1, C2 = theory.linear_C1_C2(u, w, M_star, sigma)
     # Monte-Carlo error of fourth moments at n = 4e5: a few 1e-3 relative
     assert np.abs(C1_mc - C1).max() / np.abs(C1).max() < 2e-2
     assert np.abs(C2_mc - C2).max() / np.abs(C2).max() < 2e-2
@@ -96,44 +98,44 @@ def test_linear_C1_C2_against_monte_carlo():
 
 def test_linear_balance_ratio_at_minimum_is_do_over_d():
     u, w = np.array([1.0, 0.0]), np.array([0.0, 2.0, 0.0, 0.0])
-    C1, C2 = balance.linear_C1_C2(u, w, np.outer(u, w), sigma=0.3)
-    assert balance.linear_balance_ratio(C1, C2, u, w) == pytest.approx(2 / 4, rel=1e-12)
-    lower, upper = balance.eq7_bounds(C1, C2)
+    C1, C2 = theory.linear_C1_C2(u, w, np.outer(u, w), sigma=0.3)
+    assert theory.linear_balance_ratio(C1, C2, u, w) == pytest.approx(2 / 4, rel=1e-12)
+    lower, upper = theory.eq7_bounds(C1, C2)
     assert lower == pytest.approx(0.5) and upper == pytest.approx(0.5)
 
 
 def test_linear_balance_ratio_bad_input():
     with pytest.raises(ValueError, match="C1 must be"):
-        balance.linear_balance_ratio(np.eye(3), np.eye(2), np.ones(2), np.ones(2))
+        theory.linear_balance_ratio(np.eye(3), np.eye(2), np.ones(2), np.ones(2))
     with pytest.raises(ValueError, match="non-zero"):
-        balance.linear_balance_ratio(np.eye(2), np.eye(2), np.zeros(2), np.ones(2))
+        theory.linear_balance_ratio(np.eye(2), np.eye(2), np.zeros(2), np.ones(2))
     with pytest.raises(ValueError, match="positive"):
-        balance.linear_balance_ratio(np.zeros((2, 2)), np.eye(2), np.ones(2), np.ones(2))
+        theory.linear_balance_ratio(np.zeros((2, 2)), np.eye(2), np.ones(2), np.ones(2))
 
 
 def test_linear_C1_C2_bad_input():
     with pytest.raises(ValueError, match="M_star"):
-        balance.linear_C1_C2(np.ones(2), np.ones(3), np.ones((3, 2)), 0.1)
+        theory.linear_C1_C2(np.ones(2), np.ones(3), np.ones((3, 2)), 0.1)
     with pytest.raises(ValueError, match="sigma"):
-        balance.linear_C1_C2(np.ones(2), np.ones(3), np.ones((2, 3)), -1.0)
+        theory.linear_C1_C2(np.ones(2), np.ones(3), np.ones((2, 3)), -1.0)
 
 
 def test_ode_time_scales_as_one_over_T():
     kwargs = dict(ratio0=16.0, target=0.25, d=8, d_o=2, sigma=0.5)
-    t1 = balance.linear_balance_ode_time(T=0.01, **kwargs)
-    t2 = balance.linear_balance_ode_time(T=0.005, **kwargs)
+    t1 = theory.linear_balance_ode_time(T=0.01, **kwargs)
+    t2 = theory.linear_balance_ode_time(T=0.005, **kwargs)
     assert t2 / t1 == pytest.approx(2.0, rel=1e-6)
     with pytest.raises(ValueError, match="T"):
-        balance.linear_balance_ode_time(T=0.0, **kwargs)
+        theory.linear_balance_ode_time(T=0.0, **kwargs)
 
 
 def test_linear_sgd_conserves_without_noise_and_balances_with_it():
     u0, w0 = np.array([2.0, 0.0]), np.array([0.5, 0.0, 0.0, 0.0])
     M_star = np.outer(u0, w0)
-    _, frozen, _ = balance.linear_sgd_runs(u0, w0, M_star, sigma=0.0, lr=0.02, batch_size=1, steps=200, runs=2,
+    _, frozen, _ = theory.linear_sgd_runs(u0, w0, M_star, sigma=0.0, lr=0.02, batch_size=1, steps=200, runs=2,
                                            generator=rng(0))
     assert np.all(frozen == 16.0)
-    _, ratio, band = balance.linear_sgd_runs(u0, w0, M_star, sigma=1.0, lr=0.02, batch_size=1, steps=3000,
+    _, ratio, band = theory.linear_sgd_runs(u0, w0, M_star, sigma=1.0, lr=0.02, batch_size=1, steps=3000,
                                              runs=16, generator=rng(0), record_every=100)
     assert ratio[-1].mean() < 2.0          # far below 16, heading to d_o/d = 0.5
     assert band.shape == (ratio.shape[0], 16, 2)
@@ -141,10 +143,10 @@ def test_linear_sgd_conserves_without_noise_and_balances_with_it():
 
 def test_linear_sgd_bad_input():
     with pytest.raises(ValueError, match="batch_size"):
-        balance.linear_sgd_runs(np.ones(2), np.ones(3), np.ones((2, 3)), sigma=0.1, lr=0.1, batch_size=0, steps=1,
+        theory.linear_sgd_runs(np.ones(2), np.ones(3), np.ones((2, 3)), sigma=0.1, lr=0.1, batch_size=0, steps=1,
                                 runs=1, generator=rng(0))
     with pytest.raises(ValueError, match="generator"):
-        balance.linear_sgd_runs(np.ones(2), np.ones(3), np.ones((2, 3)), sigma=0.1, lr=0.1, batch_size=1, steps=1,
+        theory.linear_sgd_runs(np.ones(2), np.ones(3), np.ones((2, 3)), sigma=0.1, lr=0.1, batch_size=1, steps=1,
                                 runs=1, generator=0)
 
 
@@ -262,7 +264,7 @@ def test_sgd_bookkeeping():
                                       checkpoint_every=10, g_samples=40, g_chunk=20)
     assert run["identity_residual"] < 1e-12
     assert run["D"].shape == (31, 2, 6) and run["gK"].shape == (4, 2, 6)
-    predicted, measured, noise = balance.law_prediction(run, lr=4e-3, batch_size=8)
+    predicted, measured, noise = theory.law_prediction(run, lr=4e-3, batch_size=8)
     assert predicted.shape == measured.shape == noise.shape == (2, 6)
     np.testing.assert_allclose(run["D"][-1], balance.column_imbalance(run["params"]), rtol=0, atol=1e-13)
 
@@ -302,7 +304,7 @@ def test_sgd_stops_where_the_loss_stops_being_finite():
     assert 0 < end < k and len(cut["loss"]) == end and len(cut["D"]) == end + 1
     for key in ("gK", "gQ", "gK_se", "gQ_se", "D", "loss", "dD_gd", "dD_noise"):
         assert np.all(np.isfinite(cut[key])), key
-    assert np.all(np.isfinite(balance.law_prediction(cut, lr=1.0, batch_size=8, skip=0)[0]))
+    assert np.all(np.isfinite(theory.law_prediction(cut, lr=1.0, batch_size=8, skip=0)[0]))
     fine = balance.train_attention_sgd(params, lr=4e-3, batch_size=8, steps=4, generator=torch_generator(1),
                                        checkpoint_every=2, g_samples=4, g_chunk=2)
     assert fine["diverged_at"] is None and balance.finite_part(fine) is fine
@@ -338,9 +340,9 @@ def test_attention_bad_input(setup64):
 
 
 def test_sympy_identities_all_vanish():
-    assert all(value == 0 for value in balance.sympy_identities().values())
+    assert all(value == 0 for value in theory.sympy_identities().values())
     with pytest.raises(ValueError, match="n_samples"):
-        balance.sympy_identities(n_samples=1)
+        theory.sympy_identities(n_samples=1)
 
 
 # --- the pair-by-pair test of the law ---------------------------------------------------------------------
@@ -380,11 +382,107 @@ def test_rank_agreement_needs_a_generator():
 
 
 def test_random_stationary_points_lie_on_the_stationary_set_and_reject_bad_input():
-    ratio, eig_C1, eig_C2 = balance.random_stationary_points(3, 50, generator=np.random.default_rng(0))
+    ratio, eig_C1, eig_C2 = theory.random_stationary_points(3, 50, generator=np.random.default_rng(0))
     assert ratio.shape == (50,) and eig_C1.shape == eig_C2.shape == (50, 3)
     assert np.all(np.diff(eig_C1, axis=1) >= 0) and np.all(ratio > 0)
     for kwargs, name in (({"size": 0, "count": 5}, "size"), ({"size": 2, "count": 2.5}, "count")):
         with pytest.raises(ValueError, match=name):
-            balance.random_stationary_points(**kwargs, generator=np.random.default_rng(0))
+            theory.random_stationary_points(**kwargs, generator=np.random.default_rng(0))
     with pytest.raises(ValueError, match="generator"):
-        balance.random_stationary_points(2, 5, generator=0)
+        theory.random_stationary_points(2, 5, generator=0)
+
+
+# --- the chapter's helpers (notebooks/balance.py) ------------------------------------------------------
+
+
+def test_b11_setting_is_named_once():
+    assert balance.B11_PAPER == {"batch_size": 200, "lr": 4e-3, "checkpoint_every": 20_000, "g_samples": 20_000,
+                                 "g_chunk": 2_000, "imbalance": 2.0}
+    assert balance.B11_FULL_STEPS % balance.B11_PAPER["checkpoint_every"] == 0
+
+
+def test_checks_carry_a_reason_and_a_bound():
+    for claim, check in theory.CHECKS.items():
+        assert claim.startswith("balance.") and len(check["why"]) > 20, claim
+        assert set(check) - {"why"} <= {"expected", "rtol", "atol", "lower", "upper"}, claim
+    assert set(theory.CHECKS["balance.controls"]) == {"why"}  # its bounds come from the run
+
+
+def test_query_lstsq_error_sees_the_layout(setup64):
+    _, X, y = setup64
+    assert balance.query_lstsq_error(X, y) < 0.01
+    assert balance.query_lstsq_error(X, y.flip(0)) > 0.5      # another sequence's label: of order 1
+    with pytest.raises(ValueError, match="y"):
+        balance.query_lstsq_error(X, y[:3])
+
+
+def test_symmetry_helpers(setup64):
+    params, X, y = setup64
+    lambdas = torch.full((2, 6), 1.7, dtype=torch.float64)
+    assert balance.symmetry_error(params, X, y, lambdas) < 1e-13
+    changes = balance.single_column_changes(params, X, y, factor=3.0)
+    assert changes.shape == (2, 6) and changes.max() < 1e-13
+    A = torch.eye(6, dtype=torch.float64) + 0.3 * torch.randn(6, 6, generator=torch_generator(5), dtype=torch.float64)
+    change_KQ, change_QKt = balance.transpose_controls(params, X, y, A)
+    assert change_KQ > 1e-6 and change_QKt < 1e-13
+    with pytest.raises(ValueError, match="A"):
+        balance.transpose_controls(params, X, y, A[:3])
+    with pytest.raises(ValueError, match="factor"):
+        balance.single_column_changes(params, X, y, factor=0.0)
+
+
+def test_conservation_summary(setup64):
+    params, X, y = setup64
+    gd = {1e-3: balance.gradient_descent_run(params, X[:8], y[:8], lr=1e-3, steps=3)}
+    mid = balance.implicit_midpoint_run(params, X[:8], y[:8], h=1e-3, steps=3)
+    flow = balance.conservation_summary(gd, mid, params)
+    assert flow["midpoint_drift"] < 1e-13 < flow["gd_drift"][1e-3] and flow["identity_error"] < 1e-13
+    assert flow["norm_moves"] > 0
+    with pytest.raises(ValueError, match="gd_runs"):
+        balance.conservation_summary({}, mid, params)
+
+
+def test_fig6_series_and_gap_summary():
+    params = balance.init_attention(generator=torch_generator(0), imbalance=2.0)
+    run = balance.train_attention_sgd(params, lr=4e-3, batch_size=4, steps=8, generator=torch_generator(1),
+                                      checkpoint_every=4, g_samples=4, g_chunk=2)
+    series = balance.fig6_series(run, steps=8, points=4)
+    assert list(series["D_steps"]) == [0, 2, 4, 6, 8] and len(series["loss"]) == 4
+    assert np.isnan(series["diverged_at"][0])
+    with pytest.raises(ValueError, match="steps"):
+        balance.fig6_series(run, steps=8, points=16)
+    gap = np.log(run["gK"] / run["gQ"])
+    start, end, within_2 = balance.gap_summary(gap, last=2)
+    assert start == pytest.approx(np.abs(gap[0]).mean()) and end == pytest.approx(np.abs(gap[-2:]).mean())
+    assert 0 <= within_2 <= 1
+    with pytest.raises(ValueError, match="log_gap"):
+        balance.gap_summary(gap[0])
+    archive = dict(series, date="2026-11-26", commit="abc", machine="test", diverged_at=[6.0])
+    text = balance.describe_archive(archive, {"steps": [4.0, 8.0], "rate_ratio": [1.1],
+                                              "noise_part": np.ones(3), "predicted": np.ones(3)})
+    assert "step 6" in text and "1.10" in text
+
+
+def test_linear_helpers():
+    assert theory.ratio_on_minimum(0.0) == pytest.approx(1.0)
+    assert theory.ratio_on_minimum(1.5) == pytest.approx(4.0)          # a = 2: 2 - 1/2 = 1.5
+    with pytest.raises(ValueError, match="D"):
+        theory.ratio_on_minimum(math.nan)
+    u, w = np.array([1.0, 0.0]), np.array([0.0, 1.0, 0.0])
+    term_u, term_w = theory.linear_mc_noise_terms(u, w, np.outer(u, w), sigma=0.5, samples=40_000, generator=rng(0))
+    C1, C2 = theory.linear_C1_C2(u, w, np.outer(u, w), 0.5)
+    assert term_u == pytest.approx(u @ C1 @ u, rel=0.05) and term_w == pytest.approx(w @ C2 @ w, rel=0.05)
+    M = np.outer(u, w)
+    linear = theory.linear_balance_experiment(2 * u, w / 2, M, sigma=1.0, settings=[(0.02, 1)], runs=4,
+                                              generator=rng(1), ratio0=16.0, relaxation_times=2)
+    (summary,) = linear.values()
+    assert summary["T"] == 0.02 and summary["mean"][0] == pytest.approx(16.0)
+    assert len(theory.linear_rows(linear)[0]) == 7
+
+
+def test_eq7_band_shares():
+    band, swapped = theory.eq7_band_shares(range(2, 4), 100, generator=lambda size: rng(size))
+    assert band == [1.0, 1.0] and min(swapped) < 1.0
+    with pytest.raises(ValueError, match="generator"):
+        theory.eq7_band_shares(range(2, 4), 10, generator=rng(0))
+

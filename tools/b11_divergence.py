@@ -26,7 +26,9 @@ from icllib.claims import archived_arrays
 from icllib.config import torch_generator
 
 # The chapter's full-mode cell (notebooks/balance.py, section 5).
-BATCH, LR, STEPS, CHECKPOINT_EVERY, G_SAMPLES, G_CHUNK = 200, 4e-3, 400_000, 20_000, 20_000, 2_000
+BATCH, LR, CHECKPOINT_EVERY, G_SAMPLES, G_CHUNK = (balance.B11_PAPER[key] for key in (
+    "batch_size", "lr", "checkpoint_every", "g_samples", "g_chunk"))
+STEPS = balance.B11_FULL_STEPS
 BLOCK = 1000  # the archived loss trace holds means over blocks of this many steps
 HALVES = (2, BATCH // 2)
 
@@ -43,7 +45,7 @@ def step(params, X, y, lr):
 def run_to_divergence(lr, steps):
     """The chapter's run until its loss is not finite: that step (None if none), the per-step losses, and the
     weights and generator state at the start of the block two blocks before."""
-    params = balance.init_attention(generator=torch_generator(1), imbalance=2.0)
+    params = balance.init_attention(generator=torch_generator(1), imbalance=balance.B11_PAPER["imbalance"])
     generator = torch_generator(2)
     snapshots, losses = [], np.full(steps, np.nan)
     for k in tqdm(range(steps), desc="B.11 SGD", mininterval=10):

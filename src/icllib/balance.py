@@ -1,4 +1,4 @@
-"""The law of balance (Ziyin, Li, Ueda): what SGD noise does to a rescaling-symmetric pair of weights.
+"""The law of balance (Ziyin, Li, Ueda) in the two-layer attention network of App. B.11.
 
 Theorem B.3 (= Theorem 3.1, Eq. 108) of the paper: if the per-sample loss obeys
 ``l(u, w, v, x) = l(lambda u, w / lambda, v, x)`` for every ``lambda > 0``, then under the SGD-as-SDE model
@@ -7,18 +7,18 @@ Theorem B.3 (= Theorem 3.1, Eq. 108) of the paper: if the per-sample loss obeys
     d/dt (|u|^2 - |w|^2) = -T (u^T C1 u - w^T C2 w)
 
 and the two quadratic forms are gradient noises *crossed over*: ``u^T C1 u = tr Cov[grad_w l]`` and
-``w^T C2 w = tr Cov[grad_u l]``. Eq. 7 (= Eq. 112) bounds the stationary ``|u|^2 / |w|^2`` with the extreme
-eigenvalues of C1 and C2.
+``w^T C2 w = tr Cov[grad_u l]``. The closed forms, the linear model and the SymPy identities of the proof are
+in :mod:`icllib.balance_theory`; this module holds the attention network, read top to bottom as the chapter
+(``notebooks/balance.py``) uses it:
 
-The module is read top to bottom as the chapter uses it:
-
-1. the noise terms of the law from per-sample gradients (:func:`noise_terms`);
+1. the chapter's App. B.11 setting, named once (:data:`B11_PAPER`);
 2. the two-layer attention network of App. B.11, its data (:func:`icl_regression_batch`), its per-sample
    gradients, its gradient derived by hand (:func:`attention_loss_and_grads`, the SGD loop's), and the terms
    ``g_K^i, g_Q^i`` of Fig. 6 computed both ways (variances and C1, C2);
 3. integrators for the conservation experiment (gradient descent, implicit midpoint);
-4. the online SGD run of App. B.11 with the exact per-step bookkeeping of ``D_i = |W_K^i|^2 - |W_Q^i|^2``;
-5. the width-one two-layer linear model whose C1, C2 are closed forms, for Eq. 7.
+4. the online SGD run of App. B.11 with the exact per-step bookkeeping of ``D_i = |W_K^i|^2 - |W_Q^i|^2``,
+   and what the chapter reads from it (:func:`rank_agreement`, :func:`gap_summary`; the law's drift along a run
+   is :func:`icllib.balance_theory.law_prediction`).
 """
 
 from __future__ import annotations
@@ -37,67 +37,15 @@ from icllib.validation import (array_like, numpy_generator_arg, positive_int, po
 LAYERS = (0, 1)
 PARAM_NAMES = ("Wq0", "Wk0", "Wv0", "Wq1", "Wk1", "Wv1")
 
-
 # ---------------------------------------------------------------------------------------------------
-# 1. The two terms of the law from per-sample gradients
+# 1. The chapter's App. B.11 setting, named once
 # ---------------------------------------------------------------------------------------------------
 
-
-def noise_terms(grads_u, grads_w):
-    """The two terms ``(u^T C1 u, w^T C2 w)`` of Eq. 108 from per-sample gradients.
-
-    ``grads_u`` holds ``d l / d u`` for ``n`` samples, shape ``(n, dim u)``; ``grads_w`` likewise for ``w``.
-    Through the chain rule ``grad_u l = A^T w``, ``grad_w l = A u`` (A of Theorem B.3), the quadratic
-    forms are traces of gradient covariances, crossed over:
-    ``u^T C1 u = tr Cov[grad_w l]`` and ``w^T C2 w = tr Cov[grad_u l]`` (unbiased, ``n - 1``).
-    Works for numpy arrays and torch tensors; returns two floats.
-    """
-    gu, gw = (torch.as_tensor(array_like(n, g)) for n, g in (("grads_u", grads_u), ("grads_w", grads_w)))
-    for name, g in (("grads_u", gu), ("grads_w", gw)):
-        if g.ndim != 2:
-            raise ValueError(f"{name} must have shape (n, dim), got {tuple(g.shape)}")
-        if not torch.is_floating_point(g):
-            raise ValueError(f"{name} must hold real floats, got {g.dtype}")
-    if gu.shape[0] != gw.shape[0]:
-        raise ValueError(f"grads_u and grads_w must hold the same samples, got {gu.shape[0]} and {gw.shape[0]}")
-    if gu.shape[0] < 2:
-        raise ValueError(f"a covariance needs n >= 2 samples, got grads_u with n = {gu.shape[0]}")
-    return float(gw.var(dim=0).sum()), float(gu.var(dim=0).sum())
-
-
-def eq7_bounds(C1, C2):
-    """Eq. 7 (= Eq. 112): ``(lambda_2m / lambda_1M, lambda_2M / lambda_1m)``, the stationary band of ``|u|^2/|w|^2``.
-
-    The upper bound is ``inf`` when C1 is singular (the paper's bound is then void).
-    """
-    C1, C2 = (real_array(n, C) for n, C in (("C1", C1), ("C2", C2)))
-    for name, C in (("C1", C1), ("C2", C2)):
-        if C.ndim != 2 or C.shape[0] != C.shape[1] or not np.allclose(C, C.T, atol=1e-12 * max(1.0, np.abs(C).max())):
-            raise ValueError(f"{name} must be a symmetric square matrix, got shape {C.shape}")
-    e1, e2 = np.linalg.eigvalsh(C1), np.linalg.eigvalsh(C2)
-    if e1[0] < -1e-12 * max(1.0, e1[-1]) or e2[0] < -1e-12 * max(1.0, e2[-1]):
-        raise ValueError("C1 and C2 must be positive semi-definite")
-    lower = e2[0] / e1[-1] if e1[-1] > 0 else math.inf
-    upper = e2[-1] / e1[0] if e1[0] > 0 else math.inf
-    return float(max(lower, 0.0)), float(upper)
-
-
-def random_stationary_points(size, count, *, generator):
-    """Random stationary points of Eq. 108, to test the derivation of Eq. 7 (Eqs. 109-112) beyond the isotropic case.
-
-    Draws ``count`` Wishart matrices ``C1, C2`` of shape ``(size, size)`` and vectors ``u, w``, then rescales
-    ``w`` onto the stationary set ``u^T C1 u = w^T C2 w``. Returns ``(ratio, eigenvalues_C1, eigenvalues_C2)``:
-    ``|u|^2 / |w|^2`` of shape ``(count,)`` and the ascending eigenvalues of each matrix, ``(count, size)``.
-    """
-    size = positive_int("size", size)
-    count = positive_int("count", count)
-    generator = numpy_generator_arg("generator", generator)
-    G1, G2 = generator.standard_normal((2, count, size, size))
-    C1, C2 = G1 @ G1.transpose(0, 2, 1), G2 @ G2.transpose(0, 2, 1)
-    u, w = generator.standard_normal((2, count, size))
-    w *= np.sqrt(np.einsum("ni,nij,nj->n", u, C1, u) / np.einsum("ni,nij,nj->n", w, C2, w))[:, None]
-    ratio = (u**2).sum(axis=1) / (w**2).sum(axis=1)
-    return ratio, np.linalg.eigvalsh(C1), np.linalg.eigvalsh(C2)
+# App. B.11 at the paper's batch: the chapter's full-mode setting (section 5), which the deciding runs
+# (icllib.deciding), tools/b11_divergence.py and benchmarks/kernels_balance.py read.
+B11_PAPER = {"batch_size": 200, "lr": 4e-3, "checkpoint_every": 20_000, "g_samples": 20_000, "g_chunk": 2_000,
+             "imbalance": 2.0}
+B11_FULL_STEPS = 400_000  # the full-mode run's length (the archived run diverged at step 268 178)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -360,6 +308,59 @@ def g_terms_via_C(params, X, y):
     return torch.stack(gK), torch.stack(gQ)
 
 
+def query_lstsq_error(X, y):
+    """Chapter section 1, the data layout of Eq. 113: least squares on each sequence's context rows (features in
+    columns 1-5, the label in column 6) predicts its query label ``y``; returns the mean squared error relative to
+    the labels' variance (about 2e-4 at label noise 0.1, of order 1 with a label in the wrong slot)."""
+    X, y = tensor_arg("X", X, min_ndim=3), tensor_arg("y", y, min_ndim=1)
+    if y.shape != X.shape[:1] or X.shape[-1] < 2:
+        raise ValueError(f"X must be (batch, tokens, d + 1) and y (batch,), got {tuple(X.shape)}, {tuple(y.shape)}")
+    d = X.shape[-1] - 1
+    w_fitted = torch.linalg.lstsq(X[:, :-1, :d], X[:, :-1, d:]).solution[..., 0]
+    return float((((X[:, -1, :d] * w_fitted).sum(-1) - y) ** 2).mean() / y.var())
+
+
+def symmetry_error(params, X, y, lambdas):
+    """Chapter section 1: the largest change of a per-sample loss when every column pair is rescaled by its own
+    ``lambdas[layer, i]``, relative to the largest per-sample loss (Theorem B.3 needs the symmetry per sample)."""
+    _check_data(params, X, y)
+    before = (attention_forward(params, X) - y) ** 2
+    after = (attention_forward(rescale_columns(params, lambdas), X) - y) ** 2
+    return ((after - before).abs().max() / before.max()).item()
+
+
+def single_column_changes(params, X, y, *, factor=3.0):
+    """Chapter section 1 (erratum E1, the count): the relative change of the loss when one column pair at a time is
+    rescaled by ``factor``; an array ``(layers, width)``, zero to round-off where the pair is a symmetry."""
+    factor = positive_number("factor", factor)
+    _check_data(params, X, y)
+    loss_before = attention_loss(params, X, y).item()
+    width = params["Wq0"].shape[1]
+    changes = np.empty((len(LAYERS), width))
+    for layer in LAYERS:
+        for column in range(width):
+            one = torch.ones(len(LAYERS), width, dtype=params["Wq0"].dtype)
+            one[layer, column] = factor
+            changed = attention_loss(rescale_columns(params, one), X, y).item()
+            changes[layer, column] = abs(changed - loss_before) / loss_before
+    return changes
+
+
+def transpose_controls(params, X, y, A):
+    """Chapter section 1 (erratum E2, the transpose): the relative loss changes ``(same W_K W_Q, same W_Q W_K^T)``
+    when layer 1 is changed by an invertible ``A`` keeping ``W_K W_Q`` (``W_Q -> A W_Q``, ``W_K -> W_K A^-1``) or
+    keeping ``W_Q W_K^T`` (``W_Q -> W_Q A``, ``W_K -> W_K A^-T``)."""
+    _check_data(params, X, y)
+    A = tensor_arg("A", A, shape=(params["Wq0"].shape[0],) * 2)
+    inverse = torch.linalg.inv(A)
+    same_KQ = {**params, "Wq0": A @ params["Wq0"], "Wk0": params["Wk0"] @ inverse}
+    same_QKt = {**params, "Wq0": params["Wq0"] @ A, "Wk0": params["Wk0"] @ inverse.T}
+    if not torch.allclose(same_KQ["Wk0"] @ same_KQ["Wq0"], params["Wk0"] @ params["Wq0"], atol=1e-12):
+        raise ValueError("A must be well conditioned: W_K A^-1 A W_Q differs from W_K W_Q")
+    loss = attention_loss(params, X, y).item()
+    return tuple(abs(attention_loss(p, X, y).item() - loss) / loss for p in (same_KQ, same_QKt))
+
+
 # ---------------------------------------------------------------------------------------------------
 # 3. Gradient flow: gradient descent drifts, the implicit midpoint rule conserves D exactly
 # ---------------------------------------------------------------------------------------------------
@@ -434,6 +435,27 @@ def implicit_midpoint_run(params, X, y, *, h, steps, tol=1e-15, max_iter=100):
         theta = {k: v.detach() for k, v in nxt.items()}
         D.append(column_imbalance(theta))
     return {"params": theta, "loss": np.array(losses), "D": torch.stack(D), "iterations": np.array(iterations)}
+
+
+def conservation_summary(gd_runs, midpoint, params):
+    """Chapter section 3: what the runs of :func:`gradient_descent_run` (``{lr: run}``) and
+    :func:`implicit_midpoint_run` from ``params`` did to the ``D_i``. Returns ``gd_drift`` (``{lr: max_i |Delta
+    D_i|}``), ``midpoint_drift``, ``norm_moves`` (the largest move of one ``|W_K^i|^2`` along the midpoint path, a
+    control) and ``identity_error`` (the step identity's residual over the gradient-descent runs)."""
+    if not isinstance(gd_runs, dict) or not gd_runs or not all(isinstance(r, dict) and "identity" in r
+                                                               for r in gd_runs.values()):
+        raise ValueError("gd_runs must be {lr: run of gradient_descent_run}")
+    if not isinstance(midpoint, dict) or not {"D", "params"} <= set(midpoint):
+        raise ValueError("midpoint must be a run of implicit_midpoint_run")
+    _check_params(params)
+    return {
+        "gd_drift": {lr: (run["D"][-1] - run["D"][0]).abs().max().item() for lr, run in gd_runs.items()},
+        "midpoint_drift": (midpoint["D"] - midpoint["D"][0]).abs().max().item(),
+        "norm_moves": max(((midpoint["params"][f"Wk{l}"] ** 2).sum(0) - (params[f"Wk{l}"] ** 2).sum(0))
+                          .abs().max().item() for l in LAYERS),
+        "identity_error": max((run["D"][-1] - run["D"][0] - run["identity"]).abs().max().item()
+                              for run in gd_runs.values()),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -562,7 +584,7 @@ def finite_part(run):
 
     The run itself if it did not diverge. Otherwise the checkpoints before ``diverged_at`` up to the first
     whose ``g_K`` or ``g_Q`` is not finite, and the per-step series (``loss``, ``D``, ``dD_gd``, ``dD_noise``)
-    up to the last checkpoint kept, so that :func:`law_prediction` and the checkpoint comparisons of Fig. 6
+    up to the last checkpoint kept, so that :func:`icllib.balance_theory.law_prediction` and the checkpoint comparisons of Fig. 6
     read only finite values.
     """
     keys = {"checkpoints", "gK", "gQ", "gK_se", "gQ_se", "loss", "D", "dD_gd", "dD_noise", "diverged_at"}
@@ -580,30 +602,6 @@ def finite_part(run):
     cut.update(loss=run["loss"][:end], D=run["D"][:end + 1], dD_gd=run["dD_gd"][:end],
                dD_noise=run["dD_noise"][:end])
     return cut
-
-
-def law_prediction(run, *, lr, batch_size, skip=1):
-    """The law's ``Delta D_i = -lr T integral (g_K^i - g_Q^i) d(steps)`` over a run of :func:`train_attention_sgd`,
-    against the measured change, both from checkpoint ``skip`` to the last one.
-
-    The integral is the trapezoid rule over the checkpoints (``T = lr / batch_size``; one step is ``dt = lr``).
-    Returns ``(predicted, measured, noise_part)``, each of shape ``(2, width)``: the measured total change of
-    ``D_i`` and its in-batch noise part over the same steps.
-    """
-    lr = positive_number("lr", lr)
-    batch_size = positive_int("batch_size", batch_size)
-    if not isinstance(run, dict) or not {"checkpoints", "gK", "gQ", "D", "dD_noise"} <= set(run):
-        raise ValueError("run must be the dict train_attention_sgd returns")
-    steps = np.asarray(run["checkpoints"])
-    skip = positive_int("skip", skip, minimum=0)
-    if skip >= len(steps) - 1:
-        raise ValueError(f"skip must leave at least two checkpoints, got skip={skip} of {len(steps)}")
-    gap = (np.asarray(run["gK"]) - np.asarray(run["gQ"]))[skip:]
-    widths = np.diff(steps[skip:])[:, None, None]
-    predicted = -lr * (lr / batch_size) * np.sum(0.5 * (gap[1:] + gap[:-1]) * widths, axis=0)
-    first, last = steps[skip], steps[-1]
-    measured = run["D"][last] - run["D"][first]
-    return predicted, measured, run["dD_noise"][first:last].sum(0)
 
 
 def rank_agreement(predicted, measured, *, generator, permutations=100_000):
@@ -634,191 +632,50 @@ def rank_agreement(predicted, measured, *, generator, permutations=100_000):
     return rho, float((1 + np.sum(null >= rho - 1e-12)) / (1 + permutations))
 
 
-# ---------------------------------------------------------------------------------------------------
-# 5. A width-one two-layer linear network: C1, C2 in closed form, Eq. 7 exactly
-# ---------------------------------------------------------------------------------------------------
+def fig6_series(run, *, steps, points=400):
+    """Chapter section 5: Fig. 6's series of a run of :func:`train_attention_sgd` of ``steps`` steps, and its
+    ``D_i`` and loss at ``points`` evenly spaced steps (the loss as block means), for ``save_arrays``."""
+    steps, points = positive_int("steps", steps), positive_int("points", points)
+    if not isinstance(run, dict) or not {"checkpoints", "gK", "gQ", "D", "loss", "diverged_at"} <= set(run):
+        raise ValueError("run must be the dict train_attention_sgd returns")
+    stride = steps // points
+    if stride == 0 or len(run["loss"]) % stride:
+        raise ValueError(f"steps must be a multiple of points ({points}) no smaller, got {steps}")
+    diverged_at = run["diverged_at"]
+    return {key: run[key] for key in ("checkpoints", "gK", "gQ", "gK_se", "gQ_se")} | {
+        "D_steps": np.arange(0, steps + 1, stride),
+        "D": run["D"][::stride],
+        "loss": run["loss"].reshape(-1, stride).mean(axis=1),
+        "diverged_at": [math.nan if diverged_at is None else diverged_at],
+    }
 
 
-def linear_C1_C2(u, w, M_star, sigma):
-    """Exact C1, C2 of Theorem B.3 for ``f(x) = u (w^T x)``, ``l = |f(x) - y|^2``, ``y = M* x + eps``,
-    ``x ~ N(0, I_d)``, ``eps ~ N(0, sigma^2 I_{d_o})``.
-
-    With ``M = u w^T`` the per-sample ``dl/dM = 2 r x^T``, ``r = Delta x - eps``, ``Delta = u w^T - M*``, and
-    the paper's ``A_{ki} = dl/d(u_i w_k)`` is its transpose. Isserlis' theorem gives
-    ``C1 = E[A^T A] - E[A]^T E[A] = 4[(d + 1) Delta Delta^T + d sigma^2 I_{d_o}]`` (acts on ``u``) and
-    ``C2 = E[A A^T] - E[A] E[A]^T = 4[(|Delta|_F^2 + d_o sigma^2) I_d + Delta^T Delta]`` (acts on ``w``).
-    Returns ``(C1, C2)``.
-    """
-    u, w, M_star = (real_array(n, a) for n, a in (("u", u), ("w", w), ("M_star", M_star)))
-    sigma = positive_number("sigma", sigma, allow_zero=True)
-    if u.ndim != 1 or w.ndim != 1:
-        raise ValueError(f"u and w must be vectors, got shapes {u.shape} and {w.shape}")
-    if M_star.shape != (u.size, w.size):
-        raise ValueError(f"M_star must have shape ({u.size}, {w.size}), got {M_star.shape}")
-    Delta = np.outer(u, w) - M_star
-    C1, C2 = _linear_C1_C2_batched(Delta[None], sigma)
-    return C1[0], C2[0]
+def gap_summary(log_gap, *, last=3):
+    """Chapter section 5, Fig. 6's approach and overlap from ``log(g_K^i / g_Q^i)`` at the checkpoints, shape
+    ``(checkpoints, layers, width)``: the mean ``|log gap|`` at the first checkpoint, over the ``last`` ones, and
+    the share of pairs whose mean log gap over the ``last`` ones is within a factor 2."""
+    log_gap = real_array("log_gap", log_gap)
+    last = positive_int("last", last)
+    if log_gap.ndim != 3 or len(log_gap) < last:
+        raise ValueError(f"log_gap must be (checkpoints >= last, layers, width), got shape {log_gap.shape}")
+    within_2 = float(np.mean(np.abs(log_gap[-last:].mean(axis=0)) < math.log(2)))
+    return np.abs(log_gap[0]).mean(), np.abs(log_gap[-last:]).mean(), within_2
 
 
-def _linear_C1_C2_batched(Delta, sigma):
-    """:func:`linear_C1_C2` for a stack of ``Delta`` of shape ``(runs, d_o, d)``."""
-    _, d_o, d = Delta.shape
-    C1 = 4 * ((d + 1) * Delta @ Delta.transpose(0, 2, 1) + d * sigma**2 * np.eye(d_o))
-    frob = np.sum(Delta**2, axis=(1, 2))[:, None, None]
-    C2 = 4 * ((frob + d_o * sigma**2) * np.eye(d) + Delta.transpose(0, 2, 1) @ Delta)
-    return C1, C2
-
-
-def linear_balance_ratio(C1, C2, u, w):
-    """The ``|u|^2 / |w|^2`` at which Eq. 108 is stationary along the directions of ``u`` and ``w``.
-
-    Writing ``u = a u_hat``, ``w = b w_hat``, the right-hand side vanishes when
-    ``a^2 u_hat^T C1 u_hat = b^2 w_hat^T C2 w_hat``, i.e. ``a^2 / b^2 = (w_hat^T C2 w_hat) / (u_hat^T C1 u_hat)``.
-    At the minimum of the linear model ``C1 = 4 d sigma^2 I``, ``C2 = 4 d_o sigma^2 I`` and this is ``d_o / d``.
-    """
-    C1, C2, u, w = (real_array(n, a) for n, a in (("C1", C1), ("C2", C2), ("u", u), ("w", w)))
-    if u.ndim != 1 or w.ndim != 1 or C1.shape != (u.size, u.size) or C2.shape != (w.size, w.size):
-        raise ValueError(f"C1 must be ({u.size}, {u.size}) and C2 ({w.size}, {w.size}) for vectors u, w")
-    if not (np.any(u) and np.any(w)):
-        raise ValueError("u and w must be non-zero")
-    u_hat, w_hat = u / np.linalg.norm(u), w / np.linalg.norm(w)
-    denominator = u_hat @ C1 @ u_hat
-    if denominator <= 0:
-        raise ValueError("u^T C1 u must be positive (no noise on w: the law has no stationary ratio)")
-    return float((w_hat @ C2 @ w_hat) / denominator)
-
-
-def linear_balance_ode_time(*, ratio0, target, d, d_o, sigma, T, product=1.0, tolerance=0.1):
-    """Time ``t = lr * steps`` for the on-manifold law to bring ``|u|^2 / |w|^2`` within ``tolerance`` of ``target``.
-
-    On the minimum manifold ``|u|^2 |w|^2 = c`` Eq. 108 reads, with ``a = |u|^2``,
-    ``d(a - c / a)/dt = -4 T sigma^2 (d a - d_o c / a)``; the ratio is ``a^2 / c``. Integrated in ``log a``.
-    """
-    from scipy.integrate import solve_ivp
-
-    for name, value in (("ratio0", ratio0), ("target", target), ("sigma", sigma), ("T", T), ("product", product),
-                        ("tolerance", tolerance)):
-        positive_number(name, value)
-    d, d_o = positive_int("d", d), positive_int("d_o", d_o)
-    c = product
-
-    def rhs(_, s):                        # s = log a;  da/dt = -4 T sigma^2 (d a - d_o c/a) / (1 + c/a^2)
-        a = math.exp(s[0])
-        return [-4 * T * sigma**2 * (d * a - d_o * c / a) / (1 + c / a**2) / a]
-
-    def reached(_, s):
-        return abs(math.exp(2 * s[0]) / c - target) - tolerance * target
-
-    reached.terminal = True
-    solution = solve_ivp(rhs, (0, 1e9), [0.5 * math.log(ratio0 * c)], events=reached, rtol=1e-10, atol=1e-12)
-    if not solution.t_events[0].size:
-        raise ValueError("the ratio never comes within tolerance of target")
-    return float(solution.t_events[0][0])
-
-
-def linear_sgd_runs(u0, w0, M_star, *, sigma, lr, batch_size, steps, runs, generator, record_every=10,
-                    exact_gradient=False):
-    """``runs`` independent SGD runs of the width-one linear network, vectorised over runs and batch.
-
-    ``exact_gradient=True`` uses the population gradient ``2 (Delta w, Delta^T u)`` instead (no noise).
-    Returns ``(t_steps, ratio, C_band)``: record steps, ``|u|^2 / |w|^2`` of shape ``(records, runs)`` and
-    the Eq. 7 band ``(records, runs, 2)`` computed from the exact C1, C2 at each recorded point.
-    """
-    u0, w0, M_star = (real_array(n, a) for n, a in (("u0", u0), ("w0", w0), ("M_star", M_star)))
-    if u0.ndim != 1 or w0.ndim != 1 or M_star.shape != (u0.size, w0.size):
-        raise ValueError(f"M_star must have shape ({u0.size}, {w0.size}) for vectors u0, w0")
-    sigma = positive_number("sigma", sigma, allow_zero=True)
-    lr = positive_number("lr", lr)
-    batch_size = positive_int("batch_size", batch_size)
-    steps = positive_int("steps", steps)
-    runs = positive_int("runs", runs)
-    record_every = positive_int("record_every", record_every)
-    generator = numpy_generator_arg("generator", generator)
-    d_o, d = u0.size, w0.size
-    u = np.tile(u0, (runs, 1))
-    w = np.tile(w0, (runs, 1))
-    times, ratios, bands = [], [], []
-
-    def record(k):
-        times.append(k)
-        ratios.append((u**2).sum(1) / (w**2).sum(1))
-        C1, C2 = _linear_C1_C2_batched(u[:, :, None] * w[:, None, :] - M_star, sigma)
-        e1, e2 = np.linalg.eigvalsh(C1), np.linalg.eigvalsh(C2)
-        with np.errstate(divide="ignore", invalid="ignore"):     # sigma = 0 at the minimum: no band
-            bands.append(np.stack([e2[:, 0] / e1[:, -1], e2[:, -1] / e1[:, 0]], axis=1))
-
-    for k in progress(range(steps), desc=f"linear SGD lr={lr:g} B={batch_size}"):
-        if k % record_every == 0:
-            record(k)
-        Delta = u[:, :, None] * w[:, None, :] - M_star                        # (runs, d_o, d)
-        if exact_gradient:
-            grad_u = 2 * np.einsum("rad,rd->ra", Delta, w)
-            grad_w = 2 * np.einsum("rad,ra->rd", Delta, u)
-        else:
-            x = generator.standard_normal((runs, batch_size, d))
-            eps = sigma * generator.standard_normal((runs, batch_size, d_o))
-            residual = np.einsum("rad,rbd->rba", Delta, x) - eps               # (runs, batch, d_o)
-            proj = np.einsum("rbd,rd->rb", x, w)                               # w^T x
-            grad_u = 2 * np.einsum("rb,rba->ra", proj, residual) / batch_size
-            grad_w = 2 * np.einsum("rba,ra,rbd->rd", residual, u, x) / batch_size
-        u, w = u - lr * grad_u, w - lr * grad_w
-    record(steps)
-    return np.array(times), np.array(ratios), np.array(bands)
-
-
-# ---------------------------------------------------------------------------------------------------
-# 6. The identities behind the theorem, checked symbolically
-# ---------------------------------------------------------------------------------------------------
-
-
-def sympy_identities(*, dim_u=2, dim_w=3, n_samples=3):
-    """Residuals (SymPy expressions, each ``0`` when the identity holds) of the steps of the derivation.
-
-    - ``euler``: ``u . grad_u l - w . grad_w l`` for ``l = F(u w^T)`` with ``F`` an undefined function (Eq. 26).
-    - ``one_step``: if ``u . g_u = w . g_w`` then one step changes ``|u|^2 - |w|^2`` by exactly
-      ``lr^2 (|g_u|^2 - |g_w|^2)`` (spec section 3.5).
-    - ``crossing_u``, ``crossing_w``: over ``n_samples`` symbolic per-sample matrices ``A``,
-      ``u^T C1 u = sum_k Var[(A u)_k] = tr Cov[grad_w l]`` and ``w^T C2 w = tr Cov[grad_u l]``
-      (population moments over the samples, as in Eq. 108).
-    - ``isotropic``: with ``C1 = c1 I``, ``C2 = c2 I`` the stationary ratio solving Eq. 108 is ``c2 / c1``.
-    """
-    import sympy as sp
-
-    dim_u = positive_int("dim_u", dim_u)
-    dim_w = positive_int("dim_w", dim_w)
-    n_samples = positive_int("n_samples", n_samples, minimum=2)
-    u = sp.Matrix(sp.symbols(f"u0:{dim_u}", real=True))
-    w = sp.Matrix(sp.symbols(f"w0:{dim_w}", real=True))
-    M = u * w.T
-    entries = sp.symbols(f"m0:{dim_u * dim_w}", real=True)
-    F = sp.Function("F")(*entries)
-    loss = F.subs(dict(zip(entries, list(M))), simultaneous=True)
-    euler = sum(ui * sp.diff(loss, ui) for ui in u) - sum(wk * sp.diff(loss, wk) for wk in w)
-
-    lr = sp.Symbol("eta", positive=True)
-    gu = sp.Matrix(sp.symbols(f"a0:{dim_u}", real=True))
-    gw = sp.Matrix(sp.symbols(f"b0:{dim_w}", real=True))
-    # impose u . g_u = w . g_w by solving for the first component of g_w (w0 != 0 generically)
-    constrained = {gw[0]: sp.solve(sp.Eq((u.T * gu)[0], (w.T * gw)[0]), gw[0])[0]}
-    step = ((u - lr * gu).norm() ** 2 - (w - lr * gw).norm() ** 2 - (u.norm() ** 2 - w.norm() ** 2)
-            - lr**2 * (gu.norm() ** 2 - gw.norm() ** 2))
-    one_step = sp.simplify(sp.expand(step.subs(constrained)).subs({sp.Abs(s): s for s in (*u, *w, *gu, *gw)}))
-
-    # A^{(n)} of the paper, indexed (w, u): A_{ki} = dl/d(u_i w_k); grad_u l = A^T w, grad_w l = A u
-    As = [sp.Matrix(dim_w, dim_u, sp.symbols(f"A{n}_0:{dim_w * dim_u}", real=True)) for n in range(n_samples)]
-    mean = sum(As, sp.zeros(dim_w, dim_u)) / n_samples
-    C1 = sum((A.T * A for A in As), sp.zeros(dim_u, dim_u)) / n_samples - mean.T * mean
-    C2 = sum((A * A.T for A in As), sp.zeros(dim_w, dim_w)) / n_samples - mean * mean.T
-
-    def trace_var(vectors):
-        centre = sum(vectors, sp.zeros(*vectors[0].shape)) / n_samples
-        return sum(((v - centre).T * (v - centre))[0] for v in vectors) / n_samples
-
-    crossing_u = sp.expand((u.T * C1 * u)[0] - trace_var([A * u for A in As]))
-    crossing_w = sp.expand((w.T * C2 * w)[0] - trace_var([A.T * w for A in As]))
-
-    c1, c2, a, b = sp.symbols("c1 c2 a b", positive=True)        # a = |u|^2, b = |w|^2
-    ratio = sp.solve(sp.Eq(c1 * a - c2 * b, 0), a)[0] / b
-    isotropic = sp.simplify(ratio - c2 / c1)
-    return {"euler": sp.simplify(euler), "one_step": one_step, "crossing_u": crossing_u,
-            "crossing_w": crossing_w, "isotropic": isotropic}
+def describe_archive(paper_scale, law=None):
+    """Chapter section 5: one paragraph on the archived full run whose Fig. 6 series is ``paper_scale`` (from
+    ``archived_arrays("balance", "fig6")``) and, if given, its law's drift ``law`` (``"b11_law"``)."""
+    if not isinstance(paper_scale, dict) or not {"gK", "gQ", "checkpoints", "diverged_at"} <= set(paper_scale):
+        raise ValueError("paper_scale must be the archived fig6 arrays")
+    gap = np.log(paper_scale["gK"] / paper_scale["gQ"])
+    kept = np.isfinite(gap).all(axis=(1, 2))  # the checkpoints before a divergence
+    start, end, within_2 = gap_summary(gap[kept])
+    text = (f"archived full run of {paper_scale['date']}, commit {paper_scale['commit']}, {paper_scale['machine']}:"
+            f" loss not finite from step {paper_scale['diverged_at'][0]:.0f}; over the"
+            f" {paper_scale['checkpoints'][kept][-1]:.0f} steps before, mean |log(g_K/g_Q)| {start:.2f} at the"
+            f" start, {end:.2f} over the last 3 checkpoints; pairs within a factor 2 at the end: {within_2:.2f}")
+    if law is not None:
+        text += (f"\nmeasured / law's drift over steps {law['steps'][0]:.0f} to {law['steps'][1]:.0f}:"
+                 f" {law['rate_ratio'][0]:.2f}; its noise part alone:"
+                 f" {law['noise_part'].sum() / law['predicted'].sum():.2f}")
+    return text
