@@ -26,10 +26,11 @@ os.environ.setdefault("ICLLIB_MODE", "quick")
 
 
 def pytest_configure(config):
-    from icllib.config import mode
+    from icllib.config import device, mode
 
     try:
         mode()
+        device()
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
 

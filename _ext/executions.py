@@ -299,6 +299,8 @@ def key_parts(notebook, mode: str, root: Path | None = None, package: Path | Non
     add("code cells", json.dumps(cells, sort_keys=True).encode())
     add("kernel", json.dumps(notebook.metadata.get("kernelspec", {}), sort_keys=True).encode())
     add("mode", mode.encode())
+    # the heavy cells draw on this device, and a GPU's random stream is not the CPU's
+    add("device", os.environ.get("ICLLIB_DEVICE", "cpu").encode())
     add("python", platform.python_version().encode())
     add("executor", executor_fingerprint())
     modules = dependencies([cell.source for cell in code_cells(notebook)], package)
@@ -313,6 +315,9 @@ def key_parts(notebook, mode: str, root: Path | None = None, package: Path | Non
     for chapter in archives_read(notebook):
         path = root.joinpath(*ARCHIVE_FOLDER, f"{chapter}.json")
         add(f"archive/{chapter}", path.read_bytes() if path.is_file() else b"")
+    for experiment in deciding_runs_read(notebook):
+        runs = sorted(root.joinpath("results", "deciding", experiment).glob("*.json"))
+        add(f"deciding/{experiment}", b"".join(path.name.encode() + path.read_bytes() for path in runs))
     return parts
 
 
@@ -340,6 +345,13 @@ def archives_read(notebook) -> list[str]:
     a new full run changes the figures drawn from it, so the archive is part of the key."""
     sources = "\n".join(cell.source for cell in code_cells(notebook))
     return sorted(set(re.findall(r"archived_arrays\(\s*[\"'](\w+)[\"']", sources)))
+
+
+def deciding_runs_read(notebook) -> list[str]:
+    """The deciding experiments whose archived runs ``notebook`` reads (``archived_runs("<experiment>")`` calls):
+    a new run changes the table and verdicts drawn from them."""
+    sources = "\n".join(cell.source for cell in code_cells(notebook))
+    return sorted(set(re.findall(r"archived_runs\(\s*[\"']([\w-]+)[\"']", sources)))
 
 
 # --- Storing and loading ---------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ import yaml
 
 import executions
 from icllib.claims import ARCHIVE_FOLDER
+from icllib.config import device_description
 
 MODE = "full"
 PENDING_FILE = "pending.yaml"
@@ -87,11 +88,15 @@ def _commit(root: Path) -> str:
 
 
 def _machine() -> str:
-    import torch
+    """The CPU, and the GPU when the run's device (``ICLLIB_DEVICE``) is one: a GPU the run did not use is not
+    part of where it ran."""
+    from icllib.config import device
 
     description = executions.machine()
-    if torch.cuda.is_available():
-        description += f", GPU {torch.cuda.get_device_name(0)}"
+    if device().type == "cuda":
+        import torch
+
+        description += f", GPU {torch.cuda.get_device_name(device())}"
     return description
 
 
@@ -224,7 +229,8 @@ def run_chapter(name: str, folder: Path | None = None) -> Path:
     # in OPTIONAL_RUN_FIELDS).
     header = {"chapter": name, "mode": MODE, "commit": _commit(root), "date": time.strftime("%Y-%m-%d %H:%M UTC",
                                                                                              time.gmtime()),
-              "machine": _machine(), "threads": executions.KERNEL_THREADS, "versions": _versions(), "cells": cells}
+              "machine": _machine(), "device": device_description(), "threads": executions.KERNEL_THREADS,
+              "versions": _versions(), "cells": cells}
     work.mkdir(parents=True)  # under folder, which check_writable found writable
     (work / "pid").write_text(str(os.getpid()))
     executions._write_atomically(work / "header.json", json.dumps(header, sort_keys=True, indent=1))
@@ -506,10 +512,12 @@ def archived_records(folder: Path | None = None) -> dict[str, list[dict]]:
 
 
 def chapter_runs(folder: Path | None = None) -> dict[str, dict]:
-    """Each archived chapter's run: ``date``, ``commit``, ``machine``, ``wall_s``, ``errors`` (the cells that
+    """Each archived chapter's run: ``date``, ``commit``, ``machine`` (with its device), ``wall_s``, ``errors`` (the cells that
     raised), the counts of ``passed`` and ``failed`` checks, ``partial`` with ``cells_run``, ``cells`` and
     ``stopped`` for a run archived before its last cell, and ``code`` (:func:`code_since`)."""
-    return {run["chapter"]: {"date": run["date"], "commit": run["commit"], "machine": run["machine"],
+    return {run["chapter"]: {"date": run["date"], "commit": run["commit"],
+                             # the device since ICLLIB_DEVICE existed; older runs ran on the CPU
+                             "machine": f"{run['machine']}; device {run.get('device', 'cpu')}",
                              "wall_s": run["wall_s"], "errors": run["errors"],
                              "passed": sum(record["passed"] for record in run["records"]),
                              "failed": sum(not record["passed"] for record in run["records"]),

@@ -120,6 +120,24 @@ def test_the_paper_scale_archive_a_chapter_draws_from_is_in_its_key(package):
     assert executions.archives_read(drawing) == ["chapter"]
 
 
+def test_the_device_is_in_the_key(package, monkeypatch):
+    monkeypatch.delenv("ICLLIB_DEVICE", raising=False)
+    on_the_cpu = key_of(package)
+    monkeypatch.setenv("ICLLIB_DEVICE", "cuda")
+    assert key_of(package) != on_the_cpu   # a GPU's sample is not the CPU's: its page is another execution
+
+
+def test_the_deciding_runs_a_chapter_reads_are_in_its_key(package):
+    folder = package.parent / "results" / "deciding" / "an-experiment"
+    reading = notebook('from icllib import chapter\nruns = chapter.archived_runs("an-experiment")')
+    before, other = key_of(package, reading), key_of(package)
+    folder.mkdir(parents=True)
+    (folder / "seed1.json").write_text("{}")
+    assert key_of(package, reading) != before
+    assert key_of(package) == other
+    assert executions.deciding_runs_read(reading) == ["an-experiment"]
+
+
 @pytest.mark.parametrize("changed", ["registry/paper_results.json", "registry/text_claims/000_paper.yaml"])
 def test_the_coverage_files_of_the_registry_are_in_the_key_of_a_chapter_that_imports_coverage(package, changed):
     reading = notebook("from icllib import coverage")

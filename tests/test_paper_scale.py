@@ -106,11 +106,20 @@ def test_paper_scale_summary(archive):
     assert paper_scale.paper_scale_summary("scan_snap.x", records) == "no archived full run"
 
 
+def test_a_run_on_a_gpu_shows_its_device(tmp_path, in_the_book):
+    write_run(tmp_path, "lsa", [record("lsa.a", 0.99871, True, expected=1.0)])
+    run = json.loads((tmp_path / "lsa.json").read_text())
+    run["device"] = "cuda:0 (NVIDIA H200, CUDA 13.0, torch 2.11.0+cu130)"
+    (tmp_path / "lsa.json").write_text(json.dumps(run))
+    rows = {row[0]: row for row in paper_scale.status_rows(tmp_path)}
+    assert rows["lsa"][3] == "a CPU, 2 cores; device cuda:0 (NVIDIA H200, CUDA 13.0, torch 2.11.0+cu130)"
+
+
 def test_status_rows(archive, in_the_book):
     rows = {row[0]: row for row in paper_scale.status_rows(archive)}
     assert set(rows) == set(paper_scale.chapters())
     assert all(len(row) == len(paper_scale.STATUS_HEADER) for row in rows.values())
-    assert rows["lsa"][1:] == ["2026-11-25 10:00 UTC", "abc1234", "a CPU, 2 cores", "1 h 02 min",
+    assert rows["lsa"][1:] == ["2026-11-25 10:00 UTC", "abc1234", "a CPU, 2 cores; device cpu", "1 h 02 min",
                                "2 passed, 1 failed, 1 cells raised",
                                "not a git checkout: whether it changed is unknown"]
     assert rows["balance"][5] == ("1 passed, 0 failed; pending: Fig. 6 at batch 200: estimated cost about 80 min "
