@@ -352,3 +352,67 @@ def test_bad_arguments():
         lsa.mc_loss_and_gradient(K, P, np.eye(3), 5, n=0, generator=torch_generator(0))
     with pytest.raises(ValueError, match="N"):
         lsa.sgd_full(K, P, np.eye(3), 0, lr=0.1, batch=1, steps=1, generator=torch_generator(0))
+
+
+# --- helpers of the chapter's checks (issue 24: bookkeeping out of the notebook) -----------------------------
+
+
+def test_sqrtm_psd_is_the_symmetric_root():
+    S = lsat.sqrtm_psd(LAM)
+    assert np.allclose(S, S.T) and np.allclose(S @ S, LAM, atol=1e-13)
+    assert np.linalg.eigvalsh(S).min() > 0
+    with pytest.raises(ValueError, match="A"):
+        lsat.sqrtm_psd(-np.eye(2))
+
+
+def test_a14_bound_holds_along_the_flow_and_needs_the_condition():
+    sigma = 0.5 * lsat.sigma_max(LAM, N)
+    K0, P0 = lsa.assumption33_init(D, sigma, generator=rng(7))
+    run = lsa.gradient_flow(K0[:D, :D], P0[D, D], LAM, N, T=200.0, n_eval=200)
+    bound = lsat.a14_bound(LAM, N, sigma, K0[:D, :D])
+    assert 0 < bound <= run["c"].min()
+    with pytest.raises(ValueError, match="sigma"):
+        lsat.a14_bound(LAM, N, 1.01 * lsat.sigma_max(LAM, N), K0[:D, :D])
+
+
+def test_flow_summary_of_a_converged_flow():
+    K0, P0 = lsa.assumption33_init(D, 0.5 * lsat.sigma_max(LAM, N), generator=rng(7))
+    run = lsa.gradient_flow(K0[:D, :D], P0[D, D], LAM, N, T=1500.0)
+    summary = lsa.flow_summary(run, *lsat.global_minimum(LAM, N))
+    assert set(summary) == {"err_KQ", "err_PV", "balance", "min_c", "max_increase", "drop"}
+    assert summary["err_KQ"] < 1e-8 and summary["err_PV"] < 1e-8 and summary["balance"] < 1e-8
+    assert summary["drop"] > 0 and summary["max_increase"] < 1e-12 and summary["min_c"] > 0
+    with pytest.raises(ValueError, match="W_KQ_star"):
+        lsa.flow_summary(run, np.eye(2), lsat.global_minimum(LAM, N)[1])
+
+
+def test_generic_init_fills_only_the_relevant_entries():
+    K, P = lsa.generic_init(D, 5, generator=rng(100))
+    K2, _ = lsa.generic_init(D, 5, generator=rng(100))
+    m_KQ, m_PV = lsa.relevant_mask(D)
+    assert K.shape == (5, D + 1, D + 1) and torch.equal(K, K2)
+    assert (K[:, ~m_KQ] == 0).all() and (P[:, ~m_PV] == 0).all() and (K[:, m_KQ] != 0).all()
+    assert 0.02 < float(K[:, m_KQ].std()) < 0.1  # scale 0.05
+
+
+def test_shift_scenarios_share_their_arguments_between_formula_and_monte_carlo():
+    scenarios = lsa.shift_scenarios(LAM)
+    assert len(scenarios) == 9 and len({name for name, _ in scenarios}) == 9
+    for _, kw in scenarios:
+        exact_kw = {"tau2": 1.0, **kw} if "w" not in kw else kw
+        assert math.isfinite(lsat.shift_error(LAM, 20, 40, **exact_kw))
+
+
+def test_checks_name_registered_claims_and_fill_their_reasons():
+    from icllib.claims import registry
+
+    claims = registry().claims
+    assert all(claim_id in claims for claim_id in lsat.CHECKS)
+    assert all(entry["why"] for entry in lsat.CHECKS.values())
+    args = lsat.check_args("lsa.population-loss", n=1000, se=0.01)
+    assert args["lower"] == -4 and "1000-prompt" in args["why"] and "SE 1.0e-02" in args["why"]
+    assert "{" not in lsat.check_args("lsa.lemma51")["why"]
+    with pytest.raises(ValueError, match="fields"):
+        lsat.check_args("lsa.population-loss")
+    with pytest.raises(ValueError, match="claim_id"):
+        lsat.check_args("lsa.no-such-check")

@@ -13,8 +13,9 @@ The module reads top to bottom in the order of the chapter:
 3. training: :func:`assumption33_init` (Eq. 3.10), :func:`gradient_flow` (Eq. 5.4, exact),
    :func:`restricted_gd` (finite steps), :func:`gradient_descent` and :func:`full_gradient_flow` (exact loss,
    many runs at once), :func:`sgd_full` (Monte Carlo, literal model), :func:`balance_gap`,
-   :func:`newton_refine`, :func:`mc_loss_and_gradient`;
-4. test-time error by Monte Carlo: :func:`mc_prediction_error`;
+   :func:`newton_refine`, :func:`mc_loss_and_gradient`, with :func:`flow_summary` (what the chapter reads off
+   a flow of Theorem 4.1) and :func:`generic_init` (generic starts);
+4. test-time error by Monte Carlo: :func:`mc_prediction_error`, for the shifts of :func:`shift_scenarios`;
 5. random covariances (Theorem 4.5): :func:`sample_random_cov_prompts`, :func:`random_cov_flow` (Eq. C.4).
 
 Array conventions: ``Lam`` is a ``(d, d)`` symmetric positive-definite covariance; parameters ``W_KQ`` and
@@ -274,6 +275,63 @@ def relevant_mask(d) -> tuple[torch.Tensor, torch.Tensor]:
     m_PV[d, :] = True
     return m_KQ, m_PV
 
+
+def flow_summary(run, W_KQ_star, W_PV_star) -> dict:
+    """What the chapter reads off one exact flow of Theorem 4.1 (:func:`gradient_flow`): the relative errors
+    ``err_KQ``, ``err_PV`` of its end point against (W*_KQ, W*_PV) of Eq. (4.1), the largest drift ``balance``
+    of u_{-1}^2 - ||U_11||_F^2 (Lemma A.3), the smallest ``min_c`` of u_{-1} (Lemmas A.4-A.5), and the largest
+    rise ``max_increase`` and total ``drop`` of the loss (the proof of Lemma A.4)."""
+    if not isinstance(run, dict) or not {"U", "c", "loss"} <= run.keys():
+        raise ValueError("run must be the dict of gradient_flow (keys U, c, loss)")
+    d = np.shape(run["U"])[-1]
+    K_star = real_array("W_KQ_star", W_KQ_star)
+    P_star = real_array("W_PV_star", W_PV_star)
+    for name, W in (("W_KQ_star", K_star), ("W_PV_star", P_star)):
+        if W.shape != (d + 1, d + 1):
+            raise ValueError(f"{name} must have shape ({d + 1}, {d + 1}) to match the run, got {W.shape}")
+    if not P_star[d, d] > 0:
+        raise ValueError(f"W_PV_star must have a positive corner (Eq. 4.1), got {P_star[d, d]}")
+    return {
+        "err_KQ": np.linalg.norm(run["U"][-1] - K_star[:d, :d]) / np.linalg.norm(K_star[:d, :d]),
+        "err_PV": abs(run["c"][-1] - P_star[d, d]) / P_star[d, d],
+        "balance": np.abs(run["c"] ** 2 - (run["U"] ** 2).sum((1, 2))).max(),
+        "min_c": run["c"].min(),
+        "max_increase": np.diff(run["loss"]).max(),
+        "drop": run["loss"][0] - run["loss"][-1],
+    }
+
+
+def generic_init(d, runs, *, generator: np.random.Generator, scale=0.05) -> tuple[torch.Tensor, torch.Tensor]:
+    """``runs`` generic initialisations: every entry that enters y-hat (:func:`relevant_mask`) i.i.d.
+    N(0, scale^2), the others zero (the chapter's section on spurious minima). Returns W_KQ, W_PV of shape
+    (runs, d+1, d+1)."""
+    runs, scale = positive_int("runs", runs), positive_number("scale", scale)
+    gen = numpy_generator_arg("generator", generator)
+    m_KQ, m_PV = relevant_mask(d)
+    K = torch.zeros(runs, d + 1, d + 1, dtype=torch.float64)
+    P = torch.zeros_like(K)
+    K[:, m_KQ] = torch.as_tensor(gen.standard_normal((runs, int(m_KQ.sum()))) * scale)
+    P[:, m_PV] = torch.as_tensor(gen.standard_normal((runs, int(m_PV.sum()))) * scale)
+    return K, P
+
+
+def shift_scenarios(Lam) -> list[tuple[str, dict]]:
+    """The distribution shifts of Section 4.2 the chapter tabulates, as (name, keyword arguments) shared by
+    :func:`~icllib.lsa_theory.shift_error` and :func:`mc_prediction_error`: a baseline, three task shifts,
+    two query shifts and three covariate shifts of the training covariance ``Lam``."""
+    Lam = covariance(Lam)
+    d = Lam.shape[0]
+    return [
+        ("baseline", {}),
+        ("task: label noise σ = 1", {"noise": 1.0}),
+        ("task: w ~ N(0, 25 I)", {"tau2": 25.0}),
+        ("task: fixed w = 3·1", {"w": 3 * np.ones(d)}),
+        ("query ~ N(0, 4 I)", {"Lam_query": 4 * np.eye(d)}),
+        ("query ~ N(0, 9 Λ)", {"Lam_query": 9 * Lam}),
+        ("covariates × 0.5", {"Lam_test": 0.25 * Lam, "Lam_query": 0.25 * Lam}),
+        ("covariates × 2", {"Lam_test": 4 * Lam, "Lam_query": 4 * Lam}),
+        ("covariates: Λ_t = I", {"Lam_test": np.eye(d), "Lam_query": np.eye(d)}),
+    ]
 
 def gradient_descent(W_KQ, W_PV, Lam, N, *, lr, steps, record_every=100) -> dict:
     """Plain gradient descent on the exact :func:`~icllib.lsa_theory.population_loss`, for a batch of runs at once.

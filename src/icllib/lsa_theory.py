@@ -14,7 +14,11 @@ Read top to bottom:
 3. test-time error: :func:`task_moments`, :func:`prediction_error` (Eq. 4.6), :func:`shift_error`
    (distribution shifts), :func:`corollary43_thresholds`;
 4. random covariances (Theorem 4.5): :func:`exp1_moments`, :func:`random_cov_loss` and
-   :func:`random_cov_gradient` (Eq. C.5).
+   :func:`random_cov_gradient` (Eq. C.5);
+5. helpers of the chapter's checks: :func:`sqrtm_psd` (Corollary A.2), :func:`a14_bound` (Lemma A.5),
+   :data:`COROLLARY43_CASES`, and :data:`CHECKS` with :func:`check_args`, the tolerance and its reason for
+   each of the chapter's checks, so that a check in the chapter is one line while the ledger and the claim
+   cards still show both.
 
 Array conventions: ``Lam`` is a ``(d, d)`` symmetric positive-definite covariance; parameters ``W_KQ`` and
 ``W_PV`` are ``(..., d+1, d+1)``.
@@ -376,3 +380,167 @@ def random_cov_gradient(U, c, gamma, xi, zeta) -> tuple[np.ndarray, float]:
     gamma, xi, zeta = moment_triple(gamma, xi, zeta)
     U = square("U", U, gamma.size)
     return c**2 * zeta * U - c * np.diag(xi), float(c * np.sum(zeta * U**2) - np.sum(xi * np.diag(U)))
+
+
+# --------------------------------------------------------------------------------------------------
+# 5. Helpers of the chapter's checks
+
+
+def sqrtm_psd(A) -> np.ndarray:
+    """The symmetric square root of a symmetric positive-definite matrix (Corollary A.2 completes the square
+    with Gamma^(1/2) and Lambda^(1/2))."""
+    A = covariance(A, "A")
+    ev, V = np.linalg.eigh(A)
+    return (V * np.sqrt(ev)) @ V.T
+
+
+def a14_bound(Lam, N, sigma, W_KQ11) -> float:
+    """The lower bound (A.14) of Lemma A.5 on u_{-1}(t) for the flow from Assumption 3.3 at scale ``sigma``:
+    ``(sigma^2 ||Lam Theta||_F^2 [2 - sqrt(d) sigma^2 ||Gamma||_op] / (2 sqrt(d) ||Lam||_op^2))^(1/2)``, with
+    ``||Lam Theta||_F^2 = tr(Lam W_KQ11 Lam) / sigma`` from the initial block ``W_KQ11 = sigma Theta Theta^T``.
+    Defined inside the condition of Theorem 4.1, ``sigma < sigma_max`` (:func:`sigma_max`)."""
+    Lam = covariance(Lam)
+    sigma = positive_number("sigma", sigma)
+    d = Lam.shape[0]
+    W_KQ11 = square("W_KQ11", W_KQ11, d)
+    if not sigma < sigma_max(Lam, N):
+        raise ValueError(f"sigma must be below sigma_max = {sigma_max(Lam, N):.4g} (Theorem 4.1), got {sigma}")
+    LT = np.trace(Lam @ W_KQ11 @ Lam) / sigma  # ||Lam Theta||_F^2 = tr(Lam Theta Theta^T Lam)
+    G_op = np.linalg.norm(gamma_matrix(Lam, N), 2)
+    return np.sqrt(sigma**2 * LT * (2 - np.sqrt(d) * sigma**2 * G_op) / (2 * np.sqrt(d) * np.linalg.norm(Lam, 2) ** 2))
+
+
+# The cases of the chapter's audit of Corollary 4.3: (name, Lambda, epsilon).
+COROLLARY43_CASES = [
+    ("d=1, Λ=1", np.eye(1), 0.01),
+    ("d=2, Λ=I", np.eye(2), 0.01),
+    ("d=10, Λ=I", np.eye(10), 0.1),
+    ("d=10, Λ=I", np.eye(10), 0.01),
+    ("d=10, κ=10", np.diag(np.geomspace(1, 10, 10)), 0.01),
+    ("d=20, Λ=I", np.eye(20), 0.01),
+]
+
+# Each check of the chapter (notebooks/lsa.py): its tolerance or bound and why (the ledger and the claim card
+# show both). A reason with fields in braces (a Monte-Carlo size, a standard error) is completed by
+# :func:`check_args`; a bound computed from the run (lsa.nonconvex, lsa.lemmaC6-proof) is passed by the chapter.
+CHECKS = {
+    "lsa.lemma51": dict(upper=1e-10, why=(
+        'float64 round-off of a (d+1)^2-term quadratic form with entries of order 10')),
+    "lsa.eq36": dict(upper=1e-10, why=(
+        'float64 round-off; the junk entries are of size 10, so any dependence would show at order 1')),
+    "lsa.nonconvex": dict(why=(
+        "eigenvalues of 25 x 25 symmetric matrices in float64; 'negative' means below -1e-12 times the largest")),
+    "lsa.population-loss": dict(lower=-4, upper=4, why=(
+        'z-score of a {n}-prompt Monte-Carlo mean (SE {se:.1e}); |z| > 4 by chance has probability 6e-5, and a '
+        'formula off by more than 6.3 SE passes with probability below 1 %')),
+    "lsa.full-loss": dict(lower=-4, upper=4, why=(
+        'z-score of a {n}-prompt Monte-Carlo mean (SE {se:.1e}, measured: the squared error is heavy-tailed); a '
+        'formula off by more than 6.3 SE passes with probability below 1 %')),
+    "lsa.lemma52": dict(upper=4.5, why=(
+        'largest of {size} z-scores of {n}-prompt Monte-Carlo means: fails by chance with probability about 2e-4;'
+        ' an entry off by more than 6.8 SE passes with probability below 1 %, and the control (Gamma -> Lambda) '
+        'is rejected by far')),
+    "lsa.thm41-limit": dict(upper=1e-08, why=(
+        'ODE solved at rtol 1e-11 to T = 1500, where the gap has decayed by e^-300; 1e-8 leaves room for solver '
+        'error')),
+    "lsa.balance": dict(upper=1e-08, why=(
+        "conserved exactly by the flow; the drift measures the solver's accumulated error (rtol 1e-11)")),
+    "lsa.sigma-condition": dict(upper=1e-08, why=(
+        'same solver tolerance as inside the condition; runs start at 3 and 10 times the bound')),
+    "lsa.lemmaA4-A5": dict(lower=1.0, why=(
+        'min over the flow of u_-1 divided by the bound (A.14), which is positive; ODE error is 1e-11')),
+    "lsa.loss-monotone": dict(expected=True, why=(
+        "every flow's loss falls by more than 0.01 (so it is not non-decreasing, as printed) and never rises by "
+        'more than 1e-12, the float64 round-off of a loss of order 1 (so it is non-increasing)')),
+    "lsa.corollaryA2": dict(upper=1e-09, why=(
+        'float64 round-off for the identity (terms of order 10); the flow has converged to 1e-11')),
+    "lsa.pl-inequality": dict(lower=1.0, why=(
+        'the inequality itself: the ratio must be at least 1 at every output time where the gap is resolved (> '
+        '1e-12)')),
+    "lsa.finite-step": dict(upper=1e-06, why=(
+        'the run has converged (gap at round-off); the prediction is exact, so the difference is the remaining '
+        'distance to the manifold')),
+    "lsa.lemma53": dict(upper=1e-06, why=(
+        'three converged runs (loss gap below 1e-12) at different points of the minimum set; a minimum with cU !='
+        ' Gamma^-1 would show at order 1')),
+    "lsa.sgd-predictor": dict(upper=0.02, why=(
+        'seed average of {seeds} runs; single seeds scatter by about 1 % (printed), the alternative Lambda^-1 is '
+        'tens of per cent away (printed)')),
+    "lsa.global-minimum": dict(lower=-1e-09, why=(
+        "no flow from a generic start and no perturbation of W* goes below L*; 1e-9 covers the ODE solver's "
+        'tolerance (atol 1e-9)')),
+    "lsa.spurious-minimum": dict(expected=True, why=(
+        'all of: gradient below 1e-10 (round-off), Hessian spectrum above -1e-10, gap above 0.3, no isotropic run'
+        ' stuck, Monte-Carlo loss and gradient z-scores below 4 (4.5 for the max of ~30 entries)')),
+    "lsa.eq43": dict(upper=1e-10, why=(
+        'float64 round-off of the literal (d+1) x (M+1) products; a wrong factor or normalisation shows at order '
+        '1')),
+    "lsa.thm42": dict(upper=4.0, why=(
+        'largest of 12 z-scores, each from {n} prompts (heavy-tailed errors, so 4 SE): fails by chance with '
+        'probability about 1e-3; a row off by more than 6.3 SE passes with probability below 1 %')),
+    "lsa.task-shift": dict(upper=0.0001, why=(
+        'exact formula (validated by Monte Carlo above) at M = N = 1e6: what remains is O(1/M + 1/N), about 1e-5;'
+        ' an untolerated shift stays of order 1 (covariate scaling gives 0.56 or more)')),
+    "lsa.query-shift": dict(upper=0.0001, why=(
+        'exact formula (validated by Monte Carlo above) at M = N = 1e6: what remains is O(1/M + 1/N), about 1e-5;'
+        ' an untolerated shift stays of order 1 (covariate scaling gives 0.56 or more)')),
+    "lsa.query-orthogonal": dict(lower=1.0, why=(
+        "the paper's statement predicts 0; anything above 1 (predictions are O(1)) refutes it, while the "
+        'isotropic case stays below 1e-10')),
+    "lsa.covariate-scaling": dict(upper=0.0001, why=(
+        'the exact error at finite M = N = 1e6 differs from the limit by O(1/M + 1/N), about 1e-5 relative')),
+    "lsa.thm45-limit": dict(upper=1e-08, why='LSODA at rtol 1e-11 to T = 3000, far past the slowest time scale'),
+    "lsa.c15": dict(lower=0.1, why=(
+        'the printed limit must be refuted by a margin far above the solver error (1e-8); it is off by about 0.25')),
+    "lsa.lemmaC1-C3": dict(upper=1e-12, why=(
+        'float64 round-off of terms of order 10; a wrong factor in (C.4) would show at order 1')),
+    "lsa.lemmaC3-loss": dict(lower=-4, upper=4, why=(
+        'z-score of a {n}-prompt Monte-Carlo mean (heavy-tailed: products of exponential variances); |z| > 4 by '
+        'chance has probability 6e-5; a formula off by more than 6.3 SE passes with probability below 1 %')),
+    "lsa.lemmaC4": dict(upper=1e-09, why=(
+        'float64 round-off for the identity; the flow (rtol 1e-11) has converged far past 1e-9')),
+    "lsa.lemmaC5": dict(upper=1e-08, why=(
+        "conserved exactly by the flow; the drift measures the solver's accumulated error (rtol 1e-11)")),
+    "lsa.lemmaC6-C7": dict(lower=1.0, why=(
+        'min over the path of u_-1 divided by the larger of the two bounds (both positive); ODE error 1e-11')),
+    "lsa.lemmaC8": dict(lower=1.0, why=(
+        'the inequality (C.14) itself: the ratio must be at least 1 at every output time where the gap is '
+        'resolved (> 1e-12); every run also ends at the minimum (final gaps printed)')),
+    "lsa.lemmaC6-proof": dict(expected=2.0, why=(
+        '4 standard errors of a 1e6-draw Monte-Carlo mean (fails by chance with probability 6e-5); the printed '
+        'identity (ratio 1) is hundreds of standard errors away')),
+    "lsa.one-third": dict(upper=4.0, why=(
+        'two z-scores of {n}-prompt means against D_ii (0.294 at N = 20, 1/3 at N = infinity), M = 20: fail by '
+        'chance with probability 1e-4; a mean off by more than 6.3 SE passes with probability below 1 %')),
+    "lsa.one-third-joint": dict(upper=4.0, why=(
+        'two z-scores of {n}-prompt means against 2 D_ii (fail by chance with probability 1e-4); the fixed-query '
+        'value 1/3 is asserted to be more than 7 standard errors away')),
+    "lsa.corollary43": dict(lower=1.0, why=(
+        'largest exact error (no sampling) at the printed M and N, divided by eps: the printed corollary promises'
+        ' at most 1 in every case; Monte Carlo confirms one case by more than 4 standard errors')),
+    "lsa.lemmaD1": dict(upper=1e-12, why=(
+        'float64 round-off on matrices with entries of order 1; a missing transpose would show at order 1')),
+    "lsa.lemmaD2": dict(upper=1e-12, why=(
+        'the three-node rule is exact for these degree-4 moments, so only float64 round-off remains')),
+    "lsa.lemmaD3": dict(lower=-1e-12, why=(
+        'relative float64 round-off; a third of the pairs make the first inequality an equality')),
+    "lsa.lemmaD4": dict(lower=-1e-12, why=(
+        'relative float64 round-off; for non-commuting pairs AB - (AB)^T = AB - BA != 0, so AB is not symmetric '
+        "and the 'only if' holds by definition")),
+
+}
+
+
+def check_args(claim_id, **fields) -> dict:
+    """The keyword arguments of ``check_claim`` for ``claim_id`` (:data:`CHECKS`), with the fields of its reason
+    filled in from ``fields`` (e.g. ``n``, the Monte-Carlo size, and ``se``, its standard error)."""
+    if not isinstance(claim_id, str):
+        raise TypeError(f"claim_id must be a str naming a check of the chapter, got {type(claim_id).__name__}")
+    if claim_id not in CHECKS:
+        raise ValueError(f"claim_id {claim_id!r} is not a check of the chapter lsa (icllib.lsa_theory.CHECKS)")
+    args = dict(CHECKS[claim_id])
+    try:
+        args["why"] = args["why"].format(**fields)
+    except (KeyError, IndexError) as error:
+        raise ValueError(f"fields must fill the reason of {claim_id!r}: {args['why']!r} needs {error}") from None
+    return args
