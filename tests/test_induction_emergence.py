@@ -198,3 +198,38 @@ def test_other_bad_input_raises():
         ie.full_matrix_step(0.0, 0.0, 0.0, torch.zeros(3, 4), torch.zeros(2), lr=0)
     with pytest.raises(ValueError, match="thresholds"):
         ie.emergence_asymptotics(thresholds=(0.5, 0.5, 1.0))
+
+
+# --- the chapter's bookkeeping (issue 24) ----------------------------------------------------------------
+
+
+def test_richardson_removes_a_one_over_n_term():
+    n = np.array([32.0, 64.0])
+    assert ie.richardson(2.0 + 3.0 / n) == pytest.approx(2.0, abs=1e-12)
+    with pytest.raises(ValueError, match="values"):
+        ie.richardson([1.0])
+
+
+def test_tables_have_one_row_per_quantity_and_a_column_per_n():
+    times = {N: ie.crossing_times(N) for N in (4, 8)}
+    header, rows = ie.crossing_table(times, [4, 8])
+    assert len(header) == 9 and [row[0] for row in rows] == [4, 8]
+    assert float(rows[1][5]) == pytest.approx(times[8]["gamma"] / 8, abs=1e-4)
+    bounds = {N: ie.proof_bounds(N, num=401) for N in (4, 8)}
+    header, rows = ie.bounds_table(bounds, [4, 8])
+    assert header[-1] == "margin" and len(rows) == len(ie.PAPER_BOUNDS)
+    assert all(row[-1] == "-" or float(row[-1]) >= 0 for row in rows)  # every bound holds
+    with pytest.raises(ValueError, match="times"):
+        ie.crossing_table(times, [16])
+
+
+def test_checks_name_registered_claims_and_fill_their_reasons():
+    from icllib.claims import registry
+
+    claims = registry().claims
+    assert all(claim_id in claims for claim_id in ie.CHECKS)
+    args = ie.check_args("induction_emergence.proof-sketch-alpha-rate", ratio=0.5, first=4, last=64)
+    assert args["lower"] == 0.5 and "0.50 over N = 4 to 64" in args["why"]
+    assert ie.CHECKS["induction_emergence.b62-small-at-tgamma"]["expected"] == (math.log(2) - 0.5) / 2
+    with pytest.raises(ValueError, match="claim_id"):
+        ie.check_args("induction_emergence.no-such-check")

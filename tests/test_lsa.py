@@ -416,3 +416,14 @@ def test_checks_name_registered_claims_and_fill_their_reasons():
         lsat.check_args("lsa.population-loss")
     with pytest.raises(ValueError, match="claim_id"):
         lsat.check_args("lsa.no-such-check")
+
+
+def test_weights_411_and_gauss_hermite_helpers():
+    K, P = lsat.weights_411([0.5, 0.5])
+    assert np.allclose(P[-1, -1] * K[:-1, :-1], np.diag([0.5, 0.5])) and P[-1, -1] ** 2 == pytest.approx(np.sqrt(0.5))
+    nodes, wts = lsat.gaussian_rule(LAM, 3)
+    assert nodes.shape == (27, 3) and wts.sum() == pytest.approx(1.0)
+    assert np.allclose(np.einsum("s,si,sj->ij", wts, nodes, nodes), LAM)
+    assert lsat.isserlis_error(LAM, 3) < 1e-12 < 0.1 < lsat.isserlis_error(LAM, 2)
+    with pytest.raises(ValueError, match="D_diag"):
+        lsat.weights_411([1.0, -1.0])

@@ -16,7 +16,8 @@ Read top to bottom:
 4. random covariances (Theorem 4.5): :func:`exp1_moments`, :func:`random_cov_loss` and
    :func:`random_cov_gradient` (Eq. C.5);
 5. helpers of the chapter's checks: :func:`sqrtm_psd` (Corollary A.2), :func:`a14_bound` (Lemma A.5),
-   :data:`COROLLARY43_CASES`, and :data:`CHECKS` with :func:`check_args`, the tolerance and its reason for
+   :func:`weights_411` (Eq. 4.11), :data:`COROLLARY43_CASES`, :func:`gaussian_rule` and :func:`isserlis_error`
+   (Lemma D.2), and :data:`CHECKS` with :func:`check_args`, the tolerance and its reason for
    each of the chapter's checks, so that a check in the chapter is one line while the ledger and the claim
    cards still show both.
 
@@ -27,9 +28,11 @@ Array conventions: ``Lam`` is a ``(d, d)`` symmetric positive-definite covarianc
 from __future__ import annotations
 
 import math
+from itertools import product
 
 import numpy as np
 import torch
+from numpy.polynomial.hermite_e import hermegauss
 
 from icllib.validation import array_like, one_of, positive_int, positive_number, real_array, real_number
 
@@ -409,6 +412,41 @@ def a14_bound(Lam, N, sigma, W_KQ11) -> float:
     G_op = np.linalg.norm(gamma_matrix(Lam, N), 2)
     return np.sqrt(sigma**2 * LT * (2 - np.sqrt(d) * sigma**2 * G_op) / (2 * np.sqrt(d) * np.linalg.norm(Lam, 2) ** 2))
 
+
+
+def weights_411(D_diag) -> tuple[np.ndarray, np.ndarray]:
+    """The limit (4.11) of Theorem 4.5 as full matrices for a diagonal ``D = diag(D_diag)``:
+    W_KQ_11 = D / ||D||_F^(1/2), w_PV_22 = ||D||_F^(1/2)."""
+    D_diag = real_array("D_diag", D_diag)
+    if D_diag.ndim != 1 or D_diag.size < 1 or not np.all(D_diag > 0):
+        raise ValueError(f"D_diag must be a non-empty vector of positive numbers, got {D_diag!r}")
+    K = np.zeros((len(D_diag) + 1,) * 2)
+    P = np.zeros_like(K)
+    K[:-1, :-1] = np.diag(D_diag) / np.linalg.norm(D_diag) ** 0.5
+    P[-1, -1] = np.linalg.norm(D_diag) ** 0.5
+    return K, P
+
+
+def gaussian_rule(Lam, n_nodes) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes ``(n_nodes^d, d)`` and weights of the tensor Gauss-Hermite rule for N(0, Lam): exact for
+    polynomials of degree up to ``2 n_nodes - 1`` in each coordinate (the chapter's check of Lemma D.2)."""
+    Lam = covariance(Lam)
+    n_nodes = positive_int("n_nodes", n_nodes)
+    z, wz = hermegauss(n_nodes)
+    nodes = np.array(list(product(z, repeat=len(Lam)))) @ np.linalg.cholesky(Lam).T
+    return nodes, np.prod(np.array(list(product(wz / wz.sum(), repeat=len(Lam)))), axis=1)
+
+
+def isserlis_error(Lam, n_nodes) -> float:
+    """Largest error of the fourth moments E[x_i x_j x_k x_l] of N(0, Lam) computed by :func:`gaussian_rule`
+    against Isserlis' theorem (Lam_ij Lam_kl + Lam_ik Lam_jl + Lam_il Lam_jk): round-off for ``n_nodes >= 3``."""
+    nodes, wts = gaussian_rule(Lam, n_nodes)
+    Lam = covariance(Lam)
+    fourth = np.einsum("s,si,sj,sk,sl->ijkl", wts, nodes, nodes, nodes, nodes)
+    isserlis = (
+        np.einsum("ij,kl->ijkl", Lam, Lam) + np.einsum("ik,jl->ijkl", Lam, Lam) + np.einsum("il,jk->ijkl", Lam, Lam)
+    )
+    return np.abs(fourth - isserlis).max()
 
 # The cases of the chapter's audit of Corollary 4.3: (name, Lambda, epsilon).
 COROLLARY43_CASES = [
