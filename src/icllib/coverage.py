@@ -180,8 +180,9 @@ def missing_texts(papers: Path, book: Registry | None = None) -> list[str]:
 
 
 def texts_at_hand(papers: Path, book: Registry | None = None) -> bool:
-    """Whether every paper text the registry names is in ``papers``."""
-    return not missing_texts(papers, book)
+    """Whether ``papers`` is a folder holding every paper text the registry names (a registry that names none,
+    as a test's tiny book, has its texts at hand only where the folder exists)."""
+    return path_arg("papers", papers).is_dir() and not missing_texts(papers, book)
 
 
 def results_list_from_texts(papers: Path, book: Registry | None = None) -> dict[str, dict]:
