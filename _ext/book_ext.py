@@ -976,6 +976,18 @@ def drop_what_serves_nobody(app, exception):
         path.unlink()
 
 
+def bibliography_roles(app, exception):
+    """The references page's entries are list items of its citation list: docutils marks them
+    ``doc-biblioentry``, a role that ARIA 1.2 deprecates and that accessibility engines (axe-core) no longer
+    count as a list item, so the list looked empty of items to them; ``listitem`` says the same and is read."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if 'role="doc-biblioentry"' in text:
+            page.write_text(text.replace('role="doc-biblioentry"', 'role="listitem"'), encoding="utf-8")
+
+
 def repository_url(config) -> str:
     """``repository.url`` of ``_config.yml`` (jupyter-book passes it on as a theme option), or ``""``."""
     return (config.html_theme_options.get("repository_url") or "").strip()
@@ -1027,6 +1039,7 @@ def setup(app):
     app.connect("html-page-context", offer_executed_notebook, priority=450)
     app.connect("build-finished", copy_mathjax)
     app.connect("build-finished", drop_what_serves_nobody)
+    app.connect("build-finished", bibliography_roles)
     app.connect("build-finished", source_archive.archive_at_build_end)
     app.connect("build-finished", copy_paper_scale_records)
     return {"parallel_read_safe": False, "parallel_write_safe": True}

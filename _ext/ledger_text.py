@@ -236,7 +236,7 @@ def paper_location(location: str) -> str:
     text = EXTRACTION_LINE.sub("", location)
     for pattern, replacement in ((r"\(\s*[,;]?\s*\)", ""), (r"\(\s*[,;]\s*", "("), (r"\s*[,;]\s*\)", ")"),
                                  (r"(\s*,\s*){2,}", ", "), (r"\s+,", ","), (r"\s{2,}", " "),
-                                 (r"\(\s*(and|against|with|of)\s*\)", ""), (r",\s*\(", " (")):
+                                 (r"\(\s*(and|against|with|of)\s*\)", ""), (r",\s*\(", " ("), (r",\s*(and|against|with)\b", r" \1")):
         text = re.sub(pattern, replacement, text)
     text = re.sub(r"^[\s,;]*(?:(?:and|against|with|of)\b[\s,;]*)*", "", text)
     text = re.sub(r"[\s,;]*(?:\b(?:and|against|with|of|repeated in|carried into|in)[\s,;]*)*$", "", text)

@@ -58,7 +58,6 @@
     const group = (title, items, key, classOf) => {
       const details = document.createElement("details");
       const summary = document.createElement("summary");
-      summary.textContent = `${title} (${items.length})`;
       details.append(summary);
       const boxes = [];
       items.forEach(([value, text]) => {
@@ -74,6 +73,7 @@
         details.append(label);
         boxes.push(box);
       });
+      summary.textContent = `${title} (${boxes.length})`;
       bar.append(details);
       return boxes;
     };
