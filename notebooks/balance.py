@@ -825,8 +825,10 @@ draw_noise_balance(figure(1, 3)[1], fig6_series, rate_ratio)
 # %%
 paper_scale = archived_arrays("balance", "fig6") if mode() != "full" else None
 archived_law = None if paper_scale is None else archived_arrays("balance", "b11_law")
-if paper_scale is None:
-    print("No archived full run with Fig. 6's series" + (" (this run is the full one)" if mode() == "full" else ": `make paper-scale CHAPTER=balance`"))  # fmt: skip
+if paper_scale is None and mode() == "full":
+    print("No archived full run with Fig. 6's series (this run is the full one)")
+elif paper_scale is None:
+    print("No archived full run with Fig. 6's series: `make paper-scale CHAPTER=balance`")
 else:
     print(balance.describe_archive(paper_scale, archived_law))
 

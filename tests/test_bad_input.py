@@ -268,6 +268,28 @@ VALID = {
     "induction_subspace.train_standard": lambda: dict(D=8, steps=1, batch=2, generator=torch_generator(0)),
     "induction_subspace.standard_accuracy": lambda: dict(model=_standard_model(), batch=2,
                                                          generator=torch_generator(0)),
+    "induction_subspace.basis_errors": lambda: dict(coefficients=torch.ones(19, dtype=torch.float64), weights=_W(),
+                                                    D=4),
+    "induction_subspace.equivariance_error": lambda: dict(weights=_W(), strict=True, generator=torch_generator(0)),
+    "induction_subspace.a73_chain_rule_error": lambda: dict(X=_icl()[0], y=_icl()[1], weights=_W()),
+    "induction_subspace.haar_z_score": lambda: dict(samples=torch.randn(3, 4, 4, generator=torch_generator(0),
+                                                                    dtype=torch.float64), target=torch.eye(4)),
+    "induction_subspace.orbit_average_error": lambda: dict(A=torch.eye(4, dtype=torch.float64),
+                                                           **dict(zip("EF", isp.orbit_rotations(4)))),
+    "induction_subspace.plateau_exit": lambda: dict(loss=np.array([4.0, 3.0, 1.0]), D=4),
+    "induction_subspace.hypotheses_summary": lambda: dict(
+        full=dict(loss=np.array([4.0, 1.0]), coords=np.arange(38.0).reshape(2, 19)),
+        three=dict(loss=np.array([4.0, 1.0]), coords=np.arange(38.0).reshape(2, 19)), D=4),
+    "induction_subspace.ablation_losses": lambda: dict(weights=_W(), X=_icl()[0], y=_icl()[1]),
+    "induction_subspace.rebound": lambda: dict(losses=np.array([4.0, 3.0, 1.0, 2.0]), exit_step=1, window=2),
+    "induction_subspace.appc_rows": lambda: dict(app_c_runs={2: ((1, 2), isp.train_sgd(
+        2, 4, steps=2, batch=4, lr=1.0, generator=torch_generator(0), snapshots=(1, 2)))}),
+    "induction_subspace.span_remainder": lambda: dict(stream=torch.ones(3, 4, dtype=torch.float64),
+                                                      columns=[torch.eye(4, dtype=torch.float64)[:, :2]]),
+    "induction_subspace.wide_run_rows": lambda: dict(runs=[dict(
+        settings={"init": "gpt2", "seed": 1}, loss_first=3.4, loss_last20=0.1, accuracy=0.99, previous_weight=0.3,
+        previous_weight_untrained=0.1, device="cpu")]),
+    "induction_subspace.check_args": lambda: dict(key="basis"),
     # balance
     "balance.icl_regression_batch": lambda: dict(batch_size=4, generator=torch_generator(0)),
     "balance.init_attention": lambda: dict(generator=torch_generator(0)),
@@ -521,6 +543,7 @@ ACCEPTED = {
     "scan_snap_theory.population_zdot": {"gamma": REAL, "eta_Z": {"0", "2.5"}},  # gamma(t) is any real
     "balance_theory.linear_C1_C2": {"sigma": {"0"}}, "balance_theory.linear_sgd_runs": {"sigma": {"0"}},  # noiseless labels
     "balance_theory.ratio_on_minimum": {"D": REAL},  # |u|^2 - |w|^2 takes any sign
+    "induction_subspace.rebound": {"exit_step": {"0"}},  # a loss may leave its plateau at the first step
     "scan_snap.train_yz": {"eta_Y": {"0"}, "eta_Z": {"0"}},  # a zero step size freezes that layer
     "scan_snap_text.make_transformer_lm": {"dropout": {"0"}},  # no dropout
     "scan_snap.sample_class_counts": {"n": {"0"}},  # class 0

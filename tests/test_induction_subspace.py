@@ -299,3 +299,77 @@ def test_propositions_in_sympy_and_batched_rotations():
     assert all(torch.equal(a, b[0]) for a, b in zip(single, first))
     with pytest.raises(ValueError, match="count"):
         isp.random_rotation(6, generator=torch_generator(3), count=0)
+
+
+# --- the chapter's bookkeeping (section 5 of the module) ----------------------------------------------
+
+
+def test_basis_and_equivariance_helpers():
+    c, W = _random_structured(4, torch_generator(0))
+    assert max(isp.basis_errors(c, _random_weights(4, torch_generator(1)), 4)) < 1e-12
+    with pytest.raises(ValueError, match="weights"):
+        isp.basis_errors(c, _random_weights(2, torch_generator(1)), 4)
+    assert isp.equivariance_error(W, strict=True, generator=torch_generator(2)) < 1e-12
+    assert isp.equivariance_error(_random_weights(4, torch_generator(3), 0.3), strict=False,
+                                  generator=torch_generator(2)) > 0.01
+    with pytest.raises(TypeError, match="strict"):
+        isp.equivariance_error(W, strict=1, generator=torch_generator(2))
+    X, y = ic.sample_icl_batch(4, 3, 2, generator=torch_generator(4))
+    assert isp.a73_chain_rule_error(X, y, _random_weights(4, torch_generator(5), 0.3)) < 1e-12
+
+
+def test_averages():
+    E, F = isp.random_rotation(4, generator=torch_generator(0), count=2000)
+    A = torch.randn(4, 4, dtype=torch.float64, generator=torch_generator(1))
+    target = torch.trace(A) / 4 * torch.eye(4, dtype=torch.float64)
+    assert isp.haar_z_score(E @ A @ E.transpose(-1, -2), target) < 5
+    assert isp.haar_z_score(E @ A @ E.transpose(-1, -2), target + 1.0) > 5
+    assert isp.orbit_average_error(A, *isp.orbit_rotations(4)) < 1e-13
+    with pytest.raises(ValueError, match="target"):
+        isp.haar_z_score(E @ A, target[:2])
+
+
+def test_plateau_exit_rebound_and_hypotheses():
+    loss = np.array([4.0, 3.5, 1.9, 1.0, 0.5, 0.5, 2.0, 2.0])
+    assert isp.plateau_exit(loss, 4) == 2
+    assert isp.rebound(loss, 2, window=2) == pytest.approx(4.0)
+    with pytest.raises(ValueError, match="exit_step"):
+        isp.rebound(loss, 7, window=2)
+    coords = np.zeros((2, 19))
+    coords[-1, list(ic.INDUCTION_INDICES)] = [1.0, 2.0, 3.0]
+    coords[-1, 0] = 0.5
+    full = {"loss": loss, "coords": coords}
+    summary = isp.hypotheses_summary(full, {"loss": loss, "coords": coords}, 4)
+    assert summary["on_top"] and summary["margin"] == pytest.approx(2.0) and summary["ok"]
+    with pytest.raises(ValueError, match="three"):
+        isp.hypotheses_summary(full, {"loss": loss}, 4)
+
+
+def test_ablation_and_appc_rows():
+    run = isp.train_sgd(2, 4, steps=4, batch=8, lr=1.0, generator=torch_generator(0), snapshots=(2, 4))
+    X, y = ic.sample_icl_batch(4, 2, 16, generator=torch_generator(1))
+    ablated, loss = isp.ablation_losses(run["weights"], X, y)
+    assert ablated.shape == (19,) and np.isfinite(loss)
+    table, shares, head_on_top = isp.appc_rows({2: ((2, 4), run)})
+    assert len(table) == len(shares) == 2 and len(head_on_top) == 1 and all(0 <= s <= 1 for s in shares)
+
+
+def test_span_remainder_and_rows():
+    basis = torch.eye(6, dtype=torch.float64)
+    stream = torch.randn(5, 6, dtype=torch.float64, generator=torch_generator(0))
+    assert isp.span_remainder(stream, [basis[:, :3], basis[:, 3:]]) < 1e-14
+    assert isp.span_remainder(stream, [basis[:, :3]]) > 0.1
+    run = {"settings": {"init": "gpt2", "seed": 1}, "loss_first": 3.4, "loss_last20": 0.1, "accuracy": 0.99,
+           "previous_weight": 0.3, "previous_weight_untrained": 0.1, "device": "cuda (H200)"}
+    assert isp.wide_run_rows([run])[0][-1] == "cuda"
+    with pytest.raises(ValueError, match="runs"):
+        isp.wide_run_rows([{}])
+
+
+def test_checks_and_their_reasons():
+    for key, check in isp.CHECKS.items():
+        assert len(check["why"]) > 20 and set(check) - {"why"} <= {"expected", "rtol", "atol", "lower", "upper"}
+    args = isp.check_args("fig2-subdiagonal", untrained=0.123, D=256)
+    assert "0.12" in args["why"] and "width 256" in args["why"] and args["lower"] == 0.5
+    with pytest.raises(ValueError, match="key"):
+        isp.check_args("no-such-check")
