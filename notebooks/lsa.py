@@ -48,9 +48,9 @@
 # ODE) wherever the paper's statements allow, and Monte Carlo through the literal model as a z-score-tested
 # confirmation.
 #
-# **Run time.** `quick` (the tests) about a minute, `default` (this page) about a minute and a half on two
-# cores; `full` multiplies the Monte-Carlo sizes by 5 to 20, runs 60 generic initialisations and 30 000 SGD
-# steps per seed. The status page lists the measured times. The ledger of this chapter:
+# **Run time.** On two cores `quick` (the tests) takes under a minute and `default` (this page) about 80 s;
+# `full` multiplies the Monte-Carlo sizes by 5 to 20, runs 60 generic initialisations and 30 000 SGD steps per
+# seed (the archived full run: 31 min on one thread). The status page lists the measured times. The ledger of this chapter:
 # {ledger-counts}`lsa`. What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]
