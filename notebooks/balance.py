@@ -28,15 +28,15 @@
 # What this chapter finds:
 #
 # - every column pair of each attention layer is a symmetry, sample by sample: 6 per layer, not the paper's 5,
-#   and the loss depends on $W_Q W_K^\top$, not the printed $W_K W_Q$ ([section 1](balance-symmetry));
+#   and the loss depends on $W_Q W_K^\top$, not the printed $W_K W_Q$ ([section 1](sec-balance-symmetry));
 # - each step of the proof holds exactly, symbolically and to $10^{-12}$ in float64, and Eq. 7's band contains
-#   every random stationary point ([section 2](balance-derivation));
+#   every random stationary point ([section 2](sec-balance-derivation));
 # - without noise every imbalance is conserved to round-off by an integrator that keeps quadratic invariants,
-#   while gradient descent drifts in proportion to its step ([section 3](balance-conservation));
+#   while gradient descent drifts in proportion to its step ([section 3](sec-balance-conservation));
 # - in a linear model with closed-form noise SGD balances at $\|u\|^2/\|w\|^2 = d_o/d$, not 1, in a number of
-#   steps that scales as $S/\eta^2$ ([section 4](balance-linear));
+#   steps that scales as $S/\eta^2$ ([section 4](sec-balance-linear));
 # - in the attention network of App. B.11 the law gives the direction and the size of every pair's drift; the
-#   approach of Fig. 6 holds, its overlap is not reached in the book's runs ([section 5](balance-attention)).
+#   approach of Fig. 6 holds, its overlap is not reached in the book's runs ([section 5](sec-balance-attention)).
 #
 # **What it assumes.** The theorem statement and the derivation of Eq. 7 from the paper's App. B; the reading
 # $T = \eta/S$, $t = \eta \times$ steps ({ref}`balance.N3 <balance-n3>`); for App. B.11, the choices listed in
@@ -66,7 +66,7 @@ torch.set_num_threads(1)  # small tensors: one thread is several times faster on
 print(run_line())
 
 # %% [markdown]
-# (balance-symmetry)=
+# (sec-balance-symmetry)=
 # ## 1. The symmetry in a two-layer attention network
 #
 # App. B.11 trains "a two-layer single-head self-attention network without MLP in between" on in-context
@@ -153,7 +153,7 @@ euler_residual = residuals.abs().max().item()
 check_claim("balance.euler-identity", euler_residual, **CHECKS["balance.euler-identity"])
 
 # %% [markdown]
-# (balance-derivation)=
+# (sec-balance-derivation)=
 # ## 2. The law, derived
 #
 # The paper's Theorem 3.1 (= B.3), in the form this chapter tests:
@@ -270,7 +270,7 @@ print(f"max relative difference between the two routes: {crossing_error:.1e}")
 check_claim("balance.crossing", crossing_error, **CHECKS["balance.crossing"])
 
 # %% [markdown]
-# (balance-conservation)=
+# (sec-balance-conservation)=
 # ## 3. Without noise, the imbalance is conserved exactly
 #
 # With $T = 0$, {eq}`balance-law` says every $D_i = \|W_K^i\|^2 - \|W_Q^i\|^2$ is constant. Gradient descent, a
@@ -399,7 +399,7 @@ legend(ax_s)
 # descent drifts in exact proportion to its step, and the drift is exactly the sum of
 # {eq}`balance-one-step`. Any systematic change of $D_i$ under SGD must therefore come from the noise.
 #
-# (balance-linear)=
+# (sec-balance-linear)=
 # ## 4. Balance under SGD where everything is exact: a linear model
 #
 # Take $f(x) = u\,(w^\top x)$ with $u \in \mathbb R^{d_o}$, $w \in \mathbb R^{d}$, $\ell = \|f(x) - y\|^2$,
@@ -607,7 +607,7 @@ legend(ax_t)
 # $\eta = 0.005, S = 1$ matches $\eta = 0.01, S = 1$: it tracks $\eta/T = S$, as the finite-step term of
 # {eq}`balance-expectation` (coefficient $\eta$, not $T$) predicts ({ref}`balance.N2 <balance-n2>`).
 #
-# (balance-attention)=
+# (sec-balance-attention)=
 # ## 5. The attention experiment of App. B.11 (Fig. 6)
 #
 # Online SGD with $\eta = 4\times 10^{-3}$ on fresh batches. At the paper's batch $S = 200$
@@ -853,7 +853,7 @@ if paper_scale is not None:
 # the $2.6\times10^5$ steps before its loss blew up. There the law still gives the direction of the drift and
 # the size of its noise part, but not the whole drift: at $S = 200$ the finite-step term is no longer small.
 #
-# (balance-errata)=
+# (sec-balance-errata)=
 # ## 6. Errata and notes
 #
 # Each is registered and listed on the errata page.

@@ -26,22 +26,22 @@
 # What this chapter finds:
 #
 # - the model, its parameter count and the 19 orthogonal basis directions are as stated
-#   ([sections 1-2](subspace-model));
+#   ([sections 1-2](sec-subspace-model));
 # - the gradient transforms under data rotations exactly as the proof says, but only at structured weights, and
-#   Propositions 1-4 of App. A hold ([sections 3-4](subspace-equivariance));
+#   Propositions 1-4 of App. A hold ([sections 3-4](sec-subspace-equivariance));
 # - $2D^2$ rotations average exactly like the Haar measure, so training on symmetrised batches stays in the
 #   subspace to $10^{-15}$, and $\beta_3 \dots \beta_6$ get an exactly zero gradient: 15 directions move
-#   ([sections 5-6](subspace-orbit));
+#   ([sections 5-6](sec-subspace-orbit));
 # - plain SGD leaves the subspace only through Monte-Carlo noise, as $B^{-1/2}$, and App. C's step 1 diverges
-#   unless the loss is a mean over coordinates ([section 7](subspace-batches));
+#   unless the loss is a mean over coordinates ([section 7](sec-subspace-batches));
 # - the induction head drives the loss drop and training it alone reproduces the plateau and its exit
 #   (Hypotheses 1 and 2), with an SGD-noise rebound at the paper's batch that the three-parameter model lacks;
-#   the weights of App. C have the predicted block structure ([sections 8-9](subspace-hypotheses));
+#   the weights of App. C have the predicted block structure ([sections 8-9](sec-subspace-hypotheses));
 # - Assumption 7's Gaussian motivation needs variance $1/D$ and its list of conditions a stronger quantifier
-#   ([section 10](subspace-assumption7));
+#   ([section 10](sec-subspace-assumption7));
 # - the standard transformer of Sec. 2 learns the task and forms a previous-token head at width 256; at the paper's
 #   width 2048, in a pre-registered deciding run, it learns the task under GPT-2's initialisation and not under
-#   PyTorch's defaults ([section 11](subspace-standard)).
+#   PyTorch's defaults ([section 11](sec-subspace-standard)).
 #
 # **What it assumes.** The model of Eq. 1 with the causal mask of App. B.2, Gaussian data for the training runs
 # (the orthonormal data of Assumption 7 only in section 10), and, where the paper is silent, the readings the
@@ -95,7 +95,7 @@ print(
 )
 
 # %% [markdown]
-# (subspace-model)=
+# (sec-subspace-model)=
 # ## 1. The model and its parameter count
 #
 # Rows of $X \in \mathbb R^{(2N+1) \times 2D}$ are $[a_i \mid p_i]$ (item $i$), $[b_i \mid p_i M]$ (its label) and
@@ -221,7 +221,7 @@ basis_error = gram_error + trip_error + idem_error
 check_claim("induction_subspace.basis", basis_error, **CHECKS["basis"])
 
 # %% [markdown]
-# (subspace-equivariance)=
+# (sec-subspace-equivariance)=
 # ## 3. The inductive step: how a data rotation moves the gradient
 #
 # The proof rotates the data, $a_i \to a_i E$, $b_i \to b_i E$ with $E$ orthogonal and $p_i \to p_i F$ with $F$
@@ -403,7 +403,7 @@ check_claim("induction_subspace.propositions-sympy", sympy_holds, **CHECKS["prop
 # every sample, and SymPy confirms the exact statements of {prf:ref}`prop-subspace-averages`. Remark 1 is visible
 # too: the block-orthogonal average keeps the $M$ component that the full orthogonal group removes.
 #
-# (subspace-orbit)=
+# (sec-subspace-orbit)=
 # ## 5. Exact group averaging with finitely many rotations
 #
 # Isotropy (Assumption 3) makes the population gradient invariant under every $h$, so by
@@ -535,7 +535,7 @@ print(f"{len(moving)} pseudo-parameters ever differ from 0: {', '.join(moving)}"
 check_claim("induction_subspace.fifteen-move", row2, **CHECKS["fifteen-move"])
 
 # %% [markdown]
-# (subspace-batches)=
+# (sec-subspace-batches)=
 # ## 7. Finite batches: the residual falls as $B^{-1/2}$
 #
 # App. C checks {prf:ref}`thm-subspace-theorem1` with plain SGD, whose batch gradient is structured only on
@@ -608,7 +608,7 @@ legend(ax)
 # $B \in \{1024, 4096\}$): there we measured slopes $(-0.66, -0.61, -0.54)$, the first just outside the band,
 # because at $B = 1024$ the run itself differs ($\alpha_3$ ends at 0.39 rather than 0.34), not only its noise.
 #
-# (subspace-hypotheses)=
+# (sec-subspace-hypotheses)=
 # ## 8. Hypotheses 1 and 2: the three induction-head parameters (Fig. 4)
 #
 # ```{prf:conjecture} Hypotheses 1 and 2
@@ -875,7 +875,7 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
 # in training, carries the most noise, yet more than half of its squared norm lies on 3 of its 1024 directions.
 # At the last step of each $N$ the three induction-head parameters are the largest.
 #
-# (subspace-assumption7)=
+# (sec-subspace-assumption7)=
 # ## 10. Assumption 7 and its Gaussian motivation
 #
 # ```{prf:assumption} Assumption 7 (orthonormal inputs)
@@ -933,7 +933,7 @@ quantifier = CHECKS["assumption7-quantifier"]
 check_claim("induction_subspace.assumption7-quantifier", gaps[0.5], **quantifier)
 
 # %% [markdown]
-# (subspace-standard)=
+# (sec-subspace-standard)=
 # ## 11. The standard transformer of Sec. 2
 #
 # The paper starts from an ordinary two-layer attention-only transformer: token and positional embeddings

@@ -8,17 +8,17 @@ Theorem B.3 (= Theorem 3.1, Eq. 108) of the paper: if the per-sample loss obeys
 
 and the two quadratic forms are gradient noises *crossed over*: ``u^T C1 u = tr Cov[grad_w l]`` and
 ``w^T C2 w = tr Cov[grad_u l]``. The closed forms, the linear model and the SymPy identities of the proof are
-in :mod:`icllib.balance_theory`; this module holds the attention network, read top to bottom as the chapter
+in ``icllib.balance_theory``; this module holds the attention network, read top to bottom as the chapter
 (``notebooks/balance.py``) uses it:
 
-1. the chapter's App. B.11 setting, named once (:data:`B11_PAPER`);
+1. the chapter's App. B.11 setting, named once (``B11_PAPER``);
 2. the two-layer attention network of App. B.11, its data (:func:`icl_regression_batch`), its per-sample
    gradients, its gradient derived by hand (:func:`attention_loss_and_grads`, the SGD loop's), and the terms
    ``g_K^i, g_Q^i`` of Fig. 6 computed both ways (variances and C1, C2);
 3. integrators for the conservation experiment (gradient descent, implicit midpoint);
 4. the online SGD run of App. B.11 with the exact per-step bookkeeping of ``D_i = |W_K^i|^2 - |W_Q^i|^2``,
    and what the chapter reads from it (:func:`rank_agreement`, :func:`gap_summary`; the law's drift along a run
-   is :func:`icllib.balance_theory.law_prediction`).
+   is ``icllib.balance_theory.law_prediction``).
 """
 
 from __future__ import annotations
@@ -267,7 +267,8 @@ def euler_residuals(grads, params):
 def g_terms(grads):
     """``g_K^i = tr Cov[dl/dW_Q^i]`` and ``g_Q^i = tr Cov[dl/dW_K^i]`` (Fig. 6): two ``(2, width)`` tensors.
 
-    The crossing of :func:`noise_terms`, applied to all column pairs at once (``u = W_K^i``, ``w = W_Q^i``).
+    The crossing of ``icllib.balance_theory.noise_terms``, applied to all column pairs at once
+    (``u = W_K^i``, ``w = W_Q^i``).
     """
     if not isinstance(grads, dict) or set(grads) != set(PARAM_NAMES):
         raise ValueError(f"grads must be a dict with keys {PARAM_NAMES}")
@@ -584,8 +585,8 @@ def finite_part(run):
 
     The run itself if it did not diverge. Otherwise the checkpoints before ``diverged_at`` up to the first
     whose ``g_K`` or ``g_Q`` is not finite, and the per-step series (``loss``, ``D``, ``dD_gd``, ``dD_noise``)
-    up to the last checkpoint kept, so that :func:`icllib.balance_theory.law_prediction` and the checkpoint comparisons of Fig. 6
-    read only finite values.
+    up to the last checkpoint kept, so that ``icllib.balance_theory.law_prediction`` and the checkpoint
+    comparisons of Fig. 6 read only finite values.
     """
     keys = {"checkpoints", "gK", "gQ", "gK_se", "gQ_se", "loss", "D", "dD_gd", "dD_noise", "diverged_at"}
     if not isinstance(run, dict) or not keys <= set(run):

@@ -16,7 +16,7 @@ This module holds what the chapter computes without the attention network (that 
    (section 4 of the chapter, :func:`linear_balance_experiment`);
 3. the steps of the proof as SymPy identities (:func:`sympy_identities`, section 2 of the chapter).
 
-It also holds :data:`CHECKS`, the tolerance and its reason for each of the chapter's checks, so that a check in
+It also holds ``CHECKS``, the tolerance and its reason for each of the chapter's checks, so that a check in
 the chapter is one line and the ledger and the claim cards still show both.
 """
 

@@ -9,7 +9,7 @@ Read top to bottom:
 3. SGD from zero on the full matrices, on the three induction-head parameters, or on symmetrised batches
    (App. C-D);
 4. the standard two-layer attention-only transformer of Sec. 2 (App. E), its task and its training;
-5. what the chapter reads from its runs, and the tolerance and reason of each check (:data:`CHECKS`).
+5. what the chapter reads from its runs, and the tolerance and reason of each check (``CHECKS``).
 
 The model of Eq. 1, the task and the structured weights are in :mod:`icllib.induction_common`.
 
@@ -366,7 +366,7 @@ class StandardTransformer(torch.nn.Module):
     """Two attention-only layers with one head each, token and positional embeddings, no normalisation, no MLP,
     no weight tying (Sec. 2.1, App. E). Residual stream ``h = E[token] + P[position]``; layer ``l`` adds
     ``softmax(h W_Q^T W_K h^T / sqrt(D_H)) h W_V^T W_O^T`` under the ordinary causal mask; the output layer
-    ``W_o`` reads the last position. ``init`` is one of :data:`INITIALISATIONS` (the paper does not state one);
+    ``W_o`` reads the last position. ``init`` is one of ``INITIALISATIONS`` (the paper does not state one);
     the weights are drawn on the generator's device."""
 
     def __init__(self, D: int, *, generator: torch.Generator, vocab: int = 32, block: int = 32,
@@ -432,7 +432,7 @@ class StandardTransformer(torch.nn.Module):
 def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator, lr: float = 1e-3,
                    weight_decay: float = 0.01, init: str = "normal"):
     """AdamW on the negative log-likelihood of the target, fresh batches every step (App. E), with the model's
-    initialisation ``init`` (:data:`INITIALISATIONS`); model and batches on the generator's device.
+    initialisation ``init`` (``INITIALISATIONS``); model and batches on the generator's device.
 
     Returns ``(model, losses)``, with the loss of every step's batch (a test loss: batches are independent).
     """
@@ -690,7 +690,7 @@ CHECKS = {
 
 
 def check_args(key: str, **values) -> dict:
-    """The keyword arguments of the chapter's check ``induction_subspace.<key>`` (:data:`CHECKS`), its reason
+    """The keyword arguments of the chapter's check ``induction_subspace.<key>`` (``CHECKS``), its reason
     completed with the measured ``values`` it names in braces."""
     key = one_of("key", key, CHECKS)
     args = dict(CHECKS[key])
