@@ -293,7 +293,7 @@ check_claim("induction_emergence.initial-velocity", initial_ok, **C["initial-vel
 #
 # The paper's main result, in the form this chapter tests:
 #
-# ```{prf:theorem} Emergence in three phases (the paper's Theorem 2)
+# ```{prf:theorem} Emergence in three phases: the paper's Theorem 2
 # :label: thm-induction-emergence-order
 # Under Assumptions 7-8, gradient flow on {eq}`ie-b3` from $\alpha = \beta = \gamma = 0$ makes the parameters
 # emerge (cross $1/2$, Definition 1) in the order $T_\gamma < T_\beta < T_\alpha$, with $T_\gamma = \Theta(N)$ and

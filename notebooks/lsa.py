@@ -80,7 +80,7 @@ print(run_line())
 # of $E$ minus one (line 114): $\rho=N$ for training prompts and $\rho=M$ for a test prompt of length $M$, as in
 # (4.2)-(4.3) and `lsa.predict`.
 #
-# ```{prf:lemma} The prediction is a quadratic form (the paper's Lemma 5.1 and Eq. 3.6)
+# ```{prf:lemma} The prediction is a quadratic form: the paper's Lemma 5.1 and Eq. 3.6
 # :label: lem-lsa-quadratic
 # The prediction of {eq}`lsa-eq33` is a quadratic form $\hat y=u^\top H u$ in the vector $u$ of the
 # $(d+1)^2$ entries of $W^{KQ}$ and $W^{PV}$ that matter (the first $d$ columns of $W^{KQ}$ and the last row of
@@ -200,7 +200,7 @@ why = lsat.check_args("lsa.full-loss", n=n_mc, se=mc_full["loss_se"])
 check_claim("lsa.full-loss", z_full, **why)
 
 # %% [markdown]
-# ```{prf:lemma} The dynamics on the invariant set (the paper's Lemma 5.2)
+# ```{prf:lemma} The dynamics on the invariant set: the paper's Lemma 5.2
 # :label: lem-lsa-dynamics
 # On the invariant set $u_{12}=u_{21}=0$, gradient flow on the population loss is the ODE (5.4) in
 # $(U_{11},u_{-1})$, the negative gradient of {eq}`lsa-restricted-loss`; the gradient in the $u_{12}=w^{PV}_{21}$
@@ -253,13 +253,13 @@ check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
 # (lsa-flow)=
 # ## 2. Theorem 4.1 by exact gradient flow
 #
-# ```{prf:assumption} A balanced initialisation (the paper's Assumption 3.3)
+# ```{prf:assumption} A balanced initialisation: the paper's Assumption 3.3
 # :label: asm-lsa-init
 # $W^{PV}(0)=\sigma e_{d+1}e_{d+1}^\top$, $W^{KQ}_{11}(0)=\sigma\Theta\Theta^\top$ with $\|\Theta\Theta^\top\|_F=1$,
 # and every other entry zero.
 # ```
 #
-# ```{prf:theorem} Convergence (the paper's Theorem 4.1)
+# ```{prf:theorem} Convergence: the paper's Theorem 4.1
 # :label: thm-lsa-convergence
 # From {prf:ref}`asm-lsa-init` with $\sigma<\sigma_{\max}=\sqrt{2/(\sqrt d\|\Gamma\|_{op})}$, gradient flow on the
 # population loss converges to a global minimum,
@@ -326,7 +326,7 @@ check_claim("lsa.balance", max(r["balance"] for r in summary), **C["lsa.balance"
 check_claim("lsa.sigma-condition", err_outside, **C["lsa.sigma-condition"])
 
 # %% [markdown]
-# ```{prf:lemma} $u_{-1}$ stays away from zero (the paper's Lemmas A.4 and A.5)
+# ```{prf:lemma} $u_{-1}$ stays away from zero: the paper's Lemmas A.4 and A.5
 # :label: lem-lsa-a4-a5
 # Inside the condition on $\sigma$, $u_{-1}(t)>0$ for all $t$ (Lemma A.4), and in fact
 #
@@ -367,7 +367,7 @@ monotone = bool(largest_rise < 1e-12 and min(r["drop"] for r in summary) > 0.01)
 check_claim("lsa.loss-monotone", monotone, **C["lsa.loss-monotone"])
 
 # %% [markdown]
-# ```{prf:corollary} The global minima (the paper's Corollary A.2 and Lemma 5.3)
+# ```{prf:corollary} The global minima: the paper's Corollary A.2 and Lemma 5.3
 # :label: cor-lsa-minimum
 # Completing the square,
 #
@@ -403,7 +403,7 @@ check_claim("lsa.corollaryA2", max(max(err_A2), abs(flow_end - min_A2)), **C["ls
 # equilibrium of (5.4), so by uniqueness of ODE solutions $u_{-1}$ never crosses zero; and
 # ${\rm tr}(\Lambda^2U_{11}(0)^\top)=\sigma\|\Lambda\Theta\|_F^2>0$ pushes the run away from the origin.
 #
-# ```{prf:lemma} A Polyak-Łojasiewicz inequality (the paper's Lemma 5.4)
+# ```{prf:lemma} A Polyak-Łojasiewicz inequality: the paper's Lemma 5.4
 # :label: lem-lsa-pl
 # Along the flow of {prf:ref}`thm-lsa-convergence` the Polyak-Łojasiewicz inequality
 # $\|\nabla\tilde\ell\|^2\ge\mu(\tilde\ell-\min\tilde\ell)$ holds with the explicit $\mu$ of Eq. (5.7), hence the
@@ -731,7 +731,7 @@ legend(ax)
 #
 # $$ \hat y=x_q^\top\Gamma^{-1}\frac1M\sum_{i=1}^My_ix_i. $$ (lsa-eq43)
 #
-# ```{prf:theorem} Error on new tasks (the paper's Theorem 4.2)
+# ```{prf:theorem} Error on new tasks: the paper's Theorem 4.2
 # :label: thm-lsa-error
 # For any distribution with $x\sim\mathcal N(0,\Lambda)$, with $a=\Lambda^{-1}\mathbb E[xy]$ and
 # $\Sigma={\rm Cov}(xy)$, the prediction {eq}`lsa-eq43` has the error
@@ -990,7 +990,7 @@ legend(ax)
 # (lsa-random-covariances)=
 # ## 7. Theorem 4.5: random covariances and the factor 1/3
 #
-# ```{prf:theorem} Random covariances (the paper's Theorem 4.5)
+# ```{prf:theorem} Random covariances: the paper's Theorem 4.5
 # :label: thm-lsa-random-cov
 # If every training prompt draws its own $\Lambda_\tau={\rm diag}(\lambda_{\tau,1},\ldots,\lambda_{\tau,d})$ and the
 # initial scale satisfies
@@ -1295,7 +1295,7 @@ assert all(abs(j_mean - 1 / 3) > 7 * j_se for *_, j_mean, j_se in third_rows)
 # (lsa-corollary43)=
 # ## 8. Corollary 4.3: an audit
 #
-# ```{prf:corollary} Sample sizes (the paper's Corollary 4.3)
+# ```{prf:corollary} Sample sizes: the paper's Corollary 4.3
 # :label: cor-lsa-sample-sizes
 # Averaging the noiseless error of {prf:ref}`thm-lsa-error` over $w\sim\mathcal N(0,I)$,
 #

@@ -9,7 +9,7 @@ Read top to bottom:
 3. gradient descent on (alpha, beta, gamma), the discrete counterpart of App. F (Fig. 5);
 4. the large-N limits of the emergence times, derived in the chapter (its Propositions 1-3);
 5. the chapter's bookkeeping: :func:`richardson`, the tables :func:`crossing_table` and :func:`bounds_table`
-   (with :data:`PAPER_BOUNDS`, the bounds of App. B.6-B.8 as the paper states them), and :data:`CHECKS` with
+   (with :data:`PAPER_BOUNDS`, the bounds of App. B.6-B.8 as the paper states them), and ``CHECKS`` with
    :func:`check_args`, the tolerance and its reason for each of the chapter's checks, so that a check in the
    chapter is one line while the ledger and the claim cards still show both.
 
@@ -465,7 +465,7 @@ CHECKS = {
 
 
 def check_args(claim_id, **fields) -> dict:
-    """The keyword arguments of ``check_claim`` for ``claim_id`` (:data:`CHECKS`), with the fields of its reason
+    """The keyword arguments of ``check_claim`` for ``claim_id`` (``CHECKS``), with the fields of its reason
     filled in from ``fields``."""
     if not isinstance(claim_id, str):
         raise TypeError(f"claim_id must be a str naming a check of the chapter, got {type(claim_id).__name__}")

@@ -16,8 +16,8 @@ Read top to bottom:
 4. random covariances (Theorem 4.5): :func:`exp1_moments`, :func:`random_cov_loss` and
    :func:`random_cov_gradient` (Eq. C.5);
 5. helpers of the chapter's checks: :func:`sqrtm_psd` (Corollary A.2), :func:`a14_bound` (Lemma A.5),
-   :func:`weights_411` (Eq. 4.11), :data:`COROLLARY43_CASES`, :func:`gaussian_rule` and :func:`isserlis_error`
-   (Lemma D.2), and :data:`CHECKS` with :func:`check_args`, the tolerance and its reason for
+   :func:`weights_411` (Eq. 4.11), ``COROLLARY43_CASES``, :func:`gaussian_rule` and :func:`isserlis_error`
+   (Lemma D.2), and ``CHECKS`` with :func:`check_args`, the tolerance and its reason for
    each of the chapter's checks, so that a check in the chapter is one line while the ledger and the claim
    cards still show both.
 
@@ -570,7 +570,7 @@ CHECKS = {
 
 
 def check_args(claim_id, **fields) -> dict:
-    """The keyword arguments of ``check_claim`` for ``claim_id`` (:data:`CHECKS`), with the fields of its reason
+    """The keyword arguments of ``check_claim`` for ``claim_id`` (``CHECKS``), with the fields of its reason
     filled in from ``fields`` (e.g. ``n``, the Monte-Carlo size, and ``se``, its standard error)."""
     if not isinstance(claim_id, str):
         raise TypeError(f"claim_id must be a str naming a check of the chapter, got {type(claim_id).__name__}")
