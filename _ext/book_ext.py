@@ -662,8 +662,9 @@ LEDGER_FIELDS = {
     "verdict": ("string", "one of the seven verdicts, or FAILED when a check of this build failed"),
     "verdict_since": ("string", "the date (YYYY-MM-DD) of the registry commit that gave the row its verdict; "
                                 "\"uncommitted\" for a change not yet committed"),
-    "verdict_history": ("array", "every change of the row's verdict, oldest first: {date, commit, from, to, why}; "
-                                 "from is null when the row was added"),
+    "verdict_history": ("array", "every change of the row's verdict, oldest first: {commit, from, to} (from is "
+                                 "null when the row was added); the top-level commits give each commit's date "
+                                 "and reason"),
     "evidence": ("string", "what the book checks, where sharper than the statement (may be empty)"),
     "run": ("string", "for not reproduced: the run at the paper's settings (may be empty)"),
     "deciding_run": ("string", "for inconclusive: the run that would decide it and its cost (may be empty)"),
@@ -746,24 +747,28 @@ def _history_section(app, docname, book, events: list[dict], source: str) -> nod
         "it holds its verdict; ledger.json carries each row's full history. The reason is the subject of the "
         "commit that made the change."))
     latest = ledger_history.last_changes(events)
-    rows, row_ids = [], []
-    for event in reversed(changes):
-        claim_id = nodes.paragraph(classes=["claim-id"])
-        if event["id"] in book.claims:
-            claim_id += nodes.reference(text=event["id"], refuri=f"#{claim_anchor(event['id'])}")
-        else:
-            claim_id += nodes.Text(event["id"] + " (no longer a row)")
-        when = event["date"] or "not committed"
-        commit = "" if event["commit"] == ledger_history.UNCOMMITTED else f" ({event['commit']})"
-        rows.append([nodes.paragraph(text=when + commit), claim_id,
-                     nodes.paragraph(text=f"{event['from']} → {event['to']}"), nodes.paragraph(text=event["why"])])
-        is_latest = latest.get(event["id"]) is event and _history_anchor(event["id"]) not in row_ids
-        row_ids.append(_history_anchor(event["id"]) if is_latest else "")
-    table = _table(("When", "Row", "Verdict", "Why"), rows, widths=[3, 4, 4, 12], classes=["ledger-history"])
-    for row, row_id in zip(table.findall(nodes.row), [""] + row_ids):
-        if row_id:
-            row["ids"].append(row_id)
-    section += table
+    by_commit: dict[str, list[dict]] = {}
+    for event in changes:
+        by_commit.setdefault(event["commit"], []).append(event)
+    rows = []
+    for commit, commit_changes in reversed(list(by_commit.items())):
+        cell = []
+        for event in commit_changes:
+            paragraph = nodes.paragraph(classes=["claim-id"])
+            # the row's verdict cell links here when this is the change that gave it its verdict
+            ids = [_history_anchor(event["id"])] if latest.get(event["id"]) is event else []
+            if event["id"] in book.claims:
+                paragraph += nodes.reference(text=event["id"], refuri=f"#{claim_anchor(event['id'])}", ids=ids)
+            else:
+                paragraph += nodes.inline(text=event["id"] + " (no longer a row)", ids=ids)
+            paragraph += nodes.Text(f": {event['from']} → {event['to']}")
+            cell.append(paragraph)
+        first = commit_changes[0]
+        when = first["date"] or "not committed"
+        rows.append([nodes.paragraph(text=when + ("" if commit == ledger_history.UNCOMMITTED else f" ({commit})")),
+                     cell, nodes.paragraph(text=first["why"])])
+    section += _table(("When", "Verdicts changed", "Why (the commit's subject)"), rows, widths=[3, 9, 11],
+                      classes=["ledger-history"])
     return section
 
 
@@ -772,7 +777,8 @@ def _schema_section(release: dict) -> nodes.section:
     section += nodes.title(text="ledger.json and ledger.csv, field by field")
     section += nodes.paragraph(text=(
         "ledger.json is an object: book, version, released (the book's version and release date, from "
-        "CITATION.cff), built (the date of this build), mode (its run mode), fields (the table below) and rows, "
+        "CITATION.cff), built (the date of this build), mode (its run mode), fields (the table below), commits "
+        "(each registry commit a row's history names: its date and why, the commit's subject) and rows, "
         "one object per ledger row in the order of the page, with the fields below. ledger.csv holds the same "
         "rows, one line each, with book_version and built added to every line; its lists are joined by \" | \" "
         "and verdict_history is left out. ledger.schema.json states the same as a JSON Schema. This build: "
@@ -867,7 +873,7 @@ def fill_ledger(app, doctree, docname):
             row_ids.append(claim_anchor(claim.id))
             row_classes.append(["ledger-row", _verdict_class(verdict), f"chapter-{claim.chapter}",
                                 *(["paper-scale-failed"] if failed_at_paper_scale else [])])
-            history = [{key: event[key] for key in ("date", "commit", "from", "to", "why")}
+            history = [{key: event[key] for key in ("commit", "from", "to")}
                        for event in events if event["id"] == claim.id]
             machine_readable.append({
                 "id": claim.id, "chapter": claim.chapter, "paper": claim.paper, "location": claim.location,
@@ -890,25 +896,29 @@ def fill_ledger(app, doctree, docname):
         output.insert(1, nodes.paragraph(text=f"{failed} checks FAILED in this build."))
     output.append(_history_section(app, docname, book, events, history_source))
     output.append(_schema_section(release))
-    _write_machine_readable_ledger(Path(app.outdir) / Path(docname).parent, machine_readable, release)
+    commits = {event["commit"]: {"date": event["date"], "why": event["why"]} for event in events
+               if any(event["commit"] == change["commit"] for row in machine_readable for change in row["verdict_history"])}
+    _write_machine_readable_ledger(Path(app.outdir) / Path(docname).parent, machine_readable, release, commits)
     for placeholder in placeholders:
         placeholder.replace_self(output)
 
 
-def _write_machine_readable_ledger(folder: Path, rows: list[dict], release: dict) -> None:
+def _write_machine_readable_ledger(folder: Path, rows: list[dict], release: dict, commits: dict) -> None:
     """``ledger.json``, ``ledger.csv`` and ``ledger.schema.json`` beside the ledger page: the rows of its
     tables, in the same order, with the book's version and the build's date (several measured values or checks
     of one claim are joined by " | " in the CSV)."""
     folder.mkdir(parents=True, exist_ok=True)
     fields = {name: description for name, (_kind, description) in LEDGER_FIELDS.items()}
-    document = {**release, "fields": fields, "rows": rows}
+    document = {**release, "fields": fields, "commits": commits, "rows": rows}
     (folder / "ledger.json").write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "ledger.json of the book " + release["book"],
         "type": "object",
-        "required": [*release, "fields", "rows"],
+        "required": [*release, "fields", "commits", "rows"],
         "properties": {**{key: {"type": "string"} for key in release}, "fields": {"type": "object"},
+                       "commits": {"type": "object", "description": "the registry commits the rows' histories "
+                                   "name: {date, why}"},
                        "rows": {"type": "array", "items": {
                            "type": "object", "required": list(LEDGER_FIELDS), "additionalProperties": False,
                            "properties": {name: {**JSON_TYPES[kind], "description": description}

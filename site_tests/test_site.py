@@ -486,7 +486,7 @@ def test_in_a_real_browser_the_ledgers_search_and_filters_show_the_rows_ledger_j
 
     term = "balance.b11"
     browser.evaluate(f"(() => {{ const box = document.getElementById('ledger-search'); box.value = {json.dumps(term)};"
-                     " box.dispatchEvent(new Event('input')); }})()")
+                     " box.dispatchEvent(new Event('input')); })()")
     assert _visible_rows(browser) == searched(term) and searched(term)
     shown = browser.evaluate("document.getElementById('ledger-shown').textContent")
     assert shown == f"{len(searched(term))} of {len(rows)} rows"
@@ -522,3 +522,17 @@ def test_in_a_real_browser_the_ledgers_search_and_filters_show_the_rows_ledger_j
         " return JSON.stringify([box.top, box.bottom, window.scrollY]); })()"))
     assert position[2] > 2000 and 0 <= position[0] < 150 and position[1] > position[0], \
         f"the filter bar is not in view half-way down the ledger: {position}"
+
+
+def test_ledger_locations_give_the_papers_numbering_first_and_the_extractions_lines_apart(site):
+    """A location reads in the paper's own numbering (section, equation, theorem); a "line N" of the text the
+    book checks its quotes against is set apart (span.extraction-line), a secondary detail."""
+    import ledger_text  # _ext/
+
+    for row in ledger_rows(site):
+        cell = row.select_one("td.ledger-paper")
+        for span in cell.select("span.extraction-line"):
+            span.extract()
+        assert not ledger_text.EXTRACTION_LINE.search(cell.get_text(" ")), cell.get_text(" ", strip=True)[:80]
+    numbered = [claim.id for claim in registry().claims.values() if ledger_text.paper_location(claim.location)]
+    print(f"{len(numbered)} of {len(registry().claims)} rows name the paper's own numbering")
