@@ -42,10 +42,10 @@
 # $T = \eta/S$, $t = \eta \times$ steps ({ref}`balance.N3 <balance-n3>`); for App. B.11, the choices listed in
 # section 1 where the appendix is silent ({ref}`balance.N6 <balance-n6>`).
 #
-# **Run time.** `quick` (the tests) under a minute, `default` (this page) about two minutes on two cores; `full`
-# runs App. B.11 at the paper's batch for up to $4\times10^5$ steps (the archived run: 54 min on one thread). The
-# status page lists the measured times. The ledger of this chapter: {ledger-counts}`balance`. What you see was
-# executed in the run mode printed below.
+# **Run time.** `quick` (the tests) under a minute, `default` (this page) about two minutes on two cores (132 s
+# in the build timed on 2026-11-24); `full` runs App. B.11 at the paper's batch for up to $4\times10^5$ steps (the
+# archived run: 54 min on one thread, to its divergence). The status page lists the measured times. The ledger
+# of this chapter: {ledger-counts}`balance`. What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]
 import math
