@@ -27,17 +27,17 @@
 # What this chapter finds:
 #
 # - the three-parameter loss is exactly the full network's on orthonormal data with the query last and a
-#   self-excluding mask, and fails without either assumption ([section 1](ie-network));
-# - every formula of App. B.3-B.5 is right, checked symbolically ([section 2](ie-symbolic));
+#   self-excluding mask, and fails without either assumption ([section 1](sec-induction-emergence-network));
+# - every formula of App. B.3-B.5 is right, checked symbolically ([section 2](sec-induction-emergence-symbolic));
 # - the order $\gamma, \beta, \alpha$ holds for every $N \ge 2$ integrated, not only for large $N$
-#   ([section 3](ie-flow));
+#   ([section 3](sec-induction-emergence-flow));
 # - the $N^2$ law holds, with constants derived here in closed form and a slow manifold $\alpha = \beta^2/2$
-#   ({prf:ref}`prop-induction-phase2`; [section 4](ie-law));
+#   ({prf:ref}`prop-induction-phase2`; [section 4](sec-induction-emergence-law));
 # - every bound of the proof holds along the flow; the proof sketch's $o(1/N^2)$, B.1's names and B.8.1's
-#   remainder are slips ([section 5](ie-proof));
-# - at $T_\alpha$ the loss is still that of averaging the context ([section 6](ie-loss));
+#   remainder are slips ([section 5](sec-induction-emergence-proof));
+# - at $T_\alpha$ the loss is still that of averaging the context ([section 6](sec-induction-emergence-loss));
 # - App. F's step of 100 acts on the weight matrices: as $\lambda/D$ on the three numbers it reproduces the flow
-#   and Fig. 5, applied to the three numbers directly it diverges ([section 7](ie-fig5)).
+#   and Fig. 5, applied to the three numbers directly it diverges ([section 7](sec-induction-emergence-fig5)).
 #
 # **What it assumes.** The paper's Assumptions 7-8 (orthonormal inputs, the query last) and its three-parameter
 # reduction of App. B.3; the self-excluding mask of App. B.2 ({ref}`induction_emergence.N5 <induction-emergence-n5>`);
@@ -93,7 +93,7 @@ N_MAX = N_VALUES[-1]
 print(f"mode = {mode()}, N up to {N_MAX}")
 
 # %% [markdown]
-# (ie-network)=
+# (sec-induction-emergence-network)=
 # ## 1. From the network to three numbers
 #
 # The model of Eq. 1 is a two-layer disentangled transformer: each attention layer appends its output to the
@@ -195,7 +195,7 @@ print(f"max |full-matrix step - (lambda/D) step on (alpha, beta, gamma)| = {step
 check_claim("induction_emergence.full-step-rate", step_gap, **C["full-step-rate"])
 
 # %% [markdown]
-# (ie-symbolic)=
+# (sec-induction-emergence-symbolic)=
 # ## 2. The closed forms, symbolically
 #
 # App. B.4.7 says the gradients were verified with SymPy; we redo it, and check that the system of B.5 is the
@@ -288,7 +288,7 @@ initial_ok = (
 check_claim("induction_emergence.initial-velocity", initial_ok, **C["initial-velocity"])
 
 # %% [markdown]
-# (ie-flow)=
+# (sec-induction-emergence-flow)=
 # ## 3. The flow from zero
 #
 # The paper's main result, in the form this chapter tests:
@@ -349,7 +349,7 @@ print(f"smallest parameter or first-phase velocity: {lowest:.3e}")
 check_claim("induction_emergence.nonnegativity", lowest, **C["nonnegativity"])
 
 # %% [markdown]
-# (ie-law)=
+# (sec-induction-emergence-law)=
 # ## 4. The N² law and its constants
 #
 # {prf:ref}`thm-induction-emergence-order` gives the orders $\Theta(N)$, $\Theta(N^2)$, $\Theta(N^2)$. A log-log fit
@@ -567,7 +567,7 @@ legend(ax)
 # The deviation halves as $N$ doubles, and {numref}`fig-induction_emergence-manifold` shows the two flows on the
 # manifold: the first-layer head follows the second-layer match.
 #
-# (ie-proof)=
+# (sec-induction-emergence-proof)=
 # ## 5. The proof, step by step
 #
 # Each bound of App. B.6-B.8 evaluated along the integrated flow (extremes over 20000 samples per phase). Phase 1
@@ -648,7 +648,7 @@ remainder = float(remainder_over_N.subs(c, 1))
 check_claim("induction_emergence.b81-t3-bound", remainder, **C["b81-t3-bound"])
 
 # %% [markdown]
-# (ie-loss)=
+# (sec-induction-emergence-loss)=
 # ## 6. Emergence is not the loss drop
 #
 # At $T_\alpha$ all three parameters exceed $1/2$: by Definition 3 an induction head is present. Yet $s - 1 \approx
@@ -721,7 +721,7 @@ legend(right)
 # {numref}`fig-induction_emergence-loss` shows the gap between the two events: {prf:ref}`prop-induction-loss-at-emergence`
 # at $T_\alpha$, and the loss drop of {prf:ref}`prop-induction-phase3` only near $\sqrt{2\pi}\,N^2$.
 #
-# (ie-fig5)=
+# (sec-induction-emergence-fig5)=
 # ## 7. Fig. 5: thresholds 0.1 and gradient descent
 #
 # Fig. 5 plots emergence times from *discrete* training (App. F: $D = 256$, $\lambda = 100$, orthonormal inputs,

@@ -27,21 +27,21 @@
 # What this chapter finds:
 #
 # - the prediction is a quadratic form in half of the weights, and the population loss has a closed form for
-#   **every** parameter, which Monte Carlo through the literal model confirms ([section 1](lsa-model));
+#   **every** parameter, which Monte Carlo through the literal model confirms ([section 1](sec-lsa-model));
 # - the convergence theorem holds, at a rate hundreds of times faster than its constant and far outside its
-#   condition on the initial scale ([section 2](lsa-flow));
+#   condition on the initial scale ([section 2](sec-lsa-flow));
 # - finite steps and SGD reach the same predictor but another point of the minimum manifold
-#   ([section 3](lsa-finite-steps));
+#   ([section 3](sec-lsa-finite-steps));
 # - a generic initialisation can stop at a **spurious local minimum**, so Assumption 3.3 does real work
-#   ([section 4](lsa-initialisation));
-# - the error formula of Theorem 4.2 is exact for linear and nonlinear tasks ([section 5](lsa-new-tasks));
+#   ([section 4](sec-lsa-initialisation));
+# - the error formula of Theorem 4.2 is exact for linear and nonlinear tasks ([section 5](sec-lsa-new-tasks));
 # - task and independent query shifts are tolerated, covariate shifts are not, and the "zero prediction for
-#   orthogonal queries" holds only for isotropic covariances ([section 6](lsa-shifts));
+#   orthogonal queries" holds only for isotropic covariances ([section 6](sec-lsa-shifts));
 # - for random covariances the limit (C.15) is misprinted, an identity in the proof of Lemma C.6 is off by a
 #   factor $\mathbb E[\lambda^2]/\mathbb E[\lambda]^2$, and the "1/3" of Section 4.3 becomes 2/3 when the query
-#   follows the prompt's covariance ([section 7](lsa-random-covariances));
+#   follows the prompt's covariance ([section 7](sec-lsa-random-covariances));
 # - the sample sizes of Corollary 4.3 rest on a false inequality and are too small
-#   ([section 8](lsa-corollary43)); the technical lemmas of Appendix D hold ([section 9](lsa-appendix-d)).
+#   ([section 8](sec-lsa-corollary43)); the technical lemmas of Appendix D hold ([section 9](sec-lsa-appendix-d)).
 #
 # **What it assumes.** Gaussian prompts $x\sim\mathcal N(0,\Lambda)$, $w\sim\mathcal N(0,I_d)$, as in the
 # paper; we use exact population quantities (closed forms built from Gaussian moments, the flow solved as an
@@ -68,7 +68,7 @@ torch.set_num_threads(1)  # small tensors: a second thread was up to 14x slower 
 print(run_line())
 
 # %% [markdown]
-# (lsa-model)=
+# (sec-lsa-model)=
 # ## 1. The model and its reduction
 #
 # The LSA layer maps the embedding $E\in\mathbb R^{(d+1)\times(M+1)}$, whose columns are $(x_i;y_i)$ and
@@ -250,7 +250,7 @@ check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
 # while the control with $\Lambda^2$ in place of $\Gamma\Lambda$ is rejected: the finite-$N$ moment is what
 # makes $\Gamma$, and so the trained predictor, differ from $\Lambda$.
 #
-# (lsa-flow)=
+# (sec-lsa-flow)=
 # ## 2. Theorem 4.1 by exact gradient flow
 #
 # ```{prf:assumption} A balanced initialisation: the paper's Assumption 3.3
@@ -379,7 +379,7 @@ check_claim("lsa.loss-monotone", monotone, **C["lsa.loss-monotone"])
 #
 # We test the identity {eq}`lsa-a2` at 20 random points against the closed form $L-\frac12{\rm tr}\Lambda$ checked
 # above by Monte Carlo, and the minimum against the end of the exact flow, which knows nothing of the formula.
-# Lemma 5.3 is tested on three different minima in [section 3](lsa-finite-steps).
+# Lemma 5.3 is tested on three different minima in [section 3](sec-lsa-finite-steps).
 
 # %%
 Lam_half, G_half = lsat.sqrtm_psd(Lam), lsat.sqrtm_psd(lsat.gamma_matrix(Lam, N))
@@ -464,7 +464,7 @@ legend(ax_bal)
 # on that line).
 
 # %% [markdown]
-# (lsa-finite-steps)=
+# (sec-lsa-finite-steps)=
 # ## 3. Finite steps: the same function, another point of the minimum manifold
 #
 # {prf:ref}`thm-lsa-convergence` is about gradient flow; the paper leaves finite step sizes open (line 412). The
@@ -603,7 +603,7 @@ check_claim("lsa.sgd-predictor", err_mean, **lsat.check_args("lsa.sgd-predictor"
 # imbalance, which the gradient noise pushes negative (the entries outside Eq. 3.6 never move). Statements about
 # $W^*$ itself (rather than about the function it computes) are statements about gradient flow only.
 #
-# (lsa-initialisation)=
+# (sec-lsa-initialisation)=
 # ## 4. Beyond the paper: the initialisation matters
 #
 # {prf:ref}`thm-lsa-convergence` claims a *global* minimum of (3.8), but its proof minimises only on the
@@ -724,7 +724,7 @@ legend(ax)
 # loss has no spurious minima. (In `quick` mode the batch is small; the share of stuck runs in `default` mode is
 # printed above.)
 #
-# (lsa-new-tasks)=
+# (sec-lsa-new-tasks)=
 # ## 5. Theorem 4.2: error on new tasks
 #
 # At $W^*$ and with $\rho=M$ the prediction is
@@ -819,7 +819,7 @@ legend(ax)
 # $\Lambda^{-1}$).
 
 # %% [markdown]
-# (lsa-shifts)=
+# (sec-lsa-shifts)=
 # ## 6. Distribution shifts, next to ordinary least squares
 #
 # Section 4.2 of the paper discusses task shifts (other $w$, label noise), query shifts and covariate shifts. For
@@ -987,7 +987,7 @@ legend(ax)
 # scales the prediction by $c^2$: the layer never re-estimates the covariance, while OLS does and stays exact.
 # The trained LSA is one preconditioned gradient step whose preconditioner was frozen at training time.
 #
-# (lsa-random-covariances)=
+# (sec-lsa-random-covariances)=
 # ## 7. Theorem 4.5: random covariances and the factor 1/3
 #
 # ```{prf:theorem} Random covariances: the paper's Theorem 4.5
@@ -1052,7 +1052,7 @@ check_claim("lsa.thm45-limit", err_411, **C["lsa.thm45-limit"])
 check_claim("lsa.c15", abs(c_printed - flow7["c"]), **C["lsa.c15"])
 
 # %% [markdown]
-# (lsa-appendix-c)=
+# (sec-lsa-appendix-c)=
 # ### Appendix C, lemma by lemma
 #
 # **Lemmas C.1-C.3.** Conditioning on $\Lambda_\tau$ and averaging the dynamics of {prf:ref}`lem-lsa-dynamics`
@@ -1292,7 +1292,7 @@ assert all(abs(j_mean - 1 / 3) > 7 * j_se for *_, j_mean, j_se in third_rows)
 # large-variance prompts have both large $\hat\Lambda$ and large queries.
 
 # %% [markdown]
-# (lsa-corollary43)=
+# (sec-lsa-corollary43)=
 # ## 8. Corollary 4.3: an audit
 #
 # ```{prf:corollary} Sample sizes: the paper's Corollary 4.3
@@ -1371,7 +1371,7 @@ check_claim("lsa.corollary43", worst_printed, **C["lsa.corollary43"])
 # (3.1) of Definition 3.1 is meant ({ref}`lsa.N1 <lsa-n1>`; (4.8) reduces to (3.1) for a fixed covariate
 # distribution), and line 1177 cites Lemma D.1 for two facts that are Lemma D.4 ({ref}`lsa.N4 <lsa-n4>`).
 #
-# (lsa-appendix-d)=
+# (sec-lsa-appendix-d)=
 # ## 9. Appendix D: the technical lemmas
 #
 # The proofs rest on four tools. We check each on random inputs: the matrix-calculus rules of Lemma D.1 against
@@ -1499,7 +1499,7 @@ check_claim("lsa.lemmaD4", min(min(trace_D4), min(eig_D4)), **C["lsa.lemmaD4"])
 # tools, not in the tools.
 
 # %% [markdown]
-# (lsa-exercises)=
+# (sec-lsa-exercises)=
 # ## Exercises
 #
 # ```{exercise}
