@@ -158,7 +158,7 @@ check_claim("balance.euler-identity", euler_residual, **CHECKS["balance.euler-id
 #
 # The paper's Theorem 3.1 (= B.3), in the form this chapter tests:
 #
-# ```{prf:theorem} Law of balance (Theorem B.3, Eq. 108)
+# ```{prf:theorem} The law of balance: the paper's Theorem 3.1 = B.3 and Eq. 108
 # :label: thm-balance-law
 # Let the per-sample loss satisfy $\ell(u, w, v, x) = \ell(\lambda u, w/\lambda, v, x)$ for every sample $x$
 # and every $\lambda > 0$, and let SGD be modelled by the SDE $d\theta = -\nabla L\,dt + \sqrt{T C(\theta)}\,dW$
@@ -206,7 +206,7 @@ check_claim("balance.euler-identity", euler_residual, **CHECKS["balance.euler-id
 # balance**, not norm balance. Bounding the two quadratic forms by the extreme eigenvalues gives the paper's
 # stationary band:
 #
-# ```{prf:corollary} Eq. 7 (= Eq. 112)
+# ```{prf:corollary} The stationary band: the paper's Eq. 7 = Eq. 112
 # :label: cor-balance-eq7
 # With $\lambda_{1m}, \lambda_{1M}$ the extreme eigenvalues of $C_1$ and $\lambda_{2m}, \lambda_{2M}$ those of
 # $C_2$, at a stationary point of {eq}`balance-law`

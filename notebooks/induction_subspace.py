@@ -165,7 +165,7 @@ check_claim("induction_subspace.parameter-count", n_parameters, **count)
 #
 # The paper's main result states the form the weights keep:
 #
-# ```{prf:theorem} Theorem 1 (Eqs. 6-8)
+# ```{prf:theorem} The weights stay structured: the paper's Theorem 1 and Eqs. 6-8
 # :label: thm-subspace-theorem1
 # Trained from zero by gradient flow on the population loss of isotropic data, the weights of
 # {eq}`subspace-model` stay for all time of the form
@@ -305,7 +305,7 @@ check_claim("induction_subspace.a73-chain-rule", chain_error, **CHECKS["a73-chai
 #
 # The proof rests on four facts about averages and invariants:
 #
-# ```{prf:proposition} Propositions 1-4 of App. A
+# ```{prf:proposition} Averages over rotations: the paper's Propositions 1-4 of App. A
 # :label: prop-subspace-averages
 # 1. A $k \times k$ matrix with $EAE^\top = A$ for every orthogonal $E$ is $\alpha I$; equivalently the Haar
 #    average of $EAE^\top$ is $(\operatorname{tr}A/k) I$.
@@ -612,7 +612,7 @@ legend(ax)
 # (sec-subspace-hypotheses)=
 # ## 8. Hypotheses 1 and 2: the three induction-head parameters (Fig. 4)
 #
-# ```{prf:conjecture} Hypotheses 1 and 2
+# ```{prf:conjecture} The induction head drives learning: the paper's Hypotheses 1 and 2
 # :label: conj-subspace-hypotheses
 # 1. The pseudo-parameters $\alpha_3$, $\beta_2$, $\gamma_3$ (the induction head) dominate the trained weights
 #    and drive the drop in the loss.
@@ -879,7 +879,7 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
 # (sec-subspace-assumption7)=
 # ## 10. Assumption 7 and its Gaussian motivation
 #
-# ```{prf:assumption} Assumption 7 (orthonormal inputs)
+# ```{prf:assumption} Orthonormal inputs: the paper's Assumption 7
 # :label: asm-subspace-orthonormal
 # All items, labels and positional embeddings are orthonormal; the paper lists the conditions "for all $i, j$,
 # $i \ne j$".
