@@ -253,7 +253,7 @@ def build(folder: Path, env) -> str:
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     page = (folder / "_build" / "html" / "notebooks" / "tiny.html").read_text()
-    ledger = (folder / "_build" / "html" / "book" / "claims.html").read_text()
+    ledger = (folder / "_build" / "html" / "book" / "claims.html").read_text().replace("<wbr>", "")  # ids may break after their dots
     assert "tiny.two" in ledger and "checks FAILED in this build" not in ledger   # the filter menu names FAILED
     return page
 

@@ -78,5 +78,5 @@ def test_a_failed_claim_fails_the_notebook_tests_and_the_build(tmp_path, value, 
     else:
         assert notebook_tests.returncode == 0, outputs[0]
         assert build.returncode == 0, outputs[1]
-        ledger = (tmp_path / "_build" / "html" / "book" / "claims.html").read_text()
+        ledger = (tmp_path / "_build" / "html" / "book" / "claims.html").read_text().replace("<wbr>", "")  # ids may break after their dots
         assert "tiny.two" in ledger and "reproduced" in ledger
