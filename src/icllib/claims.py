@@ -54,7 +54,7 @@ The verdicts mean one thing each (the ledger page shows this legend):
 - ``beyond the paper``: the book's own result; the paper does not state it.
 - ``out of scope``: not checked, for the ``reason`` given.
 
-The rules that decide between them are :data:`VERDICT_RULES` (also on the ledger page); :func:`verdict_problems`
+The rules that decide between them are ``VERDICT_RULES`` (also on the ledger page); :func:`verdict_problems`
 enforces their mechanical part on the registry and the archived paper-scale runs.
 
 :func:`check_claim` compares a measured value with the paper's value (or with bounds), appends a
@@ -609,13 +609,13 @@ def _archived_failures(folder: Path | None) -> dict[str, list[str]]:
 
 
 def verdict_problems(book: Registry | None = None, archive: Path | None = None) -> dict[str, list[str]]:
-    """The rows, errata and notes that break a mechanical part of :data:`VERDICT_RULES`: ``{id: [problem]}``.
+    """The rows, errata and notes that break a mechanical part of ``VERDICT_RULES``: ``{id: [problem]}``.
 
     - R1: a ``reproduced`` or ``clarified`` row with a failed check in an archived paper-scale run (the files
       ``*.json`` of ``archive``, default ``results/full`` under the book root);
     - R2: a ``reproduced`` row whose ``setting`` is ``other: ...``, or whose statement or evidence says it ran on
-      a stand-in (:data:`STAND_IN_WORDS`) and that names no ``setting``;
-    - R3: a note whose clarification calls the printed text wrong (:data:`WRONG_WORDS`) and does not say the
+      a stand-in (``STAND_IN_WORDS``) and that names no ``setting``;
+    - R3: a note whose clarification calls the printed text wrong (``WRONG_WORDS``) and does not say the
       slip may be the extraction's;
     - R4: an erratum that does not say whether its error could be the extraction's (``extraction``), or says it
       could (then it is a note);
