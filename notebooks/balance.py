@@ -128,7 +128,8 @@ check_claim("balance.symmetry-count", pairs_per_layer, **CHECKS["balance.symmetr
 
 # %% [markdown]
 # Eq. 114 writes the loss as $\ell(W_K W_Q)$, but its right-hand side $\sum_i W_K^i (W_Q^i)^\top$ is
-# $W_K W_Q^\top$, and the product $W_K W_Q$ is not what the network sees ({ref}`balance.E2 <balance-e2>`). With an
+# $W_K W_Q^\top$, and the product $W_K W_Q$ is not what the network sees ({ref}`balance.N8 <balance-n8>`; the
+# extraction may have lost a comma, $\ell(W_K, W_Q)$). With an
 # invertible $A$ we build a second parameter set with the same $W_K W_Q$ but a different $W_Q W_K^\top$
 # ($W_Q \to A W_Q$, $W_K \to W_K A^{-1}$), and a third with the same $W_Q W_K^\top$
 # ($W_Q \to W_Q A$, $W_K \to W_K A^{-\top}$).
@@ -861,8 +862,9 @@ if paper_scale is not None:
 # - {ref}`balance.E1 <balance-e1>`, **the count.** "5 independent rescaling symmetries" per layer: there are 6
 #   (one per column of $W_K, W_Q \in\mathbb R^{6\times6}$, as the paper's own "$i \in [6]$" says), 12 in the
 #   network, and they are the diagonal of a $GL(6)$ symmetry.
-# - {ref}`balance.E2 <balance-e2>`, **the transpose.** Eq. 114 writes $\ell(W_K W_Q)$, but its right-hand side is
-#   $W_K W_Q^\top$; the network sees $W_Q W_K^\top$.
+# - {ref}`balance.N8 <balance-n8>`, **the transpose.** Eq. 114, as extracted, writes $\ell(W_K W_Q)$, but its
+#   right-hand side is $W_K W_Q^\top$; the network sees $W_Q W_K^\top$. A lost comma, $\ell(W_K, W_Q)$, would make it
+#   right: a note, not an erratum.
 # - {ref}`balance.N1 <balance-n1>`, **"Eq. (35)".** Not in the excerpt; read as the two terms of Eq. 108
 #   (variance and $C$ forms agree), with $g_K^i$ the gradient noise of $W_Q^i$.
 # - {ref}`balance.N2 <balance-n2>`, **the finite step.** The modified loss of App. B.7 is not in the excerpt;

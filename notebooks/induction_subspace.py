@@ -279,12 +279,13 @@ check_claim("induction_subspace.needs-structure", random_error, **CHECKS["needs-
 # %% [markdown]
 # Two slips of App. A's notation do not affect the argument, but a reader following the blocks needs them fixed.
 # A.4 prints all four block-rows of $W^{(2)}$ as $W_{11} \dots W_{14}$ and $W^{(3)}$ as a row of eight blocks
-# ({ref}`induction_subspace.E6 <induction-subspace-e6>`): {eq}`subspace-structured` has four different
+# ({ref}`induction_subspace.N7 <induction-subspace-n7>`, perhaps the text extraction's repetition): {eq}`subspace-structured` has four different
 # block-rows, and a row of blocks would be $D \times 8D$, not the $8D \times D$ of line 466. A.7.3 writes
 # $\partial S_{kl}/\partial W^{(1)}_{ij}$ as the product $(X_i)_k (X_j)_l$ of two row vectors, where the outer
 # product $(X_i)_k^\top (X_j)_l$ is meant, so that
 # $\partial\mathcal L/\partial W^{(1)}_{ij} = X_i^\top (\partial\mathcal L/\partial S) X_j$
-# ({ref}`induction_subspace.E7 <induction-subspace-e7>`; A.7.2 writes the transpose for $W^{(2)}$). We measure how
+# ({ref}`induction_subspace.N8 <induction-subspace-n8>`, perhaps a transpose the extraction lost; A.7.2 writes it for
+# $W^{(2)}$). We measure how
 # much the block-rows of a structured $W^{(2)}$ differ, and check the corrected chain rule against autograd,
 # block by block, with $S = X W^{(1)} X^\top$ kept from the forward pass.
 
@@ -525,7 +526,8 @@ legend(ax, ncol=2, fontsize=8)
 # %% [markdown]
 # The $D \times 4D$ block-row of {eq}`subspace-row2` got a gradient of exactly $0.0$ at every step of both runs,
 # so training explores a 15-dimensional subspace: the paper's 19 pseudo-parameters "that vary throughout
-# training" are an upper bound ({ref}`induction_subspace.N2 <induction-subspace-n2>`).
+# training" are an upper bound, and the introduction's "only 19 dimensions of parameter space have non-zero
+# gradients" is wrong by four ({ref}`induction_subspace.E8 <induction-subspace-e8>`).
 
 # %%
 row2 = max(run["grad_row2"].max() for run in (symmetrised, plain))
@@ -534,6 +536,7 @@ largest = np.maximum(np.abs(symmetrised["coords"]).max(0), np.abs(plain["coords"
 moving = [name for name, value in zip(ic.PSEUDO_PARAMETERS, largest) if value > 0]
 print(f"{len(moving)} pseudo-parameters ever differ from 0: {', '.join(moving)}")
 check_claim("induction_subspace.fifteen-move", row2, **CHECKS["fifteen-move"])
+check_claim("induction_subspace.nineteen-nonzero", len(moving), **CHECKS["nineteen-nonzero"])
 
 # %% [markdown]
 # (sec-subspace-batches)=

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import torch
 
-from icllib import balance, induction_common as ic, induction_subspace as isp, lsa, lsa_theory as lsat
+from icllib import balance, balance_theory, induction_common as ic, induction_subspace as isp, lsa, lsa_theory as lsat
 from icllib import coverage, scan_snap as ss, scan_snap_text as st
 from icllib.config import rng, torch_generator
 
@@ -304,6 +304,26 @@ VALID = {
     "balance.g_terms_via_C": lambda: dict(zip(("params", "X", "y"), _attention())),
     "balance.gradient_descent_run": lambda: dict(zip(("params", "X", "y"), _attention()), lr=1e-3, steps=2),
     "balance.implicit_midpoint_run": lambda: dict(zip(("params", "X", "y"), _attention()), h=1e-3, steps=2),
+    "balance_theory.noise_terms": lambda: dict(grads_u=rng(0).normal(size=(5, 2)), grads_w=rng(1).normal(size=(5, 3))),
+    "balance_theory.eq7_bounds": lambda: dict(C1=2 * np.eye(3), C2=6 * np.eye(4)),
+    "balance_theory.random_stationary_points": lambda: dict(size=3, count=5, generator=rng(0)),
+    "balance_theory.law_prediction": lambda: dict(run=_attention_run(), lr=1e-3, batch_size=4),
+    "balance_theory.linear_C1_C2": lambda: dict(u=np.ones(2), w=np.ones(3), M_star=np.ones((2, 3)), sigma=0.3),
+    "balance_theory.linear_balance_ratio": lambda: dict(C1=np.eye(3), C2=2 * np.eye(2), u=np.ones(3), w=np.ones(2)),
+    "balance_theory.linear_balance_ode_time": lambda: dict(ratio0=16.0, target=0.25, d=8, d_o=2, sigma=0.5, T=0.01),
+    "balance_theory.linear_sgd_runs": lambda: dict(u0=np.ones(2), w0=np.ones(3), M_star=np.ones((2, 3)), sigma=0.1,
+                                            lr=0.01, batch_size=1, steps=4, runs=2, generator=rng(0), record_every=2),
+    "balance_theory.sympy_identities": lambda: dict(n_samples=2),
+    "balance_theory.eq7_band_shares": lambda: dict(sizes=[2, 3], count=5, generator=lambda size: rng(size)),
+    "balance_theory.ratio_on_minimum": lambda: dict(D=0.5),
+    "balance_theory.linear_mc_noise_terms": lambda: dict(u=np.ones(2), w=np.ones(3), M_star=np.ones((2, 3)),
+                                                         sigma=0.5, samples=10, generator=rng(0)),
+    "balance_theory.linear_balance_experiment": lambda: dict(
+        u0=np.ones(2), w0=np.ones(3), M_star=np.ones((2, 3)), sigma=1.0, settings=[(0.02, 1)], runs=2,
+        generator=rng(0), ratio0=1.0, relaxation_times=0.02),
+    "balance_theory.linear_rows": lambda: dict(linear=balance_theory.linear_balance_experiment(
+        np.ones(2), np.ones(3), np.ones((2, 3)), sigma=1.0, settings=[(0.02, 1)], runs=2, generator=rng(0),
+        ratio0=1.0, relaxation_times=0.02)),
     "balance.train_attention_sgd": lambda: dict(params=_attention()[0], lr=1e-3, batch_size=4, steps=2,
                                                 generator=torch_generator(1), checkpoint_every=1, g_samples=4,
                                                 g_chunk=2),

@@ -43,7 +43,7 @@ CHECKS = {
     "balance.symmetry-count": dict(expected=6, atol=0, why=(
         "a count; the paper says 5 per layer (erratum balance.E1), W_K, W_Q in R^{6x6} give 6")),
     "balance.transpose": dict(expected=False, why=(
-        "the loss would be unchanged if it were a function of W_K W_Q, as printed (erratum balance.E2)")),
+        "the loss would be unchanged if it were a function of W_K W_Q, as extracted (note balance.N8)")),
     "balance.euler-identity": dict(expected=0.0, atol=1e-12, why=(
         "float64: terms up to ~10^2 times machine epsilon times the number of operations")),
     "balance.derivation": dict(expected=True, why="symbolic identities: exact"),

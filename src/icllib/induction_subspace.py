@@ -652,6 +652,7 @@ CHECKS = {
         " norm")),
     "fifteen-move": dict(expected=0.0, atol=0, why=("a structural zero: the gradient is a product with the query's"
         " positional embedding, exactly 0")),
+    "nineteen-nonzero": dict(expected=15, atol=0, why="a count of the pseudo-parameters that ever leave 0"),
     "lr-one": dict(lower=1e6, why=("divergence: a growth by 10^6 in 30 steps cannot be a noisy plateau (the L/D run"
         " falls)")),
     "sgd-residual-rate": dict(upper=0.15, why=("largest deviation of the three slopes from -1/2 (pure noise); 0.15"
