@@ -910,7 +910,8 @@ def _write_machine_readable_ledger(folder: Path, rows: list[dict], release: dict
     folder.mkdir(parents=True, exist_ok=True)
     fields = {name: description for name, (_kind, description) in LEDGER_FIELDS.items()}
     document = {**release, "fields": fields, "commits": commits, "rows": rows}
-    (folder / "ledger.json").write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (folder / "ledger.json").write_text(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n",
+                                        encoding="utf-8")
     schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "ledger.json of the book " + release["book"],

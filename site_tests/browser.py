@@ -22,7 +22,7 @@ MEASURE = r"""
 (() => {
   const text = (node) => (node.textContent || "").trim().replace(/\s+/g, " ").slice(0, 80);
   const wider = (node, column) => node.scrollWidth > column.clientWidth + 1;
-  const article = document.querySelector("article") || document.body;
+  const article = document.querySelector("article") || document.body || document.documentElement;
   const label = (math) => math.getAttribute("aria-label") || text(math);
   const code = Array.from(document.querySelectorAll("article div.highlight pre"))
     .filter((pre) => pre.scrollWidth > pre.clientWidth + 1).map(text);
@@ -47,7 +47,7 @@ MEASURE = r"""
     .map((error) => error.getAttribute("data-mjx-error") || text(error));
   // The book's own blocks (the ledger's tables and filter bar, the summary, the errata's entries) wider than the
   // article's column, or cut off inside their own box.
-  const right = (article || document.documentElement).getBoundingClientRect().right;
+  const right = article.getBoundingClientRect().right;
   const wide = Array.from(document.querySelectorAll("table.ledger-table, table.ledger-summary, table.ledger-history, "
       + "table.ledger-fields, fieldset.ledger-filter, article li, span.verdict-chip"))
     .filter((node) => node.getClientRects().length && (node.getBoundingClientRect().right > right + 1
