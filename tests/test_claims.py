@@ -441,3 +441,21 @@ def test_the_ledger_page_states_every_rule():
 
     page = (Path(__file__).resolve().parents[1] / "book" / "claims.md").read_text()
     assert all(" ".join(rule.split()) in " ".join(page.split()) for rule in claims.VERDICT_RULES)
+
+
+def test_a_check_shows_a_card_that_links_its_ledger_row_and_stands_out_when_it_fails():
+    claim = next(iter(claims.registry().claims.values()))
+    record = {"id": claim.id, "measured": 0.5, "expected": None, "tolerance": "<= 0.4", "why": "a <reason>",
+              "passed": False}
+    card = claims.ClaimCard(claim, record, claims.card_anchor(claim.id))
+    page = card._repr_html_()
+    row = "claim-" + claims.card_anchor(claim.id).removeprefix("card-")
+    assert f'href="../book/claims.html#{row}"' in page and f'id="{claims.card_anchor(claim.id)}"' in page
+    assert "FAILED" in page and "claim-card-fail" in page and "a &lt;reason&gt;" in page
+    assert repr(card).startswith(f"[FAILED] {claim.id} (") and "<= 0.4" in repr(card)
+    passing = claims.ClaimCard(claim, {**record, "passed": True, "expected": 1.0, "tolerance": "atol=0"}, None)
+    assert "claim-card-pass" in passing._repr_html_() and " id=" not in passing._repr_html_().split(">")[0]
+    assert "expected 1, atol=0" in repr(passing)
+    assert claims.card_anchor("scan_snap.fig4-winner") == "card-scan-snap-fig4-winner"
+    with pytest.raises(TypeError, match="claim_id"):
+        claims.card_anchor(None)
