@@ -449,3 +449,15 @@ def test_new_functions_reject_bad_input(small):
     for call, name in cases:
         with pytest.raises(ValueError, match=name):
             call()
+
+
+def test_checks_name_registered_claims_with_their_reasons():
+    from icllib.claims import registry
+
+    claims = registry().claims
+    checks = sst.CHECKS | ss.CHECKS
+    assert len(checks) == len(sst.CHECKS) + len(ss.CHECKS)  # no key in both modules
+    for key, check in checks.items():
+        assert f"scan_snap.{key.split('#')[0]}" in claims, key
+        assert len(check["why"]) > 20 and set(check) - {"why"} <= {"expected", "rtol", "atol", "lower", "upper"}
+    assert sst.CHECKS["lemma13"]["why"].endswith(sst.ROUND_OFF)

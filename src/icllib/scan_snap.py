@@ -10,7 +10,8 @@ Read top to bottom:
    long-sequence limit (Lemma 18).
 2. **Training** (:func:`train_yz`): SGD with momentum or Adam, as the authors ran it, in the authors'
    setting :data:`AUTHORS_RUN` (100 iterations, batch 128, T = 128).
-3. **The Syn-Medium sweep of Fig. 6** (:data:`FIG6`, :func:`fig6_sweep`) and the recall of Figs. 11-12.
+3. **The Syn-Medium sweep of Fig. 6** (:data:`FIG6`, :func:`fig6_sweep`) and the recall of Figs. 11-12;
+   :data:`CHECKS`, the tolerances and reasons of the chapter's checks from Fig. 5 on (as in the theory module).
 
 The theory's closed forms and ODEs (decoder clock, Theorem 1, Scan, Snap) are in
 :mod:`icllib.scan_snap_theory`; the real-text experiments of Sec. 8 in :mod:`icllib.scan_snap_text`.
@@ -661,3 +662,28 @@ def distinct_token_recall(spec: SequenceClasses, attention, thresholds) -> np.nd
     above = attention[..., None] >= thresholds
     hits = np.sum(above & spec.distinct[..., None], axis=-2) / spec.distinct.sum(axis=1)[:, None]
     return hits.mean(axis=-2)
+
+
+#: Keyword arguments of ``check_claim`` for the chapter's checks from Fig. 5 on (``#2``: a claim's second check).
+CHECKS = {
+    "initial-prior": dict(why=('one-sided binomial test against the 10% of chance (ten tokens): if the initial logits '
+        'did not steer the gains, a frequency this high would occur with probability below 1%')),
+    "fig5-adam": dict(upper=0.01, why=('the winner differs between rates: false-pass rate 1% if the rate did not '
+        'matter')),
+    "fig5-adam#2": dict(expected=True, why='some Adam runs favour a distinct token other than the most likely one'),
+    "fig6-cells": dict(why=("two-sample z-test of each cell's mean at the 5% family-wise level (Bonferroni over all "
+        'cells); a cell off by 5.7 standard errors passes with probability below 1%')),
+    "fig6-spread": dict(lower=0.5, upper=1.8, why=('1 if the bars are standard deviations, sqrt(10) if standard '
+        'errors; the bounds split the two readings at their geometric midpoint: the median over 16-64 cells of a '
+        'ratio of standard deviations from 3-10 seeds lands beyond it with probability far below 1%')),
+    "fig6-eta-z": dict(expected=True, why=('strictly decreasing along eta_Z in every (size, ratio) column: with no '
+        'effect of eta_Z a column of four (two in quick mode) is ordered by chance with probability 1/24 (1/2), all '
+        'of them far less often')),
+    "fig6-threshold": dict(upper=0.005, why=('ratio 2 is the minimum up to a tie of 0.005, ~2 standard errors of a '
+        '10-seed mean at K = 20; with no dip at 2, ratio 2 would be the minimum of four ratios in every (size, eta_Z) '
+        'cell with probability (1/4)^cells, below 1% from four cells on')),
+    "fig6-threshold#2": dict(expected=True, why=('K >= 6: H(10) > H(2) in every (size, eta_Z) cell, by chance with '
+        'probability 2^-cells')),
+    "fig6-threshold#3": dict(expected=True, why=('K = 2: lowest at ratio 1 for every eta_Z, by chance with '
+        "probability 4^-(number of eta_Z): 0.4% with the paper's four (6% in quick mode, which runs two)")),
+}
