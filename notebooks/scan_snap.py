@@ -14,22 +14,40 @@
 # %% [markdown]
 # # Scan and Snap: how one attention layer picks its tokens, then freezes
 #
-# Tian, Wang, Chen and Du {cite}`tian2023scan` ask what gradient descent does to a single self-attention
-# layer trained for next-token prediction: which contextual tokens does the query end up attending to, and
-# when does that choice stop changing? Their answer has two stages. While the decoder is still learning,
-# attention **scans**: tokens that co-occur with only one next token (*distinct* tokens) gain weight in the
-# order of their conditional probability, and tokens shared between classes (*common* tokens) lose it. Once
-# the decoder has learned (after a time $t_0 \approx 2K\ln M/\eta_Y$), the driving force decays like
-# $\ln t / t$ and the attention **snaps**: it keeps the composition it had, frozen short of winner-take-all.
-# This chapter re-derives the decoder clock, the scan and the snap, checks the paper's identities and bounds
-# numerically or in SymPy, and replays the authors' synthetic experiments (Figs. 4-6 and 8-9, with Fig. 6
-# against the authors' released numbers). Its ledger: {ledger-counts}`scan_snap`. The algebra holds, with a
-# wrong constant in Theorem 4's closed form ({ref}`scan_snap.E1 <scan-snap-e1>`) and an overstated remark
-# (the plain-gradient version of Theorem 1, {ref}`scan_snap.E2 <scan-snap-e2>`); the experiments reproduce,
-# and the "threshold $\eta_Y/\eta_Z \approx 2$" of Fig. 6 is a minimum only for $K \ge 6$
-# ({ref}`scan_snap.N10 <scan-snap-n10>`). The real-text experiments of the paper (Figs. 7 and 10) follow in the
-# next chapter, *Scan and Snap on real text*. The numbers on this page come from the run mode printed below
-# (`default` in the book: the full 640-run Fig. 6 sweep; `quick` in tests: a reduced sweep).
+# **The question.** Tian, Wang, Chen and Du {cite}`tian2023scan` ask what gradient descent does to a single
+# self-attention layer trained for next-token prediction: which contextual tokens does the query end up attending
+# to, and when does that choice stop changing?
+#
+# **The answer.** In two stages. While the decoder is still learning, attention **scans**: tokens that co-occur
+# with only one next token (*distinct* tokens) gain weight in the order of their conditional probability, and
+# tokens shared between classes (*common* tokens) lose it. Once the decoder has learned (after
+# $t_0 \approx 2K\ln M/\eta_Y$), the driving force decays like $\ln t / t$ and the attention **snaps**: it keeps
+# the composition it had, frozen short of winner-take-all.
+#
+# What this chapter finds:
+#
+# - the $Y/Z$ reparameterisation and Lemma 1's gradient are exact, and the forward pass sees a sequence only
+#   through its token counts, so batches can be drawn as counts ([section 1](sec-scan_snap-model));
+# - the discrete decoder clock follows the continuous one within Lemma 7's bound; Lemmas 8-12 and Corollary 1 hold,
+#   several with a corrected constant or reading ([section 2](sec-scan_snap-clock));
+# - Theorem 1's structure of the gradient holds for the modified update, not for the plain gradient as a remark
+#   says ({ref}`scan_snap.E2 <scan-snap-e2>`; [section 3](sec-scan_snap-theorem1));
+# - the scan: distinct tokens rise in the order of $P(l|n)$, the common token falls
+#   ([section 4](sec-scan_snap-scan));
+# - the snap: Theorem 4's closed form holds with a corrected constant ({ref}`scan_snap.E1 <scan-snap-e1>`), and its
+#   three insights hold ([section 5](sec-scan_snap-snap));
+# - the authors' synthetic experiments reproduce: Figs. 4-5 ([section 6](sec-scan_snap-fig4)) and the Fig. 6 sweep
+#   against the authors' released numbers, where the "threshold $\eta_Y/\eta_Z \approx 2$" is a minimum only for
+#   $K \ge 6$ ({ref}`scan_snap.N10 <scan-snap-n10>`; [section 7](sec-scan_snap-fig6)).
+#
+# **What it assumes.** The paper's model (Eq. 2) without positional encoding, its reparameterisation by $Y$ and $Z$
+# (Eq. 15) and the modified update of the paper's analysis; the synthetic data of the authors' code. The real-text
+# experiments of the paper (Figs. 7 and 10) follow in the next chapter, *Scan and Snap on real text*.
+#
+# **Run time.** `quick` (the tests, a reduced Fig. 6 sweep) about 20 s; `default` (this page, the full 640-run Fig. 6
+# sweep) about two minutes on two cores (122 s in the timing of 2026-11-22, 88 s in the build timed later); `full`
+# about 85 s. The status page lists the measured times. The ledger of this chapter:
+# {ledger-counts}`scan_snap`. What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]
 import os
@@ -57,6 +75,7 @@ torch.set_num_threads(1)
 print(run_line())
 
 # %% [markdown]
+# (sec-scan_snap-model)=
 # ## 1. The model, its gradient, and a fast simulator
 #
 # A sample is a sequence of contextual tokens $x_1,\dots,x_{T-1}$, a query token $x_T = m$ and a next
@@ -66,7 +85,7 @@ print(run_line())
 #
 # $$\begin{gathered}J(Y,Z) = \mathbb{E}\left[\boldsymbol{x}_{T+1}^\top Y^\top \mathrm{LN}(X^\top \boldsymbol{b}_T)
 #   - \log \mathbf{1}^\top\exp\left(Y^\top\mathrm{LN}(X^\top \boldsymbol{b}_T)\right)\right],\\
-#   \boldsymbol{b}_T = \mathrm{softmax}(X\boldsymbol{z}_m).\end{gathered}$$
+#   \boldsymbol{b}_T = \mathrm{softmax}(X\boldsymbol{z}_m).\end{gathered}$$ (scan_snap-eq15)
 #
 # First, the reparameterisation is exact for any embeddings and weights.
 
@@ -86,9 +105,14 @@ gap = abs(
 check_claim("scan_snap.reparameterisation", gap, **C["reparameterisation"])
 
 # %% [markdown]
-# **Lemma 1** gives the gradient in closed form (Eq. 3): $\partial J/\partial Y = \mathrm{LN}(X^\top b_T)
-# (x_{T+1}-\alpha)^\top$ and, for the row $z_m$ of the query, $\partial J/\partial z_m =
-# X^\top\mathrm{diag}(b_T)X\,\frac{P^\perp_{X^\top b_T}}{\|X^\top b_T\|}\,Y(x_{T+1}-\alpha)$. Because the rows
+# ```{prf:lemma} The gradient in closed form: the paper's Lemma 1
+# :label: lem-scan_snap-gradient
+# For the objective {eq}`scan_snap-eq15`, $\partial J/\partial Y = \mathrm{LN}(X^\top b_T)(x_{T+1}-\alpha)^\top$
+# and, for the row $z_m$ of the query, $\partial J/\partial z_m = X^\top\mathrm{diag}(b_T)X\,
+# \frac{P^\perp_{X^\top b_T}}{\|X^\top b_T\|}\,Y(x_{T+1}-\alpha)$ (Eq. 3).
+# ```
+#
+# In {prf:ref}`lem-scan_snap-gradient`, because the rows
 # of $X$ are one-hot, $X^\top \mathrm{diag}(b_T) X = \mathrm{diag}(X^\top b_T)$ **exactly, for every $T$**
 # (Lemma 2 states it as a $T\to\infty$ limit, but its proof, Eq. 22, with Lemma 18's Eq. 135 gives it for every
 # $T$; {ref}`scan_snap.N1 <scan-snap-n1>`). With no positional encoding, $X^\top b_T$ depends on the sequence only
@@ -160,7 +184,7 @@ check_claim("scan_snap.count-sufficient", max(identity_gap, simulator_gap), **C[
 # $X^\top b_T = q\circ e^{z_m}/(q^\top e^{z_m})$ (Eq. 20, 134), and **Lemma 18** bounds each frequency by
 # Hoeffding's inequality (Eq. 136): with probability at least $1-\delta$,
 #
-# $$\max\Big(0, P(l|m,n) - \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}}\Big) \le q_{l|m,n} \le P(l|m,n) + \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}} .$$
+# $$\max\Big(0, P(l|m,n) - \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}}\Big) \le q_{l|m,n} \le P(l|m,n) + \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}} .$$ (scan_snap-hoeffding)
 #
 # The bound holds for one token at a time ({ref}`scan_snap.N2 <scan-snap-n2>`), and the binomial count behind it is
 # $(T-1)q_{l|m,n}$, not the $Tq_{l|m,n}$ of the proof ({ref}`scan_snap.E32 <scan-snap-e32>`).
@@ -214,7 +238,10 @@ T_eq137, seen_eq137 = 3, 1
 q_eq137 = seen_eq137 / (T_eq137 - 1)  # Eq. 137: a frequency over the T - 1 contextual tokens
 print(f"T q = {T_eq137 * q_eq137}, (T - 1) q = {(T_eq137 - 1) * q_eq137}")
 check_claim("scan_snap.lemma18-binomial", (T_eq137 * q_eq137) % 1, **C["lemma18-binomial"])
-# %% mystnb={"figure": {"caption": "Lemmas 2 and 18 on Syn-Small class 1: the mean distance of X^T b_T from its limit c_n (dots) and the largest deviation of a token frequency from P(l|n) over 200 sequences (squares) both fall like T^(-1/2), parallel to the Hoeffding radius of Eq. 136 (line, delta = 0.05), which the worst deviation never reaches.", "name": "fig-scan_snap-lemma18"}}
+# %% [markdown]
+# {numref}`fig-scan_snap-lemma18` draws both distances against the sequence length, with the Hoeffding radius of {eq}`scan_snap-hoeffding`.
+
+# %% mystnb={"figure": {"caption": "Lemmas 2 and 18 on Syn-Small class 1: the mean distance of $X^\\top b_T$ from its limit $c_n$ (dots) and the largest deviation of a token frequency from $P(l|n)$ over 200 sequences (squares) both fall like $T^{-1/2}$, parallel to the Hoeffding radius of Eq. 136 (line, $\\delta = 0.05$), which the worst deviation never reaches.", "name": "fig-scan_snap-lemma18"}}
 fig, ax = figure(1, 1, width=5.5)
 ax.loglog(lengths, mixture_error, "o-", color=PALETTE[0], label="mean ||X^T b_T - c_n||_inf")
 ax.loglog(
@@ -239,13 +266,14 @@ row_sum = max(np.abs(run.Y.sum(axis=1)).max(), np.abs(run.Z.sum(axis=1)).max())
 check_claim("scan_snap.row-sums", row_sum, **C["row-sums"])
 
 # %% [markdown]
+# (sec-scan_snap-clock)=
 # ## 2. The decoder clock
 #
 # With the attention held fixed (Assumption 1(c), $\eta_Y \gg \eta_Z$), the decoder row of class $n$ moves
 # along one direction, $w_n(s) = (M-1)h^*(s)\zeta_n$ with $\zeta_n = \frac{M}{M-1}(e_n - \frac1M\mathbf 1)$,
 # and the scalar clock obeys (Lemma 5, Eq. 33)
 #
-# $$h^*(s) = h^*(s-1) + \frac{\eta_Y}{(M-1) + \exp(Mh^*(s-1))}, \qquad h^*(0) = 0 .$$
+# $$h^*(s) = h^*(s-1) + \frac{\eta_Y}{(M-1) + \exp(Mh^*(s-1))}, \qquad h^*(0) = 0 .$$ (scan_snap-clock)
 #
 # We run the decoder update $w \leftarrow w + \eta_Y(e_n - \mathrm{softmax}(w))$ for 1000 steps and compare.
 
@@ -344,7 +372,10 @@ check_claim("scan_snap.lemma7-gap", gap_table[:, 2].min(), **C["lemma7-gap"])
 check_claim("scan_snap.lemma7-gap", gap_table[:, 3].max(), **C["lemma7-gap#2"])
 check_claim("scan_snap.lemma7-gap", gap_table[:, 4].max(), **C["lemma7-gap#3"])
 
-# %% mystnb={"figure": {"caption": "Paper Fig. 8: the discrete decoder clock h* (steps) hugs the continuous h of Eq. 45 (lines) for every learning rate; the gap (right, in units of the bound 2 eta_Y/M) stays below 0.1 of the bound and decays.", "name": "fig-scan_snap-clock"}}
+# %% [markdown]
+# {numref}`fig-scan_snap-clock` draws the staircase against the smooth clock, and the gap in units of the bound.
+
+# %% mystnb={"figure": {"caption": "The decoder clock of the paper's Fig. 8: the discrete $h^*$ (steps) hugs the continuous $h$ of Eq. 45 (lines) for every learning rate; the gap (right, in units of the bound $2\\eta_Y/M$) stays below 0.1 of the bound and decays.", "name": "fig-scan_snap-clock"}}
 fig, (ax_h, ax_gap) = figure(1, 2)
 M_plot = 100
 for colour, eta in zip(PALETTE, (0.1, 0.5, 1.0)):
@@ -668,7 +699,10 @@ check_claim(
     "scan_snap.corollary1-steps", max(row[0] for row in total_rows), **C["corollary1-steps#4"]
 )
 
-# %% mystnb={"figure": {"caption": "Corollary 1 for one class, M = 1000: the steps S_n until ||e_n - alpha_n|| <= eps on the discrete clock (dots) follow the inverted Eq. 45 (solid), which grows like 1/(eps eta_Y); the corollary's bound ln(M/eps)/(eps eta_Y) (dashed) holds but is loose by the factor ln(M/eps).", "name": "fig-scan_snap-corollary1"}}
+# %% [markdown]
+# {numref}`fig-scan_snap-corollary1` puts the measured steps, the inverted clock and the corollary's bound side by side.
+
+# %% mystnb={"figure": {"caption": "Corollary 1 for one class, $M = 1000$: the steps $S_n$ until $\\|e_n - \\alpha_n\\| \\le \\epsilon$ on the discrete clock (dots) follow the inverted Eq. 45 (solid), which grows like $1/(\\epsilon\\eta_Y)$; the corollary's bound $\\ln(M/\\epsilon)/(\\epsilon\\eta_Y)$ (dashed) holds but is loose by the factor $\\ln(M/\\epsilon)$.", "name": "fig-scan_snap-corollary1"}}
 fig, ax = figure(1, 1, width=5.5)
 eps_grid = np.geomspace(0.5, 1e-3, 12)
 for colour, eta in zip(PALETTE, (0.1, 0.5, 0.99)):
@@ -687,13 +721,20 @@ ax.set(xlabel="1 / eps", ylabel="steps of one class")
 legend(ax, fontsize=7)
 
 # %% [markdown]
+# (sec-scan_snap-theorem1)=
 # ## 3. Theorem 1: the structure of the back-propagated gradient
 #
-# Theorem 1 says that, for a fixed attention output $F = [f_1,\dots,f_K]$ with $F^\top F = I + E$, the
-# gradient that reaches the attention layer has the form
+# ```{prf:theorem} The structure of the back-propagated gradient: the paper's Theorem 1
+# :label: thm-scan_snap-theorem1
+# For a fixed attention output $F = [f_1,\dots,f_K]$ with $F^\top F = I + E$, the gradient that reaches the
+# attention layer has the form
 #
 # $$\begin{gathered}g_n = \gamma\Big(\iota_n f_n - \sum_{n'\ne n}\beta_{nn'} f_{n'}\Big), \\
-#   \beta_{nn'} \approx E'_{nn'},\ \iota_n \approx 1 - E'_{nn},\ E' = I - (I+E)^{-1}.\end{gathered}$$
+#   \beta_{nn'} \approx E'_{nn'},\ \iota_n \approx 1 - E'_{nn},\ E' = I - (I+E)^{-1}.\end{gathered}$$ (scan_snap-theorem1)
+# ```
+#
+# The rest of this section checks {prf:ref}`thm-scan_snap-theorem1` piece by piece, starting from the form
+# {eq}`scan_snap-theorem1` of the gradient.
 #
 # **First, the algebra of $E'$** (App. D.5). $E = F^\top F - I$ is symmetric with zero diagonal and, since
 # $c_n \ge 0$, non-negative entries; write $E = U^\top DU$ with $|\lambda_1| \ge \dots \ge |\lambda_K|$ and $u_{ik}$ the
@@ -1024,12 +1065,13 @@ check_claim("scan_snap.theorem1-q0-sign", min(eq88_miss["printed"]), **C["theore
 check_claim("scan_snap.theorem1-plain", plain.max() / predicted_ratio, **C["theorem1-plain"])
 
 # %% [markdown]
+# (sec-scan_snap-scan)=
 # ## 4. Scan: distinct tokens rise, the common token falls
 #
 # For long sequences ($T\to\infty$) the attention of class $n$ becomes $c_n \propto P(l|n)e^{z_{ml}}$ (Eq. 5),
 # $f_n = c_n/\|c_n\|$, and the attention logits follow Eq. 10:
 #
-# $$\dot z_m = \eta_Z\gamma(t)\sum_{n\in\psi^{-1}(m)}\mathrm{diag}(f_n)\sum_{n'\ne n}\beta_{nn'}(f_nf_n^\top - I)f_{n'} .$$
+# $$\dot z_m = \eta_Z\gamma(t)\sum_{n\in\psi^{-1}(m)}\mathrm{diag}(f_n)\sum_{n'\ne n}\beta_{nn'}(f_nf_n^\top - I)f_{n'} .$$ (scan_snap-eq10)
 #
 # **Lemma 4** derives Eq. 10 from Eq. 4: at $T \to \infty$, $X^\top b_T = c_n$, and the gradient of Theorem 1,
 # $g_n = \gamma(\iota_nf_n - \sum\beta_{nn'}f_{n'})$, enters through $\mathrm{diag}(f_n)P^\perp_{f_n}g_n$, where $P^\perp_{f_n}$
@@ -1246,6 +1288,7 @@ check_claim("scan_snap.theorem2-hypothesis", zdot_control[1], **C["theorem2-hypo
 check_claim("scan_snap.theorem2-hypothesis", zdot_control[0], **C["theorem2-hypothesis#2"])
 
 # %% [markdown]
+# (sec-scan_snap-snap)=
 # ## 5. Snap: the transition and the frozen composition
 #
 # With a single common token, Eq. 13 reduces the dynamics to $\dot B_n = C_0^{-1}\eta_Z\gamma(t)e^{-4B_n}$,
@@ -1310,7 +1353,10 @@ print("eta_Z int gamma dt - Gamma:", integral_residual)
 check_claim("scan_snap.snap-integral", bool(integral_residual == 0), expected=True)
 
 # %% [markdown]
-# Second, $e^{4B}dB = C_0^{-1}d\Gamma$ integrates from $B(0) = 0$ to $B_n(t) = \frac14\ln(1 + 4\Gamma(t)/C_0)$.
+# Second, $e^{4B}dB = C_0^{-1}d\Gamma$ integrates from $B(0) = 0$ to
+#
+# $$ B_n(t) = \frac14\ln\big(1 + 4\Gamma(t)/C_0\big) . $$ (scan_snap-snap)
+#
 # The paper (Eq. 124, line 1184) writes $\int_0^{\Gamma}\frac{d\Gamma'}{C_0+4\Gamma'} = \frac14\ln(C_0 + 4\Gamma)$,
 # dropping $-\frac14\ln C_0$; as printed, $B_n(0) = \frac14\ln C_0 \ne 0$ ({ref}`scan_snap.E1 <scan-snap-e1>`). The two agree for
 # $C_0 = 1$, which we use in the figures.
@@ -1482,7 +1528,10 @@ check_claim(
     **C["snap-insight-a#2"],
 )
 
-# %% mystnb={"figure": {"caption": "Paper Figs. 3 and 9, from the corrected closed form (C_0 = 1, K = 10, M = 1000). Left: the growth factor chi = exp(2 B_n) for eta_Z = 0.5; a larger eta_Y rises first but snaps earlier (dotted: t_0) and ends lower. Right: at fixed nu = eta_Y/eta_Z = 2 all curves pass through the same B_n(t_0) (dots) and separate only after the transition.", "name": "fig-scan_snap-snap"}}
+# %% [markdown]
+# {numref}`fig-scan_snap-snap` redraws the paper's Figs. 3 and 9 from the corrected closed form {eq}`scan_snap-snap`.
+
+# %% mystnb={"figure": {"caption": "The paper's Figs. 3 and 9, from the corrected closed form ($C_0 = 1$, $K = 10$, $M = 1000$). Left: the growth factor $\\chi = e^{2B_n}$ for $\\eta_Z = 0.5$; a larger $\\eta_Y$ rises first but snaps earlier (dotted: $t_0$) and ends lower. Right: at fixed $\\nu = \\eta_Y/\\eta_Z = 2$ all curves pass through the same $B_n(t_0)$ (dots) and separate only after the transition.", "name": "fig-scan_snap-snap"}}
 fig, (ax_chi, ax_B) = figure(1, 2)
 t_plot = np.geomspace(1, 1e6, 400)
 for colour, eta_Y in zip(PALETTE, eta_Y_values):
@@ -1508,6 +1557,7 @@ legend(ax_chi)
 legend(ax_B)
 
 # %% [markdown]
+# (sec-scan_snap-fig4)=
 # ## 6. SGD on Syn-Small (Fig. 4)
 #
 # Now the real thing: finite sequences ($T = 128$), batches of 128, Y and Z trained jointly by SGD with
@@ -1542,7 +1592,10 @@ runs_small = {
     for eta_Y in (1.0, 10.0)
 }
 
-# %% mystnb={"figure": {"caption": "Paper Fig. 4 (seed 0): attention c_n of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing P(l|n)) during SGD. With eta_Y = eta_Z = 1 (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with eta_Y = 10 (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}}
+# %% [markdown]
+# {numref}`fig-scan_snap-fig4` shows the attention of class 1 along the two runs of seed 0.
+
+# %% mystnb={"figure": {"caption": "The paper's Fig. 4 (seed 0): attention $c_n$ of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing $P(l|n)$) during SGD. With $\\eta_Y = \\eta_Z = 1$ (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with $\\eta_Y = 10$ (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}}
 show_steps = (0, 2, 4, 6, 10, 20, 100)
 fig, axes = figure(2, 1, height=4.2, width=8.4)
 columns_class1 = np.arange(20)
@@ -1776,7 +1829,10 @@ check_claim(
     **C["fig5-adam#2"],
 )
 
-# %% mystnb={"figure": {"caption": "Paper Fig. 5 (seed 0): final attention of class 1 under Adam with eta_Y = eta_Z = 0.1, 0.5, 1. Unlike SGD (Paper Fig. 4), the winning distinct token depends on the learning rate and is not always the most likely token 19.", "name": "fig-scan_snap-adam"}}
+# %% [markdown]
+# {numref}`fig-scan_snap-adam` shows the final attention of class 1 for each Adam rate.
+
+# %% mystnb={"figure": {"caption": "The paper's Fig. 5 (seed 0): final attention of class 1 under Adam with $\\eta_Y = \\eta_Z \\in \\{0.1, 0.5, 1\\}$. Unlike SGD (the paper's Fig. 4), the winning distinct token depends on the learning rate and is not always the most likely token 19.", "name": "fig-scan_snap-adam"}}
 fig, ax = figure(1, 1, width=6.0)
 for offset, (colour, (eta, c_map)) in enumerate(zip(PALETTE, adam_maps.items())):
     ax.bar(
@@ -1794,6 +1850,7 @@ ax.set(
 legend(ax)
 
 # %% [markdown]
+# (sec-scan_snap-fig6)=
 # ## 7. The Syn-Medium sweep (Fig. 6)
 #
 # Fig. 6 scales the number of classes: `num_last` query tokens with two next tokens each,
@@ -1904,7 +1961,10 @@ check_claim(
     **C["fig6-threshold#3"],
 )
 
-# %% mystnb={"figure": {"caption": "Paper Fig. 6: entropy of the attention on distinct tokens after 100 SGD iterations against eta_Y/eta_Z, one panel per size, one colour per eta_Z. Lines with error bars: this chapter (mean +- std over seeds); open circles: the authors' released means. Entropy falls with eta_Z everywhere; the dip at ratio 2 appears for K >= 6 only.", "name": "fig-scan_snap-fig6"}}
+# %% [markdown]
+# {numref}`fig-scan_snap-fig6` sets the sweep's means beside the authors' released numbers.
+
+# %% mystnb={"figure": {"caption": "The paper's Fig. 6: entropy of the attention on distinct tokens after 100 SGD iterations against $\\eta_Y/\\eta_Z$, one panel per size, one colour per $\\eta_Z$. Lines with error bars: this chapter (mean $\\pm$ standard deviation over seeds); open circles: the authors' released means. Entropy falls with $\\eta_Z$ everywhere; the dip at ratio 2 appears for $K \\ge 6$ only.", "name": "fig-scan_snap-fig6"}}
 fig, axes = figure(1, len(num_last_values))
 for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
     for j, (colour, eta_Z) in enumerate(zip(PALETTE, eta_Z_values)):
