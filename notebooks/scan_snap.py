@@ -134,6 +134,10 @@ J_counts, dY_counts, dZ_counts = ss.lemma1_gradient_counts(
 )
 J_seq, dY_seq, dZ_seq = ss.lemma1_gradient_sequences(spec_small, Y_rand, Z_rand, classes, sequences)
 
+# %% [markdown]
+# The reference: PyTorch's autograd of Eq. 15, written out on the one-hot sequences in float64.
+
+# %%
 Y_t = torch.tensor(Y_rand, requires_grad=True)
 Z_t = torch.tensor(Z_rand, requires_grad=True)
 X_t = torch.nn.functional.one_hot(torch.tensor(sequences), spec_small.M).double()  # (batch, T-1, M)
@@ -144,7 +148,11 @@ log_alpha_t = torch.log_softmax(f_t @ Y_t, dim=1)
 J_t = log_alpha_t[torch.arange(len(classes)), torch.tensor(spec_small.next_token[classes])].mean()
 J_t.backward()
 
+# %% [markdown]
+# The three routes agree to float64 round-off:
 
+
+# %%
 def relative_error(a, b):
     return float(np.abs(a - b).max() / np.abs(b).max())
 
@@ -209,6 +217,12 @@ for length in lengths:
     deviation = np.abs(counts_T / length - spec_small.P[0])[:, in_support]
     worst_deviation.append(deviation.max())
     outside_band.append(np.mean(deviation > ss.hoeffding_radius(length, delta_lemma18)))
+
+# %% [markdown]
+# Against the Hoeffding radius of {eq}`scan_snap-hoeffding`, and the slope of the mean distance in log-log
+# (Lemma 2 predicts $-1/2$):
+
+# %%
 radii = ss.hoeffding_radius(lengths, delta_lemma18)
 lemma2_slope = np.polyfit(np.log(lengths), np.log(mixture_error), 1)[0]
 print(
@@ -453,6 +467,11 @@ for M_value in (1000, 10000):
         remark3_rows.append(
             (omega0, h1 * M_value / eta, h1 * M_value ** (2 - omega0), sign_changes)
         )
+
+# %% [markdown]
+# The conditions of Remark 3 at each setting, each made concrete with a constant:
+
+# %%
 remark3_rows = np.array(remark3_rows)
 print(
     "omega_0:",
@@ -495,6 +514,11 @@ for M_value in (100, 1000, 10000):
     printed = K_gamma * np.log(eta_gamma * t_values[late] / K_gamma) / (eta_gamma * t_values[late])
     phase2_ratios.append(gamma[late] / lemma9)
     phase2_printed.append(gamma[late] / printed)
+
+# %% [markdown]
+# Pooled over the three vocabulary sizes, the ratio of $\gamma$ to Lemma 9's rate in each phase:
+
+# %%
 phase1 = np.concatenate(phase1_ratios)
 phase2 = np.concatenate(phase2_ratios)
 print(f"phase 1: gamma / (eta_Y t/K) in [{phase1.min():.3f}, {phase1.max():.3f}]")
@@ -512,6 +536,11 @@ check_claim("scan_snap.lemma9-phase2", phase2.max(), **C["lemma9-phase2"])
 check_claim(
     "scan_snap.lemma9-phase2", max(abs(r[-1] - 1) for r in phase2_ratios), **C["lemma9-phase2#2"]
 )
+
+# %% [markdown]
+# Against the form of phase 2 as the paper prints it, the ratio exceeds 2 at every $M$ and grows with $M$:
+
+# %%
 printed_peak = [float(r.max()) for r in phase2_printed]
 print("largest ratio to the printed form, M = 100, 1000, 10000:", np.round(printed_peak, 3))
 check_claim("scan_snap.lemma9-phase2", min(printed_peak), **C["lemma9-phase2#3"])
@@ -618,6 +647,11 @@ for M_value, eta in ((1000, 0.5), (20000, 0.01)):
             late["corollary"].append(
                 np.mean(sigma > K_value / np.sqrt(N_value) * np.sqrt(np.log(1 / delta_11)))
             )
+
+# %% [markdown]
+# The largest failure rates of the general bounds and, past the transition, of the three competing readings:
+
+# %%
 print(
     "largest failure rates of the general bounds:",
     {name: round(float(max(v)), 4) for name, v in rates.items()},
@@ -768,6 +802,12 @@ eq92_residuals = [
     )
     for n in range(3)
 ]
+
+# %% [markdown]
+# For $K = 2$ the bound of Theorem 1(a) can be computed symbolically: with $E_{12} = \rho$, we compare $-E'_{11}$
+# with the printed and the corrected bounds.
+
+# %%
 rho_s = sp.symbols("rho", positive=True)
 minus_E_prime_11 = sp.simplify(
     -(sp.eye(2) - (sp.eye(2) + sp.Matrix([[0, rho_s], [rho_s, 0]])).inv())[0, 0]
@@ -817,6 +857,11 @@ check_claim("scan_snap.eq92", lemma_checks["eq92_error"].max(), **C["eq92"])
 check_claim(
     "scan_snap.theorem1a-bound", lemma_checks["line974_corrected"].max(), **C["theorem1a-bound"]
 )
+
+# %% [markdown]
+# The printed factor $1/(1 - |\lambda_1|)$, by contrast, fails on a large share of the sample:
+
+# %%
 printed_fails = float(np.mean(lemma_checks["line974_printed"] > 1e-12))
 print(f"the printed factor 1/(1 - |lambda_1|) fails in {printed_fails:.1%} of the matrices")
 check_claim("scan_snap.theorem1a-bound", printed_fails, **C["theorem1a-bound#2"])
@@ -889,6 +934,11 @@ print(
     round(predicted_ratio, 5),
 )
 
+# %% [markdown]
+# Now the decoder is trained on this fixed $F$ for 4000 steps under both updates, the modified one of the analysis
+# and the plain gradient, and the ratio $\beta_{nn'}/\iota_n$ is read off its coefficients:
+
+# %%
 theorem1, decoder_runs = {}, {}
 for update in ("modified", "plain"):
     for eta in (0.1, 0.5):
@@ -906,6 +956,10 @@ for update in ("modified", "plain"):
             f" {ratios.max():.3e}]"
         )
 
+# %% [markdown]
+# Pooled over both learning rates, the modified update against the prediction, and the sign of $\xi_n$:
+
+# %%
 modified = np.concatenate([theorem1["modified", eta] for eta in (0.1, 0.5)])
 plain = np.concatenate([theorem1["plain", eta] for eta in (0.1, 0.5)])
 check_claim(
@@ -939,6 +993,11 @@ W_step = {
 lemma3_target = np.outer(np.eye(K_th)[n_l3], residual_l3)  # eta_Y = 1
 w_row = F_l3[:, n_l3] @ Y_l3  # alpha_n = softmax(w_n)
 alpha_from_w = np.exp(w_row - w_row.max()) / np.exp(w_row - w_row.max()).sum()
+
+# %% [markdown]
+# The gaps between each update and Lemma 3's target:
+
+# %%
 lemma3_gaps = {name: np.abs(step - lemma3_target).max() for name, step in W_step.items()}
 print(
     f"|dW - e_n (e_n - alpha_n)^T|: modified {lemma3_gaps['modified']:.1e}, plain"
@@ -1029,6 +1088,11 @@ closed_form = (
     @ ((M_th - 1) * h_counts[:, None] * zeta_gram * residual_scale[None, :])
 ).T
 identity_gap = np.abs(coef - closed_form).max() / np.abs(coef).max()
+
+# %% [markdown]
+# Eq. 88 class by class, with the sign of $q_0$ as printed and as corrected:
+
+# %%
 q_1, q_0 = M_th / (M_th - 1), -M_th / (M_th - 1) ** 2
 eq88_miss = {"printed": [], "corrected": []}
 for n in range(K_th):
@@ -1093,6 +1157,12 @@ sequences_l4 = np.array([np.repeat(np.arange(M_l4), 2 * P_l4[n].astype(int)) for
 spec_l4 = ss.make_classes(
     P_l4 / P_l4.sum(axis=1, keepdims=True), np.full(K_l4, 16), np.arange(17, 17 + K_l4)
 )
+
+# %% [markdown]
+# A random $Z$, a decoder $Y = FA$ in the span of the attention outputs, Lemma 1's gradient on the sequences, and
+# Eq. 10's prediction of it:
+
+# %%
 generator = rng(13)
 Z_l4 = 0.5 * generator.normal(size=(M_l4, M_l4))
 F_l4 = sst.normalised_attention(spec_l4.P, Z_l4[16]).T  # (M, K): f_n = c_n / ||c_n||
@@ -1136,6 +1206,12 @@ t_scan = np.concatenate([[0.0], np.geomspace(1e-2, 2e4, 400)])
 z_scan, B_scan, zdot_scan, xi_scan = sst.integrate_scan(
     P_scan, t_scan, K_clock=K_scan, M_decoder=M_scan, eta_Y=1.0, eta_Z=0.5
 )
+
+# %% [markdown]
+# Along the solution, the eigenvalues of $E$ say where Assumption 2 holds; the signs of $\dot z$ are what
+# {eq}`scan_snap-eq10` predicts:
+
+# %%
 distinct_columns = np.arange(1, P_scan.shape[1])
 eigenvalues = np.array(
     [
@@ -1319,6 +1395,11 @@ z_ct, _, _, _ = sst.integrate_scan(
     eta_Z=0.5,
     class_weight=1 / K_ct,
 )
+
+# %% [markdown]
+# The invariant $(e^{-4z(t)} - 1)/h^2(t/K)$ after the transition, and the $C_0$ it implies:
+
+# %%
 invariant = (np.exp(-4 * z_ct[1:, 0]) - 1) / sst.decoder_clock_h(t_ct / K_ct, 1000, 1.0) ** 2
 after = t_ct >= sst.transition_time(K=K_ct, M=1000, eta_Y=1.0)
 implied_C0 = 2 * 0.5 / 1.0 * K_ct * 999**2 / invariant[after][-1]
@@ -1449,6 +1530,12 @@ insight_c = [
     for small, large in zip(eta_Y_values[:-1], eta_Y_values[1:])
     for t_grid_c in [np.geomspace(sst.transition_time(K=snap.K, M=snap.M, eta_Y=large), 1e7, 400)]
 ]
+
+# %% [markdown]
+# Insight (b) starts from the invariance: at $\nu = 2$, $B_n(t_0)$ should be the same for every $\eta_Z$, here
+# computed on the ODE of Theorem 4 rather than on the closed form {eq}`scan_snap-snap`.
+
+# %%
 eta_Z_fig9 = (0.1, 0.5, 1.0, 2.0)
 t0_fig9 = [
     sst.transition_time(K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z) for eta_Z in eta_Z_fig9
@@ -1465,6 +1552,12 @@ B_at_t0_ode = [
     )
     for t0, eta_Z in zip(t0_fig9, eta_Z_fig9)
 ]
+
+# %% [markdown]
+# Then (b) past the latest transition: along the same ratio, the larger rates must end higher at every $t$; the
+# last cell checks (c) and (b) together.
+
+# %%
 t_grid_b = np.geomspace(max(t0_fig9), 1e7, 400)
 insight_b = np.diff(
     [
@@ -1477,6 +1570,11 @@ B_late_fig9 = [
     float(sst.snap_B(1e6, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z))
     for eta_Z in eta_Z_fig9
 ]
+
+# %% [markdown]
+# The margins of (c) and (b), and the spread of $B_n(t_0)$ across rates:
+
+# %%
 print(
     "B(1e7) for eta_Y =",
     eta_Y_values,
@@ -1656,6 +1754,10 @@ def summary(result):
     )
 
 
+# %% [markdown]
+# Each run summarised, seed by seed:
+
+# %%
 stats = {eta_Y: [summary(r) for r in runs] for eta_Y, runs in runs_small.items()}
 for eta_Y, rows in stats.items():
     print(
@@ -1667,6 +1769,11 @@ for eta_Y, rows in stats.items():
         f" {min(r['moved'] for r in rows):.3f}, |H(100) - H(50)| <="
         f" {max(r['drift'] for r in rows):.4f}"
     )
+
+# %% [markdown]
+# Over all runs of both rates, the findings of Fig. 4 as checks:
+
+# %%
 all_rows = stats[1.0] + stats[10.0]
 check_claim("scan_snap.fig4-winner", min(r["share_gain"] for r in all_rows), **C["fig4-winner"])
 check_claim("scan_snap.fig4-winner", min(r["rank"] for r in all_rows), **C["fig4-winner#2"])
@@ -1752,6 +1859,12 @@ spec_equal = ss.make_classes(
     spec_small.next_token,
     name="Syn-Small, equal distinct tokens",
 )
+
+# %% [markdown]
+# Over ten, twenty or fifty seeds (by mode), each from its own random $Z_0$, we ask for each class whether the
+# distinct token the initial logits favour gains the most, and whether it still wins at the end:
+
+# %%
 prior_seeds = by_mode(quick=range(10), default=range(20), full=range(50))
 hits = {}
 for eta_Y in (10.0, 1.0):
@@ -1815,6 +1928,11 @@ for eta in (0.1, 0.5, 1.0):
             adam_maps[eta] = c[0, :20]
     adam_winners[eta] = winners
     print(f"Adam, eta = {eta}: winning distinct token of class 1 over seeds 0-4: {winners}")
+
+# %% [markdown]
+# Does the winner depend on the rate? A Kruskal-Wallis test across the three rates:
+
+# %%
 top_token = int(np.argmax(np.where(spec_small.distinct[0], spec_small.P[0], -1)))
 rate_effect = (
     kruskal(*adam_winners.values()).pvalue
@@ -1888,6 +2006,11 @@ ref_mean, ref_std = ss.FIG6_AUTHORS_MEAN[cells_ref], ss.FIG6_AUTHORS_STD[cells_r
 our_mean = sweep.entropy.mean(axis=-1)
 our_std = sweep.entropy.std(axis=-1, ddof=1)
 n_seeds = sweep.entropy.shape[-1]
+
+# %% [markdown]
+# Each cell's mean against the authors': a two-sample z-score, with a Bonferroni threshold over all cells:
+
+# %%
 z_scores = np.maximum(np.abs(our_mean - ref_mean) - 0.0005, 0) / (
     ref_std * np.sqrt(1 / 10 + 1 / n_seeds)
 )
