@@ -257,7 +257,7 @@ check_claim("scan_snap.lemma18-binomial", (T_eq137 * q_eq137) % 1, **C["lemma18-
 # %% [markdown]
 # {numref}`fig-scan_snap-lemma18` draws both distances against the sequence length, with the Hoeffding radius of {eq}`scan_snap-hoeffding`.
 
-# %% mystnb={"figure": {"caption": "Lemmas 2 and 18 on Syn-Small class 1: the mean distance of $X^\\top b_T$ from its limit $c_n$ (dots) and the largest deviation of a token frequency from $P(l|n)$ over 200 sequences (squares) both fall like $T^{-1/2}$, parallel to the Hoeffding radius of Eq. 136 (line, $\\delta = 0.05$), which the worst deviation never reaches.", "name": "fig-scan_snap-lemma18"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Lemmas 2 and 18 on Syn-Small class 1: the mean distance of $X^\\top b_T$ from its limit $c_n$ (dots) and the largest deviation of a token frequency from $P(l|n)$ over 200 sequences (squares) both fall like $T^{-1/2}$, parallel to the Hoeffding radius of Eq. 136 (line, $\\delta = 0.05$), which the worst deviation never reaches.", "name": "fig-scan_snap-lemma18"}}
 fig, ax = figure(1, 1, width=5.5)
 ax.loglog(lengths, mixture_error, "o-", color=PALETTE[0], label="mean ||X^T b_T - c_n||_inf")
 ax.loglog(
@@ -1660,7 +1660,7 @@ runs_small = {
 # %% [markdown]
 # {numref}`fig-scan_snap-fig4` shows the attention of class 1 along the two runs of seed 0.
 
-# %% mystnb={"figure": {"caption": "The paper's Fig. 4 (seed 0): attention $c_n$ of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing $P(l|n)$) during SGD. With $\\eta_Y = \\eta_Z = 1$ (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with $\\eta_Y = 10$ (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 4 (seed 0): attention $c_n$ of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing $P(l|n)$) during SGD. With $\\eta_Y = \\eta_Z = 1$ (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with $\\eta_Y = 10$ (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}}
 show_steps = (0, 2, 4, 6, 10, 20, 100)
 fig, axes = figure(2, 1, height=4.2, width=8.4)
 columns_class1 = np.arange(20)
@@ -1909,7 +1909,7 @@ check_claim("scan_snap.fig5-adam", other_winner, **C["fig5-adam#2"])
 # %% [markdown]
 # {numref}`fig-scan_snap-adam` shows the final attention of class 1 for each Adam rate.
 
-# %% mystnb={"figure": {"caption": "The paper's Fig. 5 (seed 0): final attention of class 1 under Adam with $\\eta_Y = \\eta_Z \\in \\{0.1, 0.5, 1\\}$. Unlike SGD (the paper's Fig. 4), the winning distinct token depends on the learning rate and is not always the most likely token 19.", "name": "fig-scan_snap-adam"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 5 (seed 0): final attention of class 1 under Adam with $\\eta_Y = \\eta_Z \\in \\{0.1, 0.5, 1\\}$. Unlike SGD (the paper's Fig. 4), the winning distinct token depends on the learning rate and is not always the most likely token 19.", "name": "fig-scan_snap-adam"}}
 fig, ax = figure(1, 1, width=6.0)
 for offset, (colour, (eta, c_map)) in enumerate(zip(PALETTE, adam_maps.items())):
     ax.bar(
@@ -2039,7 +2039,7 @@ check_claim("scan_snap.fig6-threshold", k2_lowest_at_1, **C["fig6-threshold#3"])
 # %% [markdown]
 # {numref}`fig-scan_snap-fig6` sets the sweep's means beside the authors' released numbers.
 
-# %% mystnb={"figure": {"caption": "The paper's Fig. 6: entropy of the attention on distinct tokens after 100 SGD iterations against $\\eta_Y/\\eta_Z$, one panel per size, one colour per $\\eta_Z$. Lines with error bars: this chapter (mean $\\pm$ standard deviation over seeds); open circles: the authors' released means. Entropy falls with $\\eta_Z$ everywhere; the dip at ratio 2 appears for $K \\ge 6$ only.", "name": "fig-scan_snap-fig6"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 6: entropy of the attention on distinct tokens after 100 SGD iterations against $\\eta_Y/\\eta_Z$, one panel per size, one colour per $\\eta_Z$. Lines with error bars: this chapter (mean $\\pm$ standard deviation over seeds); open circles: the authors' released means. Entropy falls with $\\eta_Z$ everywhere; the dip at ratio 2 appears for $K \\ge 6$ only.", "name": "fig-scan_snap-fig6"}}
 fig, axes = figure(1, len(num_last_values))
 for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
     for j, (colour, eta_Z) in enumerate(zip(PALETTE, eta_Z_values)):
