@@ -388,36 +388,32 @@ check_claim("scan_snap.lemma7-gap", gap_table[:, 3].max(), **C["lemma7-gap#2"])
 check_claim("scan_snap.lemma7-gap", gap_table[:, 4].max(), **C["lemma7-gap#3"])
 
 # %% [markdown]
-# {numref}`fig-scan_snap-clock` draws the staircase against the smooth clock, and the gap in units of the bound.
+# For {numref}`fig-scan_snap-clock` we evaluate the staircase $h^*$ of {eq}`scan_snap-clock` and the smooth clock $h$
+# of Eq. 45 for $M = 100$ and three rates, and the gap between them in units of Lemma 7's bound.
 
-# %% mystnb={"figure": {"caption": "The decoder clock of the paper's Fig. 8: the discrete $h^*$ (steps) hugs the continuous $h$ of Eq. 45 (lines) for every learning rate; the gap (right, in units of the bound $2\\eta_Y/M$) stays below 0.1 of the bound and decays.", "name": "fig-scan_snap-clock"}}
-fig, (ax_h, ax_gap) = figure(1, 2)
-M_plot = 100
-for colour, eta in zip(PALETTE, (0.1, 0.5, 1.0)):
-    steps_plot = np.arange(61)
-    ax_h.step(
-        steps_plot,
+# %%
+M_plot, t_fine, long = 100, np.linspace(0, 60, 300), np.arange(2001)
+clock_curves = {
+    eta: (
         sst.decoder_clock_h_star(60, M_plot, eta),
-        where="post",
-        color=colour,
-        alpha=0.7,
-        label=f"h*(s), eta_Y = {eta}",
-    )
-    ax_h.plot(
-        np.linspace(0, 60, 300),
-        sst.decoder_clock_h(np.linspace(0, 60, 300), M_plot, eta),
-        color=colour,
-        linestyle="--",
-        label=f"h(t), eta_Y = {eta}",
-    )
-    long = np.arange(2001)
-    ax_gap.plot(
-        long[1:],
+        sst.decoder_clock_h(t_fine, M_plot, eta),
         (sst.decoder_clock_h_star(2000, M_plot, eta) - sst.decoder_clock_h(long, M_plot, eta))[1:]
         / (2 * eta / M_plot),
-        color=colour,
-        label=f"eta_Y = {eta}",
     )
+    for eta in (0.1, 0.5, 1.0)
+}
+
+# %% [markdown]
+# Drawn against each other:
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The decoder clock of the paper's Fig. 8: the discrete $h^*$ (steps) hugs the continuous $h$ of Eq. 45 (lines) for every learning rate; the gap (right, in units of the bound $2\\eta_Y/M$) stays below 0.1 of the bound and decays.", "name": "fig-scan_snap-clock"}}
+fig, (ax_h, ax_gap) = figure(1, 2)
+for colour, (eta, (h_star, h_smooth, gap)) in zip(PALETTE, clock_curves.items()):
+    ax_h.step(
+        np.arange(61), h_star, where="post", color=colour, alpha=0.7, label=f"h*(s), eta_Y = {eta}"
+    )
+    ax_h.plot(t_fine, h_smooth, color=colour, linestyle="--", label=f"h(t), eta_Y = {eta}")
+    ax_gap.plot(long[1:], gap, color=colour, label=f"eta_Y = {eta}")
 ax_h.set(xlabel="step s", ylabel="clock h", title="M = 100")
 ax_gap.set(
     xscale="log",
@@ -726,21 +722,29 @@ total_ratio = max(row[0] for row in total_rows)
 check_claim("scan_snap.corollary1-steps", total_ratio, **C["corollary1-steps#4"])
 
 # %% [markdown]
-# {numref}`fig-scan_snap-corollary1` puts the measured steps, the inverted clock and the corollary's bound side by side.
+# {numref}`fig-scan_snap-corollary1` puts the measured steps, the inverted clock and the corollary's bound side by
+# side, for three rates:
 
-# %% mystnb={"figure": {"caption": "Corollary 1 for one class, $M = 1000$: the steps $S_n$ until $\\|e_n - \\alpha_n\\| \\le \\epsilon$ on the discrete clock (dots) follow the inverted Eq. 45 (solid), which grows like $1/(\\epsilon\\eta_Y)$; the corollary's bound $\\ln(M/\\epsilon)/(\\epsilon\\eta_Y)$ (dashed) holds but is loose by the factor $\\ln(M/\\epsilon)$.", "name": "fig-scan_snap-corollary1"}}
-fig, ax = figure(1, 1, width=5.5)
+# %%
 eps_grid = np.geomspace(0.5, 1e-3, 12)
-for colour, eta in zip(PALETTE, (0.1, 0.5, 0.99)):
-    ax.loglog(
-        1 / eps_grid,
+corollary1_curves = {
+    eta: (
         [sst.steps_to_residual(eps, 1000, eta) for eps in eps_grid],
-        "o",
-        color=colour,
-        label=f"S_n, eta_Y = {eta}",
+        sst.residual_time(eps_grid, 1000, eta),
+        np.log(1000 / eps_grid) / (eps_grid * eta),
     )
-    ax.loglog(1 / eps_grid, sst.residual_time(eps_grid, 1000, eta), "-", color=colour)
-    ax.loglog(1 / eps_grid, np.log(1000 / eps_grid) / (eps_grid * eta), "--", color=colour)
+    for eta in (0.1, 0.5, 0.99)
+}
+
+# %% [markdown]
+# The three against $1/\epsilon$:
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Corollary 1 for one class, $M = 1000$: the steps $S_n$ until $\\|e_n - \\alpha_n\\| \\le \\epsilon$ on the discrete clock (dots) follow the inverted Eq. 45 (solid), which grows like $1/(\\epsilon\\eta_Y)$; the corollary's bound $\\ln(M/\\epsilon)/(\\epsilon\\eta_Y)$ (dashed) holds but is loose by the factor $\\ln(M/\\epsilon)$.", "name": "fig-scan_snap-corollary1"}}
+fig, ax = figure(1, 1, width=5.5)
+for colour, (eta, (steps, t_inverted, bound)) in zip(PALETTE, corollary1_curves.items()):
+    ax.loglog(1 / eps_grid, steps, "o", color=colour, label=f"S_n, eta_Y = {eta}")
+    ax.loglog(1 / eps_grid, t_inverted, "-", color=colour)
+    ax.loglog(1 / eps_grid, bound, "--", color=colour)
 ax.plot([], [], "-", color="grey", label="t_eps (Eq. 45 inverted)")
 ax.plot([], [], "--", color="grey", label="ln(M/eps) / (eps eta_Y)")
 ax.set(xlabel="1 / eps", ylabel="steps of one class")
@@ -1596,17 +1600,28 @@ check_claim("scan_snap.snap-insight-a", t0_mismatch, **C["snap-insight-a#2"])
 # %% [markdown]
 # {numref}`fig-scan_snap-snap` redraws the paper's Figs. 3 and 9 from the corrected closed form {eq}`scan_snap-snap`.
 
-# %% mystnb={"figure": {"caption": "The paper's Figs. 3 and 9, from the corrected closed form ($C_0 = 1$, $K = 10$, $M = 1000$). Left: the growth factor $\\chi = e^{2B_n}$ for $\\eta_Z = 0.5$; a larger $\\eta_Y$ rises first but snaps earlier (dotted: $t_0$) and ends lower. Right: at fixed $\\nu = \\eta_Y/\\eta_Z = 2$ all curves pass through the same $B_n(t_0)$ (dots) and separate only after the transition.", "name": "fig-scan_snap-snap"}}
-fig, (ax_chi, ax_B) = figure(1, 2)
+# %%
 t_plot = np.geomspace(1, 1e6, 400)
-for colour, eta_Y in zip(PALETTE, eta_Y_values):
-    chi_t = np.exp(2 * sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z))
+chi_curves = {
+    eta_Y: np.exp(2 * sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z))
+    for eta_Y in eta_Y_values
+}
+B_curves = {
+    eta_Z: sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)
+    for eta_Z in eta_Z_fig9
+}
+
+# %% [markdown]
+# Drawn on a logarithmic time axis, with the transition times marked:
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Figs. 3 and 9, from the corrected closed form ($C_0 = 1$, $K = 10$, $M = 1000$). Left: the growth factor $\\chi = e^{2B_n}$ for $\\eta_Z = 0.5$; a larger $\\eta_Y$ rises first but snaps earlier (dotted: $t_0$) and ends lower. Right: at fixed $\\nu = \\eta_Y/\\eta_Z = 2$ all curves pass through the same $B_n(t_0)$ (dots) and separate only after the transition.", "name": "fig-scan_snap-snap"}}
+fig, (ax_chi, ax_B) = figure(1, 2)
+for colour, (eta_Y, chi_t) in zip(PALETTE, chi_curves.items()):
     ax_chi.plot(t_plot, chi_t, color=colour, label=f"eta_Y = {eta_Y}")
     ax_chi.axvline(
         sst.transition_time(K=snap.K, M=snap.M, eta_Y=eta_Y), color=colour, linestyle=":"
     )
-for colour, eta_Z, B0 in zip(PALETTE, eta_Z_fig9, B_at_t0):
-    B_t = sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)
+for colour, (eta_Z, B_t), B0 in zip(PALETTE, B_curves.items(), B_at_t0):
     ax_B.plot(t_plot, B_t, color=colour, label=f"eta_Z = {eta_Z}")
     ax_B.plot(
         sst.transition_time(K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z), B0, "o", color=colour
