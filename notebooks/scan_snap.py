@@ -96,6 +96,11 @@ U = generator.normal(size=(M_check, d_check)) / np.sqrt(d_check)
 W_Q, W_K, W_V = (generator.normal(size=(d_check, d_check)) for _ in range(3))
 tokens = generator.integers(0, M_check - 2, size=T_check - 1)
 query_token, next_token = M_check - 2, M_check - 1
+
+# %% [markdown]
+# The two sides of the reparameterisation, one from the embeddings and weights, one from $Y$ and $Z$:
+
+# %%
 Y_emb = U @ W_V.T @ U.T
 Z_emb = U @ W_Q @ W_K.T @ U.T / np.sqrt(d_check)
 gap = abs(
@@ -233,6 +238,11 @@ print(
     f"mean ||X^T b_T - c_n||_inf: {np.round(mixture_error, 5).tolist()}; log-log slope"
     f" {lemma2_slope:.3f}"
 )
+
+# %% [markdown]
+# Lemma 18 as a test, the worst frequency outside the band against the binomial ceiling; Lemma 2 as the slope:
+
+# %%
 worst_outside = max(outside_band)
 ceiling_18 = ss.one_sided_ceiling(delta_lemma18, 200)
 check_claim(
@@ -348,6 +358,11 @@ for M_value in (100, 1000, 10000):
     residuals.append(
         np.abs(np.exp(M_value * h_values) + (M_value - 1) * M_value * h_values - rhs) / rhs
     )
+
+# %% [markdown]
+# The largest residuals, of the ODE solution and of the closed form the chapter uses:
+
+# %%
 print(
     "max relative residual of Eq. 45: on the ODE solution"
     f" {max(r.max() for r in ode_residuals):.1e}, at the closed form"
@@ -377,6 +392,11 @@ for M_value in (100, 1000, 10000):
             (M_value, eta, gaps.min(), gaps.max() * M_value / eta, gaps[-1] * M_value / eta)
         )
 gap_table = np.array(gap_rows)
+
+# %% [markdown]
+# The gap at each $(M, \eta_Y)$, in units of $\eta_Y/M$, against Lemma 7's two bounds and Remark 2's decay:
+
+# %%
 print(
     "max gap / (eta_Y/M):",
     gap_table[:, 3].max().round(3),
@@ -526,6 +546,12 @@ print(
     "phase 2 against the printed ln(eta_Y t/K): ratio in"
     f" [{min(r.min() for r in phase2_printed):.3f}, {max(r.max() for r in phase2_printed):.3f}]"
 )
+
+# %% [markdown]
+# Phase 1 must stay within a factor 2 below the linear rate, phase 2 within a factor 2 of Lemma 9's rate and close
+# to it at the end:
+
+# %%
 check_claim("scan_snap.lemma9-phase1", phase1.min(), **C["lemma9-phase1"])
 check_claim("scan_snap.lemma9-phase1", phase1.max(), **C["lemma9-phase1#2"])
 check_claim("scan_snap.lemma9-phase2", phase2.max(), **C["lemma9-phase2"])
@@ -658,6 +684,11 @@ print(
     f" Delta/N_bar fails in {np.round(late['proof'], 3).tolist()}, Corollary 1's K"
     f" sqrt(ln(1/delta)/N) in {np.round(late['corollary'], 3).tolist()}"
 )
+
+# %% [markdown]
+# Each rate against the binomial ceiling (and, for the printed $\Delta/N$, against the floor):
+
+# %%
 general_failure = max(rates["Eq. 61"] + rates["Eq. 62"])
 check_claim("scan_snap.lemma11", general_failure, upper=ceiling_11, **C["lemma11"])
 sigma_failure = max(rates["Corollary 1"] + late["corollary"])
@@ -691,6 +722,11 @@ for M_value in (100, 1000, 10000):
                     np.log(M_value / eps) / (eps * eta),
                 )
             )
+
+# %% [markdown]
+# Each count against Eq. 73's bound and against the inverted clock $t_\epsilon$:
+
+# %%
 S_measured, t_eps, bound_73 = np.array(corollary_rows).T
 print(
     f"S_n / (ln(M/eps) / (eps eta_Y)) in [{(S_measured / bound_73).min():.3f},"
@@ -812,6 +848,12 @@ printed_excess = sp.factor(
     sp.simplify(rho_s**2 / (1 - rho_s) - minus_E_prime_11)
 )  # eigenvalues are +-rho
 corrected_margin = sp.factor(sp.simplify(minus_E_prime_11 - rho_s**2 / (1 + rho_s)))
+
+# %% [markdown]
+# Eq. 79 and Eq. 92 simplify to zero; the printed bound exceeds $-E'_{11}$ and the corrected one stays below it,
+# both by $\rho^3/(1-\rho^2)$:
+
+# %%
 print("Eq. 79:", eq79_residual, "| Eq. 92:", eq92_residuals, "| K = 2: -E'_11 =", minus_E_prime_11)
 print(
     "printed bound - (-E'_11) =", printed_excess, "| -E'_11 - corrected bound =", corrected_margin
@@ -842,6 +884,11 @@ lemma_checks = {
 for name, values in lemma_checks.items():
     print(f"{name:18s} max over matrices {values.max():+.2e}")
 print("rows without a positive entry:", sum(int((~(E > 0).any(axis=-1)).sum()) for E in E_random))
+
+# %% [markdown]
+# Each lemma against float64 round-off:
+
+# %%
 check_claim("scan_snap.lemma13", lemma_checks["lemma13"].max(), **C["lemma13"])
 check_claim("scan_snap.lemma14", lemma_checks["lemma14_error"].max(), **C["lemma14"])
 check_claim("scan_snap.lemma15", lemma_checks["lemma15"].max(), **C["lemma15"])
@@ -890,6 +937,11 @@ for name, definition in readings.items():
         f"E' := {name:40s} misses Lemma 14's E' by {lemma14_miss[name].min():.2e} to "
         f"{lemma14_miss[name].max():.2e} of its norm"
     )
+
+# %% [markdown]
+# The corrected definition matches Lemma 14; both printed readings miss it by at least the size of $E'$:
+
+# %%
 corrected_miss = lemma14_miss["I - (I+E)^-1"].max()
 check_claim("scan_snap.e-prime-definition", corrected_miss, **C["e-prime-definition"])
 printed_miss = min(
@@ -1042,6 +1094,11 @@ for K_value in (3, 10):
             f" {theta_rows[-1][0]:.3f} of runs; 90% quantile of max |theta_n| ="
             f" {theta_rows[-1][1]:.2f} of the bound"
         )
+
+# %% [markdown]
+# The largest failure rate against the binomial ceiling:
+
+# %%
 theta_failure = max(row[0] for row in theta_rows)
 ceiling_12 = ss.one_sided_ceiling(0.1, 1000)
 check_claim("scan_snap.lemma12-theta", theta_failure, upper=ceiling_12, **C["lemma12-theta"])
@@ -1089,6 +1146,11 @@ for n in range(K_th):
         flip = 2 * abs(q_0) * h_counts[m] / iota  # the size of the sign error
         eq88_miss["printed"].append(abs(simulated - (shared + q_0 * h_counts[m]) / iota) / flip)
         eq88_miss["corrected"].append(abs(simulated - (shared - q_0 * h_counts[m]) / iota) / flip)
+
+# %% [markdown]
+# The span coefficients against the closed form, and Eq. 88 with each sign of $q_0$:
+
+# %%
 print(
     f"simulation vs closed form: {identity_gap:.1e}; beta/iota from Eq. 88 against the simulation,"
     " in units of 2|q_0|(1 + theta_n')/iota_n: printed"
@@ -1150,6 +1212,11 @@ F_l4 = sst.normalised_attention(spec_l4.P, Z_l4[16]).T  # (M, K): f_n = c_n / ||
 A_l4 = generator.normal(size=(K_l4, M_l4))
 Y_l4 = F_l4 @ A_l4
 _, _, dZ_l4 = ss.lemma1_gradient_sequences(spec_l4, Y_l4, Z_l4, np.arange(K_l4), sequences_l4)
+
+# %% [markdown]
+# Eq. 10, summed class by class, is the prediction:
+
+# %%
 eq10 = np.zeros(M_l4)
 for n in range(K_l4):
     decoded = Y_l4.T @ F_l4[:, n]
@@ -1209,6 +1276,11 @@ print(
     " token shrinking)"
 )
 assert assumption2[0]
+
+# %% [markdown]
+# The signs Theorem 2 predicts, distinct tokens up and the common token down, at every output time:
+
+# %%
 print(
     f"min dz/dt over distinct tokens: {zdot_scan[1:, distinct_columns].min():.2e}; "
     f"max dz/dt of the common token: {zdot_scan[1:, 0].max():.2e}"
@@ -1276,6 +1348,11 @@ for n in range(K_scan):
     chi = np.exp(2 * (z_scan[:, top] - z_scan[0, top]))
     lower_ok.append(np.min(chi - np.exp(2 * f_scan[0, n, top] ** 2 * B_scan[:, n])))
     upper_ok.append(np.min(np.exp(2 * B_scan[:, n]) - chi))
+
+# %% [markdown]
+# Eq. 11 along the integrated trajectories, and the two inequalities of Eq. 12:
+
+# %%
 print(
     f"Eq. 11: max relative error {max(eq11_errors):.1e}; Eq. 12 margins: lower {min(lower_ok):.2e},"
     f" upper {min(upper_ok):.2e}; final chi = {chi[-1]:.3f} in"
@@ -1313,6 +1390,11 @@ z_cor2, _, zdot_cor2, _ = sst.integrate_scan(
 E_cor2 = (lambda F: F.T @ F - np.eye(K_scan))(
     sst.normalised_attention(P_cor2, np.zeros(P_cor2.shape[1])).T
 )
+
+# %% [markdown]
+# The common tokens' rates, and the symmetry between mirrored distinct tokens:
+
+# %%
 mirrored = z_cor2[:, 3:].reshape(len(t_scan), K_scan, n_dt_scan)
 asymmetry = np.abs(mirrored - mirrored[:, :1]).max()
 print(
@@ -1448,6 +1530,11 @@ for C0 in (1.0, 4.0):
         Gamma = sst.snap_Gamma(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z)
         printed_form = 0.25 * np.log(C0 + 4 * Gamma)
         printed_errors.append(np.abs(B_ode - printed_form).max())
+
+# %% [markdown]
+# The ODE against the corrected closed form at $C_0 = 1$ and $4$, and the printed Eq. 129 at $C_0 = 4$:
+
+# %%
 printed_at_4 = printed_errors[len(eta_Y_values) :]  # C_0 = 4
 print(
     f"ODE vs corrected Eq. 129: {max(snap_errors):.1e}; ODE vs printed Eq. 129 at C_0 = 4: "
@@ -1567,6 +1654,11 @@ print(
     "| (b) smallest margin after t_0:",
     round(insight_b, 4),
 )
+
+# %% [markdown]
+# The checks: the spread of $B_n(t_0)$ across rates, then insights (c) and (b):
+
+# %%
 t0_spread = max(B_at_t0_ode) - min(B_at_t0_ode)
 check_claim("scan_snap.snap-t0-invariance", t0_spread, **C["snap-t0-invariance"])
 check_claim("scan_snap.snap-insights", min(insight_c), **C["snap-insights"])
@@ -1588,6 +1680,11 @@ for eta_Y in eta_Y_transition:
     gap = row[:, 0] - row[:, 1]  # M h(s): the class's logit over any other token
     before_switch = np.flatnonzero(np.exp(gap) < (snap.M - 1) * gap)
     measured_t0.append(snap.K * (before_switch[-1] + 1))  # K steps of the clock per class step
+
+# %% [markdown]
+# Lemma 8's $t_0$ for the same rates, against the measured switches:
+
+# %%
 t0_lemma8 = [sst.transition_time(K=snap.K, M=snap.M, eta_Y=eta_Y) for eta_Y in eta_Y_transition]
 print(
     "eta_Y:", eta_Y_transition, "| measured t_0:", measured_t0, "| Lemma 8:", np.round(t0_lemma8, 1)
