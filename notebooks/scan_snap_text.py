@@ -40,6 +40,7 @@ from icllib.claims import check_claim
 from icllib.config import by_mode, mode, rng, run_line, torch_generator
 from icllib.plotting import PALETTE, figure, legend
 
+C = st.CHECKS  # each check's tolerance and reason; the ledger and the claim cards show both
 torch.set_num_threads(1)
 print(run_line())
 checked = (
@@ -170,22 +171,9 @@ print(
     f" {freeze_ratio:.2f}"
 )
 if checked:
-    check_claim(
-        "scan_snap.text-sparse",
-        entropies[0] - late,
-        lower=0.3,
-        why=(
-            "0.3 nats is 10% of the initial entropy and above the record-to-record noise (~0.1) of"
-            " one window"
-        ),
-    )
+    check_claim("scan_snap.text-sparse", entropies[0] - late, **C["text-sparse"])
 if mode() == "full":
-    check_claim(
-        "scan_snap.text-freeze",
-        freeze_ratio,
-        upper=0.2,
-        why="'frozen': the second-half drift, of either sign, is below 0.2 of the whole drop",
-    )
+    check_claim("scan_snap.text-freeze", freeze_ratio, **C["text-freeze"])
 
 # %% [markdown]
 # The three-layer model is the bottom row of Fig. 7. At the default width its first layer does not move at all
@@ -205,12 +193,7 @@ print(
     f" (drop {deep_drop:.4f})"
 )
 if mode() == "full":
-    check_claim(
-        "scan_snap.text-sparse-deep",
-        deep_drop,
-        lower=0.3,
-        why="the 0.3 nats used for the one-layer model (10% of the initial entropy)",
-    )
+    check_claim("scan_snap.text-sparse-deep", deep_drop, **C["text-sparse-deep"])
 
 # %% [markdown]
 # Line 264 says the first layer freezes "in both cases (1-layer and multi-layer)". The same measure as for one
@@ -228,12 +211,8 @@ print(
     f" {deep_late_drift:.4f}, whole drop {deep_entropies[0] - deep_entropies[-1]:.4f}"
 )
 if mode() == "full":
-    check_claim(
-        "scan_snap.text-freeze",
-        abs(deep_late_drift) / (deep_entropies[0] - deep_entropies[-1]),
-        upper=0.2,
-        why="'frozen', as for one layer: the second-half drift is below 0.2 of the early drop",
-    )
+    deep_freeze_ratio = abs(deep_late_drift) / (deep_entropies[0] - deep_entropies[-1])
+    check_claim("scan_snap.text-freeze", deep_freeze_ratio, **C["text-freeze#2"])
 
 # %% [markdown]
 # At the `default` scale ($d = 64$, 1000 steps) the attention of the one-layer model is still moving at the end
@@ -288,16 +267,7 @@ for lr in lr_values:
     )
 rho = spearmanr(lr_values, [valid_entropy[lr] for lr in lr_values])[0]
 if checked:
-    check_claim(
-        "scan_snap.fig10-lr",
-        rho,
-        expected=-1.0,
-        atol=1e-12,
-        why=(
-            "strictly decreasing over 5 learning rates (Spearman -1): by chance with probability "
-            "1/120 < 1% if the rate did not matter"
-        ),
-    )
+    check_claim("scan_snap.fig10-lr", rho, **C["fig10-lr"])
 
 # %% [markdown]
 # ## The Y/Z model on text: varying $\eta_Y$ and $\eta_Z$ separately
@@ -345,10 +315,7 @@ print("eta_Y/eta_Z = 2, eta_Z =", eta_Z_text, ": entropy", np.round(by_eta_Z, 4)
 print("eta_Z = 1, eta_Y/eta_Z =", ratio_text, ": entropy", np.round(by_ratio, 4).tolist())
 if checked:
     check_claim(
-        "scan_snap.text-yz-eta-z",
-        bool(np.all(np.diff(by_eta_Z) < 0)),
-        expected=True,
-        why="strictly decreasing over five eta_Z: by chance with probability 1/120 < 1%",
+        "scan_snap.text-yz-eta-z", bool(np.all(np.diff(by_eta_Z) < 0)), **C["text-yz-eta-z"]
     )
 
 # %% mystnb={"figure": {"caption": "Real-text versions of the trends of Paper Fig. 6. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (Paper Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with eta_Z (squares, at eta_Y/eta_Z = 2) and changes little with eta_Y/eta_Z (circles, at eta_Z = 1); it has no minimum at ratio 2.", "name": "fig-scan_snap_text-rates"}}
@@ -425,25 +392,9 @@ print(
     f" {no_threshold:.2g}"
 )
 if mode() == "full":
-    check_claim(
-        "scan_snap.text-yz-threshold-full",
-        no_threshold,
-        upper=0.01,
-        why=(
-            "one-sided paired t-test over 5 seeds: entropy higher at ratio 2 than at ratio 1; "
-            "false-pass rate 1%"
-        ),
-    )
+    check_claim("scan_snap.text-yz-threshold-full", no_threshold, **C["text-yz-threshold-full"])
 elif checked:
-    check_claim(
-        "scan_snap.text-yz-threshold",
-        no_threshold,
-        upper=0.01,
-        why=(
-            "one-sided paired t-test over 5 seeds: entropy higher at ratio 2 than at ratio 5; "
-            "false-pass rate 1%"
-        ),
-    )
+    check_claim("scan_snap.text-yz-threshold", no_threshold, **C["text-yz-threshold"])
 
 # %% [markdown]
 # ## What we saw

@@ -94,3 +94,12 @@ def test_text_bad_input_raises():
                                 steps=1, lr=-1.0, generator=torch_generator(0))
     with pytest.raises(ValueError, match="generator"):
         st.make_transformer_lm(10, d_model=4, d_hidden=4, n_layers=1, dropout=0.0, generator=0)
+
+
+def test_checks_name_registered_claims_with_their_reasons():
+    from icllib.claims import registry
+
+    claims = registry().claims
+    for key, check in st.CHECKS.items():
+        assert f"scan_snap.{key.split('#')[0]}" in claims, key
+        assert len(check["why"]) > 20 and set(check) - {"why"} <= {"expected", "rtol", "atol", "lower", "upper"}

@@ -272,3 +272,24 @@ def train_yz_text(train_source, valid_source, vocab_size: int, *, eta_Y: float, 
                                                                   inputs[:, 2:].reshape(-1))))
             entropies.append(_row_entropy(b[:, :, :], 5))
     return float(np.mean(entropies)), float(np.mean(losses))
+
+
+#: Keyword arguments of ``check_claim`` for each check of the chapter ``scan_snap_text``, by claim id less the
+#: prefix ``scan_snap.`` (``#2``: a claim's second check); the ledger and the claim cards show the reason.
+CHECKS = {
+    "text-sparse": dict(lower=0.3, why=('0.3 nats is 10% of the initial entropy and above the record-to-record noise '
+        '(~0.1) of one window')),
+    "text-freeze": dict(upper=0.2, why=("'frozen': the second-half drift, of either sign, is below 0.2 of the whole "
+        'drop')),
+    "text-sparse-deep": dict(lower=0.3, why='the 0.3 nats used for the one-layer model (10% of the initial entropy)'),
+    "text-freeze#2": dict(upper=0.2, why=("'frozen', as for one layer: the second-half drift is below 0.2 of the "
+        'early drop')),
+    "fig10-lr": dict(expected=-1.0, atol=1e-12, why=('strictly decreasing over 5 learning rates (Spearman -1): by '
+        'chance with probability 1/120 < 1% if the rate did not matter')),
+    "text-yz-eta-z": dict(expected=True, why=('strictly decreasing over five eta_Z: by chance with probability 1/120 '
+        '< 1%')),
+    "text-yz-threshold-full": dict(upper=0.01, why=('one-sided paired t-test over 5 seeds: entropy higher at ratio 2 '
+        'than at ratio 1; false-pass rate 1%')),
+    "text-yz-threshold": dict(upper=0.01, why=('one-sided paired t-test over 5 seeds: entropy higher at ratio 2 than '
+        'at ratio 5; false-pass rate 1%')),
+}
