@@ -330,7 +330,7 @@ def test_in_a_real_browser_nothing_overflows_and_every_image_row_and_anchor_is_i
     and printed). In the reader's light and dark colour schemes: the book's own elements keep a contrast of
     4.5:1, axe-core finds nothing serious or critical, the ledger's and errata's blocks stay in the column,
     and the ledger, errata and home pages hold no raw LaTeX once MathJax has run."""
-    problems, scrolling = [], 0
+    problems, scrolling, scrolling_found = [], 0, []
     browser.color_scheme(scheme)
     pages = sorted(page for page in site.rglob("*.html") if page.name not in {"genindex.html", "search.html"}
                    and not {"_static", "_sources"} & set(page.relative_to(site).parts))
@@ -346,8 +346,11 @@ def test_in_a_real_browser_nothing_overflows_and_every_image_row_and_anchor_is_i
         problems += [f"{name} @ {width}px {scheme}, contrast: {item}" for item in browser.contrast()["low"]]
         problems += [f"{name} @ {width}px {scheme}, axe: {finding}" for finding in browser.axe(axe)]
         scrolling += len(found["scrollingEquations"])
+        scrolling_found += [f"{name} @ {width}px: a display equation scrolls in its box: {label}"
+                            for label in found["scrollingEquations"]]
     print(f"{width} px, {scheme}: {len(pages)} pages, {scrolling} display equations scroll inside their box")
-    assert scrolling <= PHONE_SCROLLING_EQUATIONS[width], f"{scrolling} equations scroll at {width} px"
+    if scrolling > PHONE_SCROLLING_EQUATIONS[width]:
+        problems += scrolling_found
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:60])
 
 
