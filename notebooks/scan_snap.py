@@ -24,6 +24,11 @@
 # $t_0 \approx 2K\ln M/\eta_Y$), the driving force decays like $\ln t / t$ and the attention **snaps**: it keeps
 # the composition it had, frozen short of winner-take-all.
 #
+# **How to read it.** Each section states a result of the paper in a box, says in a sentence or two why it holds
+# or why it matters, runs the smallest computation that tests it, and closes with what it found. Every number the
+# paper states is checked as the chapter runs; its check appears where the claim is made and in the ledger, with
+# the tolerance and its reason.
+#
 # What this chapter finds:
 #
 # - the $Y/Z$ reparameterisation and Lemma 1's gradient are exact, and the forward pass sees a sequence only
@@ -194,11 +199,17 @@ check_claim("scan_snap.count-sufficient", max(identity_gap, simulator_gap), **C[
 # %% [markdown]
 # The other half of Lemma 2, $X^\top b_T \to c_n$ with $c_{l|n} \propto P(l|n)e^{z_{ml}}$ (Eq. 5-6), does need
 # long sequences. With $q_{l|m,n}$ the frequency of token $l$ among the $T-1$ contextual tokens,
-# $X^\top b_T = q\circ e^{z_m}/(q^\top e^{z_m})$ (Eq. 20, 134), and **Lemma 18** bounds each frequency by
-# Hoeffding's inequality (Eq. 136): with probability at least $1-\delta$,
+# $X^\top b_T = q\circ e^{z_m}/(q^\top e^{z_m})$ (Eq. 20, 134), and each frequency concentrates:
+#
+# ```{prf:lemma} Token frequencies concentrate: the paper's Lemma 18
+# :label: lem-scan_snap-hoeffding
+# By Hoeffding's inequality (Eq. 136), with probability at least $1-\delta$,
 #
 # $$\max\Big(0, P(l|m,n) - \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}}\Big) \le q_{l|m,n} \le P(l|m,n) + \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}} .$$ (scan_snap-hoeffding)
+# ```
 #
+# {prf:ref}`lem-scan_snap-hoeffding` is where the finite sequence length enters the paper's analysis: everything
+# after it works with $c_n$, the $T \to \infty$ attention, and pays for finite $T$ only through this radius.
 # The bound holds for one token at a time ({ref}`scan_snap.N2 <scan-snap-n2>`), and the binomial count behind it is
 # $(T-1)q_{l|m,n}$, not the $Tq_{l|m,n}$ of the proof ({ref}`scan_snap.E32 <scan-snap-e32>`).
 # So $X^\top b_T$ should approach $c_n$ like $T^{-1/2}$. We draw 200
@@ -463,9 +474,16 @@ legend(ax_h, ncol=1, fontsize=7)
 legend(ax_gap)
 
 # %% [markdown]
-# **Lemma 8** locates the transition. The zeros of $e^{Mh} - (M-1)Mh$, written $h = (1+\omega)\ln M/M$, are
-# $\omega_0 \approx 0$ and $\omega_1 = \Theta(\ln\ln M/\ln M)$; the transition time of Theorem 4 is
-# $t_0 = 2(1+\omega_1)K\ln M/\eta_Y$.
+# ```{prf:lemma} The transition: the paper's Lemma 8
+# :label: lem-scan_snap-transition
+# The zeros of $e^{Mh} - (M-1)Mh$, written $h = (1+\omega)\ln M/M$, are $\omega_0 \approx 0$ and
+# $\omega_1 = \Theta(\ln\ln M/\ln M)$; the transition time of Theorem 4 is $t_0 = 2(1+\omega_1)K\ln M/\eta_Y$.
+# ```
+#
+# {prf:ref}`lem-scan_snap-transition` is the $t_0$ of the chapter's opening: before it $e^{Mh}$ is below
+# $(M-1)Mh$, the decoder is still learning and the attention scans; after it the exponential takes over, the
+# decoder's residual shrinks, and the attention snaps. We compute both zeros for three vocabulary sizes and compare
+# them with their stated orders.
 
 # %%
 for M_value in (100, 1000, 10000):
@@ -527,8 +545,16 @@ check_claim("scan_snap.remark3", one_zero, expected=True)
 # %% [markdown]
 # **Lemma 9 / Theorem 1(b): the speed control.** The back-propagated gradient carries the factor
 # $\gamma(t) = (M-1)^2 h/((M-1)+e^{Mh})$ at $h = h(t/K)$ (Eq. 85 has $h(\lceil t/K\rceil)$; we use the continuous
-# clock throughout, as the proofs do, {ref}`scan_snap.N5 <scan-snap-n5>`). It grows like $\eta_Y t/K$ at first and decays like
-# $K\ln(M\eta_Y t/K)/(\eta_Y t)$ after $t_0$. Theorem 1(b) prints the second phase without the $M$ inside
+# clock throughout, as the proofs do, {ref}`scan_snap.N5 <scan-snap-n5>`).
+#
+# ```{prf:lemma} The speed control: the paper's Lemma 9
+# :label: lem-scan_snap-gamma
+# $\gamma(t) = O(\eta_Y t/K)$ before the transition, and $\gamma(t) = O\big(K\ln(M\eta_Y t/K)/(\eta_Y t)\big)$ for
+# $t \ge t_0$.
+# ```
+#
+# {prf:ref}`lem-scan_snap-gamma` is the engine of the snap: the attention logits move at a speed proportional to
+# $\gamma$, so a $\gamma$ that decays like $\ln t/t$ lets $B_n$ grow only like $\ln\ln t$. Theorem 1(b) prints the second phase without the $M$ inside
 # the logarithm; we measure the ratio to both forms.
 
 # %%
@@ -717,9 +743,16 @@ check_claim("scan_snap.lemma11-late", bool(np.all(np.diff(late["printed_q90"]) >
 
 # %% [markdown]
 # **Corollary 1: how many steps until the decoder is right?** By Lemma 5, after $s$ steps of class $n$,
-# $e_n - \alpha_n = \frac{M-1}{(M-1)+e^{Mh^*(s)}}\zeta_n$ with $\|\zeta_n\| = \sqrt{M/(M-1)}$ (Eq. 71). The corollary
-# bounds the steps $S_n$ needed for $\|e_n - \alpha_n\| \le \epsilon$ by $O(\frac{1}{\epsilon\eta_Y}\ln\frac M\epsilon)$
-# (Eq. 73) and the total over the $K$ classes by $O(\frac{K}{\epsilon\eta_Y}\ln\frac M\epsilon)$. Inverting Eq. 45 gives
+# $e_n - \alpha_n = \frac{M-1}{(M-1)+e^{Mh^*(s)}}\zeta_n$ with $\|\zeta_n\| = \sqrt{M/(M-1)}$ (Eq. 71).
+#
+# ```{prf:corollary} Steps to a small decoder residual: the paper's Corollary 1
+# :label: cor-scan_snap-steps
+# The steps $S_n$ of class $n$ needed for $\|e_n - \alpha_n\| \le \epsilon$ are
+# $O(\frac{1}{\epsilon\eta_Y}\ln\frac M\epsilon)$ (Eq. 73), and the steps until every one of the $K$ classes has had
+# its $S_n$ are, with probability at least $1-\delta$, $O(\frac{K}{\epsilon\eta_Y}\ln\frac M\epsilon)$.
+# ```
+#
+# Inverting Eq. 45 gives
 # a sharper count: the residual equals $\epsilon$ when $e^{Mh} = x_\epsilon := (M-1)(\sqrt{M/(M-1)}/\epsilon - 1)$, at
 #
 # $$t_\epsilon = \frac{x_\epsilon + (M-1)\ln x_\epsilon - 1}{M\eta_Y} \approx \frac{1}{\epsilon\eta_Y} + \frac{\ln(M/\epsilon)}{\eta_Y},$$
@@ -1039,8 +1072,14 @@ smallest_ratio = min(modified.min(), plain.min())
 check_claim("scan_snap.theorem1-xi-positive", smallest_ratio, **C["theorem1-xi-positive"])
 
 # %% [markdown]
-# **Lemma 3** is the reason for the modification: under Eq. 26, $W = F^\top Y$ moves only in row $n$, by
-# $\eta_Y(e_n - \alpha_n)$ with $\alpha_n = \mathrm{softmax}(w_n)$ (Eq. 8), because $F^\top(f_n - FE'e_n) = e_n$ (Eq. 27-30).
+# ```{prf:lemma} The modified update decouples the classes: the paper's Lemma 3
+# :label: lem-scan_snap-decouple
+# Under the modified update of Eq. 26, $W = F^\top Y$ moves only in row $n$, by $\eta_Y(e_n - \alpha_n)$ with
+# $\alpha_n = \mathrm{softmax}(w_n)$ (Eq. 8), because $F^\top(f_n - FE'e_n) = e_n$ (Eq. 27-30).
+# ```
+#
+# {prf:ref}`lem-scan_snap-decouple` is the reason for the modification: with the classes decoupled, each row of
+# $W$ runs its own clock of {prf:ref}`lem-scan_snap-clock`, and the whole decoder is described by $K$ scalars.
 # One step from a random $Y$ on a small vocabulary ($M = 200$, the same kind of $F$), against the plain gradient of
 # Eq. 7, which moves every row of $W$ by $\eta_Y (f_j^\top f_n)(e_n - \alpha_n)$:
 
@@ -1078,12 +1117,19 @@ assert lemma3_gaps["plain"] > 1e-3  # without the modification the other rows mo
 # %% [markdown]
 # **Why $E'$ appears: Theorem 5.** Under Eq. 26, $W = F^\top Y$ moves only in row $n$, by $\eta_Y(e_n - \alpha_n)$
 # (Lemma 3), so row $n$ runs Lemma 5's clock on its own $N_n$ steps: $w_n = (M-1)h^*(N_n)\zeta_n$. With
-# $\bar N = \lceil N/K\rceil$, $1 + \theta_n := h^*(N_n)/h^*(\bar N)$ and $Y$ staying in the span of $F$, Theorem 5
-# (Eq. 70) reads
+# $\bar N = \lceil N/K\rceil$, $1 + \theta_n := h^*(N_n)/h^*(\bar N)$ and $Y$ staying in the span of $F$:
 #
-# $$\begin{gathered}Y = (F^\dagger)^\top(I+\Theta)\bar W(N) = F(I - E')(I+\Theta)\bar W(N),\\ \bar w_n = (M-1)h^*(\bar N)\zeta_n .\end{gathered}$$
+# ```{prf:theorem} The decoder in closed form: the paper's Theorem 5
+# :label: thm-scan_snap-decoder
+# After $N$ steps of the modified update (Eq. 70),
 #
-# (The paper writes the continuous $h$ for $h^*$, which Lemma 7 allows.) Given the class counts this is exact. We
+# $$\begin{gathered}Y = (F^\dagger)^\top(I+\Theta)\bar W(N) = F(I - E')(I+\Theta)\bar W(N),\\ \bar w_n = (M-1)h^*(\bar N)\zeta_n .\end{gathered}$$ (scan_snap-decoder)
+# ```
+#
+# The factor $I - E' = (F^\top F)^{-1}$ in {eq}`scan_snap-decoder` is where $E'$ comes from: it turns $F$ into the
+# transpose of its pseudo-inverse, and through it the overlaps between classes reach the gradient of
+# {prf:ref}`thm-scan_snap-theorem1`. (The paper writes the continuous $h$ for $h^*$, which
+# {prf:ref}`lem-scan_snap-gap` allows.) Given the class counts this is exact. We
 # compare the coefficients $A$ of $Y = FA$ from the $\eta_Y = 0.5$ run above ($Y$ itself is $20000\times20000$) with
 # the formula, and check $(F^\dagger)^\top = F(I-E')$.
 
