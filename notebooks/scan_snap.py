@@ -618,9 +618,17 @@ check_claim("scan_snap.lemma9-phase2", bool(np.all(np.diff(printed_peak) > 0)), 
 
 # %% [markdown]
 # **Many classes, one clock each.** With $K$ classes drawn uniformly, the decoupled dynamics (Lemma 3, revisited
-# in Section 3) run the clock of class $n$ only on its own $N_n$ of the $N$ steps. **Lemma 10** (Eq. 58) bounds the
-# imbalance by Hoeffding's inequality: with probability at least $1-\delta$,
-# $|N_n - \lceil N/K\rceil| \le \sqrt{\tfrac N2\ln\tfrac2\delta} + 1$. We draw 2000 runs of $N = 1000$ steps for
+# in Section 3) run the clock of class $n$ only on its own $N_n$ of the $N$ steps, so the classes' clocks drift apart
+# as far as their step counts do.
+#
+# ```{prf:lemma} Balanced class counts: the paper's Lemma 10
+# :label: lem-scan_snap-counts
+# With $K$ classes drawn uniformly for $N$ steps, with probability at least $1-\delta$ (Eq. 58),
+# $|N_n - \lceil N/K\rceil| \le \sqrt{\tfrac N2\ln\tfrac2\delta} + 1$.
+# ```
+#
+# {prf:ref}`lem-scan_snap-counts` is what lets the analysis replace every class's clock by the common
+# $h^*(\lceil N/K\rceil)$, up to the factor $1 + \theta_n$ that Lemmas 11 and 12 then bound. We draw 2000 runs of $N = 1000$ steps for
 # $K = 2$ (the largest variance per class) and $K = 10$ and count the runs in which some class breaks the bound
 # (stricter than the lemma, which speaks of one class). **Remark 4** restates it around $\bar N = \lceil N/K\rceil$
 # with the radius $\Delta = \lceil\sqrt{N\ln(1/\delta)}\rceil$: $|N_n - \bar N| \lesssim \Delta \ll \bar N$; we test it
