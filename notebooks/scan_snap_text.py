@@ -14,22 +14,39 @@
 # %% [markdown]
 # # Scan and Snap on real text
 #
-# The previous chapter followed one attention layer through the theory of Tian et al. {cite}`tian2023scan`
-# and their synthetic experiments. Here we ask the paper's last question (Sec. 8, App. G): does a
-# transformer trained on real text show the same behaviour, attention in the first layer becoming sparse
-# and then freezing although the learning rate stays constant, and sparser for larger learning rates? The
-# paper used WikiText-2 and WikiText-103, which our machines cannot download; we use the real Wikipedia
-# sample shipped inside the `gensim` wheel instead (107 articles, a quarter of WikiText-2). On it, first-layer
-# attention of a one-layer model becomes sparser, and larger learning rates end sparser. Freezing at a constant
-# learning rate, and the sparsification of a three-layer model's first layer, appear at the authors' width
-# ($d = 200$, `full` mode) but not within the budget of the default width ($d = 64$). All of it runs on the
-# Wikipedia sample, not on WikiText-2, so the ledger calls the real-text rows inconclusive: a statement about a
-# named corpus covers that corpus only (rule R2 of the ledger). Beyond the paper, a Y/Z language model on the same text shows the $\eta_Z$
-# trend of Fig. 6 but no minimum at $\eta_Y/\eta_Z \approx 2$. Its
-# ledger: {ledger-counts}`scan_snap_text`. The numbers below come from the run mode printed in the first cell
-# (`default` in the book; `quick` in tests runs the code at toy scale and checks only the corpus).
+# **The question.** The previous chapter followed one attention layer through the theory of Tian et al.
+# {cite}`tian2023scan` and their synthetic experiments. Here we ask the paper's last question (Sec. 8, App. G): does
+# a transformer trained on real text show the same behaviour, attention in the first layer becoming sparse and then
+# freezing although the learning rate stays constant, and sparser for larger learning rates?
+#
+# **The answer.** On a real Wikipedia sample, first-layer attention of a one-layer model becomes sparser, and
+# larger learning rates end sparser. Freezing at a constant learning rate, and the sparsification of a three-layer
+# model's first layer, appear at the authors' width ($d = 200$, `full` mode) but not within the budget of the
+# default width ($d = 64$).
+#
+# What this chapter finds:
+#
+# - the corpus: the real Wikipedia sample shipped inside the `gensim` wheel (107 articles, a quarter of WikiText-2),
+#   since our machines cannot download WikiText-2 or WikiText-103 ([the corpus](sec-scan_snap_text-corpus));
+# - Fig. 7: the attention entropy of {prf:ref}`def-scan_snap_text-entropy` falls; it freezes, and a three-layer
+#   model's first layer sparsifies too, only at the authors' width ([Fig. 7](sec-scan_snap_text-fig7));
+# - Fig. 10: the entropy falls strictly with the learning rate, in one seed at a fixed budget
+#   ([Fig. 10](sec-scan_snap_text-fig10));
+# - beyond the paper, a Y/Z language model on the same text shows the $\eta_Z$ trend of Fig. 6 but no minimum at
+#   $\eta_Y/\eta_Z \approx 2$ ([the Y/Z model](sec-scan_snap_text-yz)).
+#
+# **What it assumes.** The model of the authors' Fig. 7 notebook (the PyTorch transformer tutorial), with the sizes
+# named below; the Wikipedia sample in place of WikiText-2. All of it runs on that sample, so the ledger calls the
+# real-text rows inconclusive: a statement about a named corpus covers that corpus only (rule R2 of the ledger).
+#
+# **Run time.** `quick` (the tests) about 15 s: every cell at toy scale, checking only the corpus; `default` (this
+# page) about 80 s on two cores (82 s in the timing of 2026-11-22, 75 s in the build timed later); `full` about
+# 13 min. The status page lists the measured times. The ledger of this chapter: {ledger-counts}`scan_snap_text`.
+# What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]
+from functools import partial
+
 import numpy as np
 import torch
 from scipy.stats import spearmanr, ttest_rel
@@ -48,6 +65,7 @@ checked = (
 )  # the learning-dynamics checks need the default scale (see the cost note below)
 
 # %% [markdown]
+# (sec-scan_snap_text-corpus)=
 # ## The corpus
 #
 # `icllib.text` reads the shortened English Wikipedia dump of the gensim test data
@@ -68,8 +86,17 @@ print(
     f"{len(articles)} articles, {n_tokens} tokens, {n_types} types; first titles:"
     f" {[t for t, _ in articles[:6]]}"
 )
-assert (len(articles), n_tokens, n_types) == (107, 566440, 36681), "the gensim test corpus changed"
+assert (len(articles), n_tokens, n_types) == (
+    107,
+    566440,
+    36681,
+), "the gensim test corpus changed"
 
+# %% [markdown]
+# The vocabulary is cut to the most frequent types by mode; the rest become `<unk>`. Training text is cut into 20
+# columns, validation text into 10:
+
+# %%
 vocab_size = by_mode(quick=500, default=2000, full=5000)
 corpus = text.load_corpus(vocab_size)
 train_source = text.batchify(corpus.train, 20)
@@ -81,6 +108,7 @@ print(
 )
 
 # %% [markdown]
+# (sec-scan_snap_text-fig7)=
 # ## Fig. 7: first-layer attention during training at a constant learning rate
 #
 # The model is the one of the authors' Fig. 7 notebook, the PyTorch transformer tutorial: embeddings scaled by
@@ -91,12 +119,29 @@ print(
 # no decay. Every 100 steps we measure the mean entropy of the first layer's attention rows (rows 5 and later)
 # on a fixed validation window. Sizes: $d = 64$, vocabulary 2000, 1000 steps for one layer and 500 for three
 # layers in `default`; $d = 200$, vocabulary 5000, 1500 steps for both in `full`.
+#
+# ```{prf:definition} Attention entropy
+# :label: def-scan_snap_text-entropy
+# For the attention weights $a_{ts}$ of query position $t$ over the positions $s \le t$ of a window, the attention
+# entropy is the mean, over query positions $t \ge 5$ (counting from 0) and over windows, of
+#
+# $$ H_t = -\sum_{s \le t} a_{ts}\ln a_{ts} , $$ (scan_snap_text-entropy)
+#
+# in nats: $\ln(t+1)$ for uniform attention, 0 when one key takes all the weight.
+# ```
+#
+# The sizes of the run, by mode:
 
 # %%
 d_model = by_mode(quick=32, default=64, full=200)
 lm_steps = by_mode(quick=60, default=1000, full=1500)
 deep_steps = by_mode(quick=10, default=500, full=1500)
 record_every = by_mode(quick=20, default=100, full=100)
+
+# %% [markdown]
+# A fixed validation window is the probe whose attention entropy is recorded; each model starts from seed 0:
+
+# %%
 probe = valid_source[:35].T
 trajectories = {}
 for n_layers, n_steps in ((1, lm_steps), (3, deep_steps)):
@@ -127,10 +172,19 @@ for n_layers, n_steps in ((1, lm_steps), (3, deep_steps)):
         f" {valid_loss:.3f}"
     )
 
-# %% mystnb={"figure": {"caption": "Paper Fig. 7 on the Wikipedia sample: mean entropy of the first layer's attention rows on a fixed validation window during SGD at a constant learning rate of 5. With one layer the entropy falls from its initial value (attention becomes sparser); at the default width d = 64 it keeps drifting down instead of freezing within the budget, and the three-layer model's first layer stays at its initial entropy. At the paper's width (full mode) both fall, and the one-layer curve flattens out near 0.", "name": "fig-scan_snap_text-entropy"}}
+# %% [markdown]
+# {numref}`fig-scan_snap_text-entropy` draws the recorded entropies of both models against the step.
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 7 on the Wikipedia sample: the mean attention entropy of the first layer (defined above) on a fixed validation window during SGD at a constant learning rate of 5. With one layer the entropy falls from its initial value (attention becomes sparser); at the default width $d = 64$ it keeps drifting down instead of freezing within the budget, and the three-layer model's first layer stays at its initial entropy. At the paper's width (`full` mode) both fall, and the one-layer curve flattens out near 0.", "name": "fig-scan_snap_text-entropy"}}
 fig, ax = figure(1, 1, width=5.5)
 for colour, (n_layers, (steps, entropies, _)) in zip(PALETTE, trajectories.items()):
-    ax.plot(steps, entropies, "o-", color=colour, label=f"{n_layers} layer(s), d = {d_model}")
+    ax.plot(
+        steps,
+        entropies,
+        "o-",
+        color=colour,
+        label=f"{n_layers} layer(s), d = {d_model}",
+    )
 ax.set(
     xlabel="SGD step",
     ylabel="first-layer attention entropy (nats)",
@@ -138,11 +192,17 @@ ax.set(
 )
 legend(ax)
 
-# %% mystnb={"figure": {"caption": "First-layer attention maps of the 1-layer model on the validation window (batch element 0) at the end of training: rows are query positions, columns the causal past. Compare the paper's Fig. 7: a few tokens take most of the weight in many rows.", "name": "fig-scan_snap_text-maps"}}
+# %% [markdown]
+# {numref}`fig-scan_snap_text-maps` shows where the trained one-layer model looks: its first-layer attention on the
+# first validation window.
+
+# %%
 model = trajectories[1][2]
 model.eval()
 with torch.no_grad():
     attention_map = model.first_layer_attention(torch.as_tensor(probe[:1]))[0].numpy()
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "First-layer attention maps of the one-layer model on the validation window (batch element 0) at the end of training: rows are query positions, columns the causal past. Compare the paper's Fig. 7: a few tokens take most of the weight in many rows.", "name": "fig-scan_snap_text-maps"}}
 fig, ax = figure(1, 1, width=4.2, height=4.0)
 image = ax.imshow(attention_map, cmap="viridis")
 ax.set(xlabel="key position", ylabel="query position", title=f"after {lm_steps} steps")
@@ -150,7 +210,8 @@ ax.grid(False)
 fig.colorbar(image, ax=ax, label="attention weight")
 
 # %% [markdown]
-# **Sparser.** The entropy after training, averaged over the last three records, against the initial value.
+# **Sparser.** The entropy {eq}`scan_snap_text-entropy` after training, averaged over the last three records,
+# against the initial value.
 # **Frozen?** The paper (line 264) says the first-layer attention "freezes at some point, even if the learning
 # rate remains the same". We compare the size of the drift over the second half of training with the whole drop
 # from start to end; a frozen map would have a ratio near 0 (we take below 0.2 as frozen, the spec's provisional
@@ -170,6 +231,12 @@ print(
     f" {early_drop:.3f}, drift over the second half {late_drift:.3f}, |drift| / whole drop"
     f" {freeze_ratio:.2f}"
 )
+
+# %% [markdown]
+# Sparsity is checked in `default` and `full`, the freeze only at the authors' width (`full`), for the reasons given
+# below:
+
+# %%
 if checked:
     check_claim("scan_snap.text-sparse", entropies[0] - late, **C["text-sparse"])
 if mode() == "full":
@@ -225,7 +292,9 @@ if mode() == "full":
 # the authors', and its drift is printed above as an observation, not checked. Freezing is a matter of scale
 # here, not a failure of the mechanism. All of it uses the Wikipedia sample, so the row stays inconclusive
 # until a run on WikiText-2 itself, which needs the download.
-#
+
+# %% [markdown]
+# (sec-scan_snap_text-fig10)=
 # ## Fig. 10: larger learning rates give sparser attention
 #
 # App. G trains the same 1-layer model with one learning rate $\eta$ for all parameters (the caption's
@@ -265,11 +334,17 @@ for lr in lr_values:
         f"eta = {lr}: validation attention entropy {valid_entropy[lr]:.3f}, validation loss"
         f" {valid_loss:.3f}"
     )
+
+# %% [markdown]
+# The learning rates' order against the entropies':
+
+# %%
 rho = spearmanr(lr_values, [valid_entropy[lr] for lr in lr_values])[0]
 if checked:
     check_claim("scan_snap.fig10-lr", rho, **C["fig10-lr"])
 
 # %% [markdown]
+# (sec-scan_snap_text-yz)=
 # ## The Y/Z model on text: varying $\eta_Y$ and $\eta_Z$ separately
 #
 # In the embedding parameterisation "it is not clear how to set $\eta_Y$ and $\eta_Z$ properly" (App. G, line
@@ -285,40 +360,43 @@ if checked:
 yz_vocab = by_mode(quick=200, default=500, full=1000)
 yz_steps = by_mode(quick=5, default=100, full=400)
 yz_corpus = text.load_corpus(yz_vocab)
-yz_train, yz_valid = text.batchify(yz_corpus.train, 20), text.batchify(yz_corpus.valid, 10)[:400]
+yz_train, yz_valid = (
+    text.batchify(yz_corpus.train, 20),
+    text.batchify(yz_corpus.valid, 10)[:400],
+)
 eta_Z_text, ratio_text = (0.25, 0.5, 1.0, 2.0, 4.0), (1, 2, 5, 10)
-by_eta_Z = [
-    st.train_yz_text(
-        yz_train,
-        yz_valid,
-        yz_corpus.vocab_size,
-        eta_Y=2 * eta_Z,
-        eta_Z=eta_Z,
-        steps=yz_steps,
-        generator=rng(0),
-    )[0]
-    for eta_Z in eta_Z_text
-]
-by_ratio = [
-    st.train_yz_text(
-        yz_train,
-        yz_valid,
-        yz_corpus.vocab_size,
-        eta_Y=ratio,
-        eta_Z=1.0,
-        steps=yz_steps,
-        generator=rng(0),
-    )[0]
-    for ratio in ratio_text
-]
+# every Y/Z run below: the same corpus and length, its own rates and seed
+yz_run = partial(st.train_yz_text, yz_train, yz_valid, yz_corpus.vocab_size, steps=yz_steps)
+
+# %% [markdown]
+# First $\eta_Z$ at $\eta_Y/\eta_Z = 2$:
+
+# %%
+by_eta_Z = [yz_run(eta_Y=2 * eta_Z, eta_Z=eta_Z, generator=rng(0))[0] for eta_Z in eta_Z_text]
+
+# %% [markdown]
+# Then $\eta_Y/\eta_Z$ at $\eta_Z = 1$:
+
+# %%
+by_ratio = [yz_run(eta_Y=ratio, eta_Z=1.0, generator=rng(0))[0] for ratio in ratio_text]
+
+# %% [markdown]
+# Both series, and the $\eta_Z$ trend as a check:
+
+# %%
 print("eta_Y/eta_Z = 2, eta_Z =", eta_Z_text, ": entropy", np.round(by_eta_Z, 4).tolist())
 print("eta_Z = 1, eta_Y/eta_Z =", ratio_text, ": entropy", np.round(by_ratio, 4).tolist())
 if checked:
     check_claim(
-        "scan_snap.text-yz-eta-z", bool(np.all(np.diff(by_eta_Z) < 0)), **C["text-yz-eta-z"]
+        "scan_snap.text-yz-eta-z",
+        bool(np.all(np.diff(by_eta_Z) < 0)),
+        **C["text-yz-eta-z"],
     )
 
-# %% mystnb={"figure": {"caption": "Real-text versions of the trends of Paper Fig. 6. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (Paper Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with eta_Z (squares, at eta_Y/eta_Z = 2) and changes little with eta_Y/eta_Z (circles, at eta_Z = 1); it has no minimum at ratio 2.", "name": "fig-scan_snap_text-rates"}}
+# %% [markdown]
+# {numref}`fig-scan_snap_text-rates` draws both trends: the transformer's against its one learning rate, the Y/Z model's against $\eta_Z$ and against $\eta_Y/\eta_Z$.
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Real-text versions of the trends of the paper's Fig. 6. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (the paper's Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with $\\eta_Z$ (squares, at $\\eta_Y/\\eta_Z = 2$) and changes little with $\\eta_Y/\\eta_Z$ (circles, at $\\eta_Z = 1$); it has no minimum at ratio 2.", "name": "fig-scan_snap_text-rates"}}
 fig, (ax_lr, ax_yz) = figure(1, 2)
 ax_lr.plot(
     lr_values,
@@ -335,7 +413,13 @@ ax_lr.set(
 )
 legend(ax_lr)
 ax_yz.plot(ratio_text, by_ratio, "o-", color=PALETTE[1], label="eta_Z = 1, varying eta_Y/eta_Z")
-ax_yz.plot(eta_Z_text, by_eta_Z, "s--", color=PALETTE[2], label="eta_Y/eta_Z = 2, varying eta_Z")
+ax_yz.plot(
+    eta_Z_text,
+    by_eta_Z,
+    "s--",
+    color=PALETTE[2],
+    label="eta_Y/eta_Z = 2, varying eta_Z",
+)
 ax_yz.set(
     xscale="log",
     xlabel="eta_Y/eta_Z (circles) or eta_Z (squares)",
@@ -371,20 +455,14 @@ rival = by_mode(
 )  # the ratio found below ratio 2 by the runs of 2026-11-22
 fresh_seeds = (6, 7, 8, 9, 10)  # seeds 0-5 were looked at while designing the test
 at_ratio = {
-    ratio: [
-        st.train_yz_text(
-            yz_train,
-            yz_valid,
-            yz_corpus.vocab_size,
-            eta_Y=ratio,
-            eta_Z=1.0,
-            steps=yz_steps,
-            generator=rng(seed),
-        )[0]
-        for seed in fresh_seeds
-    ]
+    ratio: [yz_run(eta_Y=ratio, eta_Z=1.0, generator=rng(seed))[0] for seed in fresh_seeds]
     for ratio in (2, rival)
 }
+
+# %% [markdown]
+# Higher entropy at ratio 2 than at its rival, across the paired seeds:
+
+# %%
 no_threshold = ttest_rel(at_ratio[2], at_ratio[rival], alternative="greater").pvalue
 print(
     f"eta_Z = 1, seeds 6-10: entropy at ratio 2 {np.round(at_ratio[2], 4).tolist()}, at ratio"
