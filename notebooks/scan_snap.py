@@ -305,7 +305,8 @@ check_claim("scan_snap.row-sums", row_sum, **C["row-sums"])
 # %% [markdown]
 # **What we saw in this section.** The reparameterisation and the gradient of {prf:ref}`lem-scan_snap-gradient`
 # agree with autograd to float64 round-off, and a sequence enters the forward pass only through its token counts,
-# so the count simulator is exact, not an approximation. The long-sequence limit of Lemma 2 is approached like
+# so the count simulator is exact, not an approximation: the SGD runs of Sections 6 and 7, drawn as counts, are
+# runs of the model on sequences. The long-sequence limit of Lemma 2 is approached like
 # $T^{-1/2}$ ({numref}`fig-scan_snap-lemma18`), inside the Hoeffding band of {eq}`scan_snap-hoeffding`, whose proof
 # should count $(T-1)q$, not $Tq$.
 
@@ -2341,6 +2342,8 @@ for i, num_last in enumerate(num_last_values):
 # $\eta_Y/\eta_Z = 2$ is real for $K \ge 6$, where ratio 2 is the minimum up to a small tie and ratio 10 sits
 # above it in every cell; for $K = 2$ the entropy is lowest at ratio 1 and only rises from there, so the
 # "threshold" of the paper is a minimum for the larger sizes only ({ref}`scan_snap.N10 <scan-snap-n10>`).
+# The sweep is the chapter's largest computation; the exact count simulator of
+# [section 1](sec-scan_snap-model) is what makes all 640 runs affordable on two cores.
 
 # %% [markdown]
 # ## What we saw
