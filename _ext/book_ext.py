@@ -679,6 +679,8 @@ LEDGER_FIELDS = {
     "paper_scale_failed": ("boolean", "true when a check of the archived full-mode run failed"),
     "row": ("string", "the row's address on the site, relative to the book folder"),
 }
+# ledger.csv is the table for a spreadsheet: the long texts and the histories stay in ledger.json (the site's weight).
+CSV_LEFT_OUT = ("evidence", "run", "deciding_run", "reason", "verdict_history", "paper_scale_measured")
 JSON_TYPES = {"string": {"type": "string"}, "boolean": {"type": "boolean"}, "array": {"type": "array"}}
 
 
@@ -780,8 +782,9 @@ def _schema_section(release: dict) -> nodes.section:
         "CITATION.cff), built (the date of this build), mode (its run mode), fields (the table below), commits "
         "(each registry commit a row's history names: its date and why, the commit's subject) and rows, "
         "one object per ledger row in the order of the page, with the fields below. ledger.csv holds the same "
-        "rows, one line each, with book_version and built added to every line; its lists are joined by \" | \" "
-        "and verdict_history is left out. ledger.schema.json states the same as a JSON Schema. This build: "
+        "rows, one line each, with book_version and built added to every line and its lists joined by \" | \"; "
+        "it leaves out evidence, run, deciding_run, reason, verdict_history and paper_scale_measured, which "
+        "ledger.json holds. ledger.schema.json states the same as a JSON Schema. This build: "
         f"version {release['version']} of {release['released']}, built {release['built']} in mode "
         f"'{release['mode']}'."))
     rows = [[nodes.paragraph("", "", nodes.literal(text=name)), kind, description]
@@ -927,12 +930,12 @@ def _write_machine_readable_ledger(folder: Path, rows: list[dict], release: dict
     }
     (folder / "ledger.schema.json").write_text(json.dumps(schema, indent=1) + "\n", encoding="utf-8")
     with open(folder / "ledger.csv", "w", newline="", encoding="utf-8") as handle:
-        names = [name for name in LEDGER_FIELDS if name != "verdict_history"] + ["book_version", "built"]
+        names = [name for name in LEDGER_FIELDS if name not in CSV_LEFT_OUT] + ["book_version", "built"]
         writer = csv.DictWriter(handle, fieldnames=names)
         writer.writeheader()
         for row in rows:
             line = {key: " | ".join(map(str, value)) if isinstance(value, list) else value
-                    for key, value in row.items() if key != "verdict_history"}
+                    for key, value in row.items() if key not in CSV_LEFT_OUT}
             writer.writerow({**line, "book_version": release["version"], "built": release["built"]})
 
 
@@ -955,7 +958,11 @@ def offer_executed_notebook(app, pagename, templatename, context, doctree):
 # expression MathJax cannot typeset, so a page that needs a dropped part does not go unnoticed.
 MATHJAX_SHIPPED = ("tex-mml-chtml.js", "input/tex/extensions/*.js", "output/chtml/fonts/woff-v2/*.woff",
                    "a11y/assistive-mml.js")
-MATHJAX_DROPPED = {"input/tex/extensions/all-packages.js"}
+# The extensions tex-mml-chtml.js already holds (its input/tex component: ams, newcommand, noundefined, require,
+# autoload, configmacros) are never fetched: their separate copies are dropped as well.
+MATHJAX_DROPPED = {"input/tex/extensions/all-packages.js",
+                   *(f"input/tex/extensions/{name}.js" for name in ("ams", "newcommand", "noundefined", "require",
+                                                                     "autoload", "configmacros"))}
 
 
 def copy_mathjax(app, exception):
