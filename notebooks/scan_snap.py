@@ -692,6 +692,12 @@ delta_11, runs_11 = 0.1, 1000
 ceiling_11, floor_11 = ss.one_sided_ceiling(delta_11, runs_11), ss.one_sided_floor(
     delta_11, runs_11
 )
+
+# %% [markdown]
+# For each clock and each $K$, the failure rates of the three general bounds and, past the transition ($M = 1000$),
+# those of the three competing readings, with the 90 % quantile of $\sigma$ against the printed $\Delta/N$:
+
+# %%
 rates = {"Eq. 61": [], "Eq. 62": [], "Corollary 1": []}  # failure rates of the general bounds
 late = {
     "printed": [],
