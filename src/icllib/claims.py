@@ -54,7 +54,7 @@ The verdicts mean one thing each (the ledger page shows this legend):
 - ``beyond the paper``: the book's own result; the paper does not state it.
 - ``out of scope``: not checked, for the ``reason`` given.
 
-The rules that decide between them are ``VERDICT_RULES`` (also on the ledger page); :func:`verdict_problems`
+The rules that decide between them are ``VERDICT_RULES`` (also on the ledger page); ``verdict_problems()``
 enforces their mechanical part on the registry and the archived paper-scale runs.
 
 :func:`check_claim` compares a measured value with the paper's value (or with bounds), appends a
