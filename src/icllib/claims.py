@@ -7,7 +7,7 @@ lists its claims and errata::
     title: The law of balance in attention
     page: notebooks/balance               # the chapter's document name in the book
     paper: ziyin2023balance               # a key of book/references.bib
-    paper_file: 000_1063418e995251ca.txt  # the paper's text in shared/papers/ (line numbers refer to it)
+    paper_file: <text file>               # the paper's text (line numbers refer to it)
     other_paper_files: []                 # optional: other extractions of the same paper (same numbering)
     claims:
       - id: balance.euler-identity

@@ -8,7 +8,7 @@ verdict is ``beyond the paper``: the book's own result covers nothing of the pap
 Errata and notes quote the paper verbatim at a line; :func:`quote_problems` finds each quote in the
 paper's text (whitespace aside; `` ... `` marks an elision) within a few lines of the line given.
 
-The paper texts live outside the repository (``$ICLLIB_PAPERS``, else ``shared/papers`` beside the
+The paper texts live outside the repository (``$ICLLIB_PAPERS``, else a folder of texts beside the
 checkout). The list of numbered results each text names is also committed, with the text's SHA-256, in
 ``registry/paper_results.json``: where the texts are absent (a fresh clone, CI) the rows are checked
 against that list and the quotes cannot be; where they are present, a list that no longer matches its
