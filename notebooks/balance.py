@@ -176,25 +176,25 @@ check_claim("balance.euler-identity", euler_residual, **CHECKS["balance.euler-id
 #
 # **Step 1 (Euler).** Differentiating the symmetry at $\lambda = 1$,
 #
-# $$ u\cdot\nabla_u \ell = w\cdot\nabla_w\ell \quad\text{per sample, hence per minibatch.} $$ (balance-euler)
+# $$ \begin{gathered} u\cdot\nabla_u \ell = w\cdot\nabla_w\ell \\ \text{per sample, hence per minibatch.} \end{gathered} $$ (balance-euler)
 #
 # **Step 2 (chain rule, the crossing).** The loss depends on $u, w$ through $M = u w^\top$, so
 # $\nabla_u \ell = A^\top w$ and $\nabla_w\ell = A u$: the variance of $\nabla_w\ell$ is a quadratic form in $u$,
 # and vice versa,
 #
-# $$ \operatorname{tr}\operatorname{Cov}[\nabla_w \ell] = u^\top C_1 u, \qquad
-# \operatorname{tr}\operatorname{Cov}[\nabla_u \ell] = w^\top C_2 w . $$ (balance-crossing)
+# $$ \begin{gathered} \operatorname{tr}\operatorname{Cov}[\nabla_w \ell] = u^\top C_1 u, \\
+# \operatorname{tr}\operatorname{Cov}[\nabla_u \ell] = w^\top C_2 w . \end{gathered} $$ (balance-crossing)
 #
 # **Step 3 (one step, exactly).** For a step $u' = u - \eta g_u$, $w' = w - \eta g_w$ with $u\cdot g_u = w\cdot
 # g_w$ (step 1), the cross terms cancel:
 #
-# $$ D' - D = \eta^2\big(\|g_u\|^2 - \|g_w\|^2\big), \qquad D := \|u\|^2 - \|w\|^2 . $$ (balance-one-step)
+# $$ \begin{gathered} D' - D = \eta^2\big(\|g_u\|^2 - \|g_w\|^2\big), \\ D := \|u\|^2 - \|w\|^2 . \end{gathered} $$ (balance-one-step)
 #
 # **Step 4 (expectation).** For a minibatch of size $S$, $\mathbb E\|\hat g\|^2 = \|\nabla L\|^2 + \operatorname{tr}
 # C/S$, so
 #
-# $$ \mathbb E[D' - D] = \eta^2\big(\|\nabla_u L\|^2 - \|\nabla_w L\|^2\big) - \eta\,T\,\big(u^\top C_1 u - w^\top
-# C_2 w\big). $$ (balance-expectation)
+# $$ \begin{aligned} \mathbb E[D' - D] &= \eta^2\big(\|\nabla_u L\|^2 - \|\nabla_w L\|^2\big) \\
+# &\quad - \eta\,T\,\big(u^\top C_1 u - w^\top C_2 w\big). \end{aligned} $$ (balance-expectation)
 #
 # Per unit time $t = \eta \times$ steps the second term is {eq}`balance-law`; the first is a finite-step term
 # with coefficient $\eta$, not $T$, that vanishes in gradient flow and in the SDE.
@@ -407,8 +407,8 @@ legend(ax_s)
 # $y = M^* x + \epsilon$, $M^* = u^* w^{*\top}$ of unit norm, $x \sim N(0, I_d)$, $\epsilon \sim N(0, \sigma^2 I)$.
 # With $\Delta = u w^\top - M^*$, Isserlis' theorem gives
 #
-# $$ C_1 = 4\big[(d+1)\Delta\Delta^\top + d\sigma^2 I_{d_o}\big], \qquad
-# C_2 = 4\big[(\|\Delta\|_F^2 + d_o\sigma^2) I_d + \Delta^\top\Delta\big]. $$ (balance-linear-C)
+# $$ \begin{gathered} C_1 = 4\big[(d+1)\Delta\Delta^\top + d\sigma^2 I_{d_o}\big], \\
+# C_2 = 4\big[(\|\Delta\|_F^2 + d_o\sigma^2) I_d + \Delta^\top\Delta\big]. \end{gathered} $$ (balance-linear-C)
 #
 # At a minimum ($\Delta = 0$) both are isotropic, the band {eq}`balance-eq7` closes and the law predicts
 # $\|u\|^2/\|w\|^2 \to d_o/d$, **not 1**. Along the minimum manifold $\|u\|^2\|w\|^2 = 1$ the law is the ODE

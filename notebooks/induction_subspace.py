@@ -106,7 +106,8 @@ print(
 #
 # $$
 # \begin{gathered}
-# H_1 = [X \mid \sigma(X W^{(1)} X^\top) X], \qquad H_2 = [H_1 \mid \sigma(H_1 W^{(2)} H_1^\top) H_1], \\
+# H_1 = [X \mid \sigma(X W^{(1)} X^\top) X], \\
+# H_2 = [H_1 \mid \sigma(H_1 W^{(2)} H_1^\top) H_1], \\
 # z = (H_2 W^{(3)})_{2N+1}, \qquad \mathcal L = \|y - z\|^2 .
 # \end{gathered}
 # $$ (subspace-model)
@@ -173,9 +174,9 @@ check_claim("induction_subspace.parameter-count", n_parameters, **count)
 # $$
 # \begin{gathered}
 # W^{(1)} = \begin{bmatrix} \alpha_1 I & 0 \\ 0 & \alpha_2 I + \alpha_3 M \end{bmatrix}, \\
-# W^{(3)} = [\gamma_1 I \mid 0 \mid \gamma_2 I \mid 0 \mid \gamma_3 I \mid 0 \mid \gamma_4 I \mid 0]^\top, \\
-# W^{(2)} = \begin{bmatrix} \beta_1 I & 0 & \beta_2 I & 0 \\ 0 & \beta_3 I + \beta_4 M & 0 & \beta_5 I + \beta_6 M \\
-# \beta_7 I & 0 & \beta_8 I & 0 \\ 0 & \beta_9 I + \beta_{10} M & 0 & \beta_{11} I + \beta_{12} M \end{bmatrix} ,
+# W^{(3)\top} = [\gamma_1 I \mid 0 \mid \gamma_2 I \mid 0 \mid \\ \gamma_3 I \mid 0 \mid \gamma_4 I \mid 0], \\
+# W^{(2)} = \\ \begin{bmatrix} \beta_1 I & 0 & \beta_2 I & 0 \\ 0 & \beta_3 I {+} \beta_4 M & 0 & \beta_5 I {+} \beta_6 M \\
+# \beta_7 I & 0 & \beta_8 I & 0 \\ 0 & \beta_9 I {+} \beta_{10} M & 0 & \beta_{11} I {+} \beta_{12} M \end{bmatrix} ,
 # \end{gathered}
 # $$ (subspace-structured)
 #

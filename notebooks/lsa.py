@@ -148,8 +148,8 @@ check_claim("lsa.nonconvex", int(n_negative.min()), lower=d + 1, **C["lsa.noncon
 # $\mathbb E[\hat\Lambda C\hat\Lambda]=\Lambda C\Lambda+\frac1N(\Lambda C^\top\Lambda+{\rm tr}(C\Lambda)\Lambda)$,
 # gives
 #
-# $$\begin{gathered}L(U_{11},u_{-1})=\tfrac12u_{-1}^2{\rm tr}(\Gamma\Lambda U_{11}\Lambda U_{11}^\top)-u_{-1}{\rm tr}(\Lambda^2U_{11}^\top)
-# +\tfrac12{\rm tr}\Lambda,\\ \Gamma=(1+\tfrac1N)\Lambda+\tfrac{{\rm tr}\Lambda}{N}I_d,\end{gathered}$$ (lsa-restricted-loss)
+# $$\begin{aligned}L(U_{11},u_{-1})={}&\tfrac12u_{-1}^2{\rm tr}(\Gamma\Lambda U_{11}\Lambda U_{11}^\top)\\
+# &-u_{-1}{\rm tr}(\Lambda^2U_{11}^\top)+\tfrac12{\rm tr}\Lambda,\\ \Gamma={}&(1+\tfrac1N)\Lambda+\tfrac{{\rm tr}\Lambda}{N}I_d,\end{aligned}$$ (lsa-restricted-loss)
 #
 # which is $\tilde\ell$ of Eq. (5.5) plus a constant. Beyond the paper, `lsat.population_loss` evaluates the
 # loss for **every** parameter: off the invariant set a part even in $w$ appears, whose square needs Gaussian
@@ -264,8 +264,8 @@ check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
 # From {prf:ref}`asm-lsa-init` with $\sigma<\sigma_{\max}=\sqrt{2/(\sqrt d\|\Gamma\|_{op})}$, gradient flow on the
 # population loss converges to a global minimum,
 #
-# $$ W^{KQ}_*=\big[{\rm tr}(\Gamma^{-2})\big]^{-1/4}\begin{pmatrix}\Gamma^{-1}&0\\0&0\end{pmatrix},\qquad
-# W^{PV}_*=\big[{\rm tr}(\Gamma^{-2})\big]^{1/4}e_{d+1}e_{d+1}^\top, $$ (lsa-eq41)
+# $$ \begin{gathered} W^{KQ}_*=\big[{\rm tr}(\Gamma^{-2})\big]^{-1/4}\begin{pmatrix}\Gamma^{-1}&0\\0&0\end{pmatrix},\\
+# W^{PV}_*=\big[{\rm tr}(\Gamma^{-2})\big]^{1/4}e_{d+1}e_{d+1}^\top, \end{gathered} $$ (lsa-eq41)
 #
 # whose prediction on a prompt of length $M$ is $\hat y=x_q^\top\Gamma^{-1}\frac1M\sum_iy_ix_i$.
 # ```
@@ -371,8 +371,8 @@ check_claim("lsa.loss-monotone", monotone, **C["lsa.loss-monotone"])
 # :label: cor-lsa-minimum
 # Completing the square,
 #
-# $$ \tilde\ell-\min\tilde\ell=\tfrac12\big\|\Gamma^{1/2}\big(u_{-1}\Lambda^{1/2}U_{11}\Lambda^{1/2}-\Lambda\Gamma^{-1}\big)\big\|_F^2,
-# \qquad \min\tilde\ell=-\tfrac12{\rm tr}(\Lambda^2\Gamma^{-1}), $$ (lsa-a2)
+# $$ \begin{aligned} \tilde\ell-\min\tilde\ell&=\tfrac12\big\|\Gamma^{1/2}\big(u_{-1}\Lambda^{1/2}U_{11}\Lambda^{1/2}\\
+# &\qquad-\Lambda\Gamma^{-1}\big)\big\|_F^2,\\ \min\tilde\ell&=-\tfrac12{\rm tr}(\Lambda^2\Gamma^{-1}), \end{aligned} $$ (lsa-a2)
 #
 # so every global minimum has $u_{-1}U_{11}=\Gamma^{-1}$ (Lemma 5.3).
 # ```
@@ -736,8 +736,8 @@ legend(ax)
 # For any distribution with $x\sim\mathcal N(0,\Lambda)$, with $a=\Lambda^{-1}\mathbb E[xy]$ and
 # $\Sigma={\rm Cov}(xy)$, the prediction {eq}`lsa-eq43` has the error
 #
-# $$\begin{aligned}\mathbb E(\hat y_q-y_q)^2={}&\inf_w\mathbb E(\langle w,x_q\rangle-y_q)^2+\tfrac1M{\rm tr}(\Sigma\Gamma^{-2}\Lambda)\\
-# &+\tfrac1{N^2}\big[\|a\|^2_{\Gamma^{-2}\Lambda^3}+2{\rm tr}\Lambda\|a\|^2_{\Gamma^{-2}\Lambda^2}+({\rm tr}\Lambda)^2\|a\|^2_{\Gamma^{-2}\Lambda}\big].\end{aligned}$$ (lsa-eq46)
+# $$\begin{aligned}\mathbb E(\hat y_q-y_q)^2={}&\inf_w\mathbb E(\langle w,x_q\rangle-y_q)^2\\&+\tfrac1M{\rm tr}(\Sigma\Gamma^{-2}\Lambda)
+# \\&+\tfrac1{N^2}\big[\|a\|^2_{\Gamma^{-2}\Lambda^3}\\&\quad+2{\rm tr}\Lambda\|a\|^2_{\Gamma^{-2}\Lambda^2}+({\rm tr}\Lambda)^2\|a\|^2_{\Gamma^{-2}\Lambda}\big].\end{aligned}$$ (lsa-eq46)
 # ```
 #
 # The idea of the proof: {eq}`lsa-eq43` is linear in $\hat g=\frac1M\sum_iy_ix_i$, whose mean is $\Lambda a$ and
@@ -1299,7 +1299,7 @@ assert all(abs(j_mean - 1 / 3) > 7 * j_se for *_, j_mean, j_se in third_rows)
 # :label: cor-lsa-sample-sizes
 # Averaging the noiseless error of {prf:ref}`thm-lsa-error` over $w\sim\mathcal N(0,I)$,
 #
-# $$ \mathbb E(\hat y_q-y_q)^2\le\frac{(d+1){\rm tr}\Lambda}{M}+\frac{(1+2d){\rm tr}\Lambda+d^2\kappa}{N^2}, $$ (lsa-cor43)
+# $$ \begin{aligned} \mathbb E(\hat y_q-y_q)^2\le{}&\frac{(d+1){\rm tr}\Lambda}{M}\\&+\frac{(1+2d){\rm tr}\Lambda+d^2\kappa}{N^2}, \end{aligned} $$ (lsa-cor43)
 #
 # so that $M$ and $N$ above explicit thresholds give an error at most $\varepsilon$.
 # ```

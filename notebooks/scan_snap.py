@@ -88,9 +88,9 @@ print(run_line())
 # $\ell_2$-normalised, and a decoder predicts $n$ (Eq. 2). Writing $Y = UW_V^\top U^\top$ and
 # $Z = UW_QW_K^\top U^\top/\sqrt d$ and treating them as free parameters gives Eq. 15:
 #
-# $$\begin{gathered}J(Y,Z) = \mathbb{E}\left[\boldsymbol{x}_{T+1}^\top Y^\top \mathrm{LN}(X^\top \boldsymbol{b}_T)
-#   - \log \mathbf{1}^\top\exp\left(Y^\top\mathrm{LN}(X^\top \boldsymbol{b}_T)\right)\right],\\
-#   \boldsymbol{b}_T = \mathrm{softmax}(X\boldsymbol{z}_m).\end{gathered}$$ (scan_snap-eq15)
+# $$\begin{aligned}J(Y,Z) &= \mathbb{E}\Big[\boldsymbol{x}_{T+1}^\top Y^\top \mathrm{LN}(X^\top \boldsymbol{b}_T)\\
+#   &\qquad - \log \mathbf{1}^\top\exp\big(Y^\top\mathrm{LN}(X^\top \boldsymbol{b}_T)\big)\Big],\\
+#   \boldsymbol{b}_T &= \mathrm{softmax}(X\boldsymbol{z}_m).\end{aligned}$$ (scan_snap-eq15)
 #
 # First, the reparameterisation is exact for any embeddings and weights.
 
@@ -205,7 +205,7 @@ check_claim("scan_snap.count-sufficient", max(identity_gap, simulator_gap), **C[
 # :label: lem-scan_snap-hoeffding
 # By Hoeffding's inequality (Eq. 136), with probability at least $1-\delta$,
 #
-# $$\max\Big(0, P(l|m,n) - \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}}\Big) \le q_{l|m,n} \le P(l|m,n) + \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}} .$$ (scan_snap-hoeffding)
+# $$\begin{aligned}q_{l|m,n} &\ge \max\Big(0, P(l|m,n) - \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}}\Big),\\ q_{l|m,n} &\le P(l|m,n) + \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}} .\end{aligned}$$ (scan_snap-hoeffding)
 # ```
 #
 # {prf:ref}`lem-scan_snap-hoeffding` is where the finite sequence length enters the paper's analysis: everything
@@ -320,7 +320,7 @@ check_claim("scan_snap.row-sums", row_sum, **C["row-sums"])
 # along one direction, $w_n(s) = (M-1)h^*(s)\zeta_n$ with $\zeta_n = \frac{M}{M-1}(e_n - \frac1M\mathbf 1)$,
 # and the scalar clock obeys (Eq. 33)
 #
-# $$h^*(s) = h^*(s-1) + \frac{\eta_Y}{(M-1) + \exp(Mh^*(s-1))}, \qquad h^*(0) = 0 .$$ (scan_snap-clock)
+# $$\begin{gathered}h^*(s) = h^*(s-1) + \frac{\eta_Y}{M - 1 + e^{M h^*(s-1)}},\\ h^*(0) = 0 .\end{gathered}$$ (scan_snap-clock)
 # ```
 #
 # Everything the attention layer feels from the decoder passes through this one number per class, so
@@ -872,7 +872,7 @@ legend(ax, fontsize=7)
 # attention layer has the form
 #
 # $$\begin{gathered}g_n = \gamma\Big(\iota_n f_n - \sum_{n'\ne n}\beta_{nn'} f_{n'}\Big), \\
-#   \beta_{nn'} \approx E'_{nn'},\ \iota_n \approx 1 - E'_{nn},\ E' = I - (I+E)^{-1}.\end{gathered}$$ (scan_snap-theorem1)
+#   \beta_{nn'} \approx E'_{nn'},\ \iota_n \approx 1 - E'_{nn},\\ E' = I - (I+E)^{-1}.\end{gathered}$$ (scan_snap-theorem1)
 # ```
 #
 # The rest of this section checks {prf:ref}`thm-scan_snap-theorem1` piece by piece, starting from the form
@@ -1138,7 +1138,7 @@ assert lemma3_gaps["plain"] > 1e-3  # without the modification the other rows mo
 # :label: thm-scan_snap-decoder
 # After $N$ steps of the modified update (Eq. 70),
 #
-# $$\begin{gathered}Y = (F^\dagger)^\top(I+\Theta)\bar W(N) = F(I - E')(I+\Theta)\bar W(N),\\ \bar w_n = (M-1)h^*(\bar N)\zeta_n .\end{gathered}$$ (scan_snap-decoder)
+# $$\begin{aligned}Y &= (F^\dagger)^\top(I+\Theta)\bar W(N)\\ &= F(I - E')(I+\Theta)\bar W(N),\\ \bar w_n &= (M-1)h^*(\bar N)\zeta_n .\end{aligned}$$ (scan_snap-decoder)
 # ```
 #
 # The factor $I - E' = (F^\top F)^{-1}$ in {eq}`scan_snap-decoder` is where $E'$ comes from: it turns $F$ into the
