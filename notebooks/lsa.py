@@ -737,7 +737,7 @@ legend(ax)
 # $\Sigma={\rm Cov}(xy)$, the prediction {eq}`lsa-eq43` has the error
 #
 # $$\begin{aligned}\mathbb E(\hat y_q-y_q)^2={}&\inf_w\mathbb E(\langle w,x_q\rangle-y_q)^2\\&+\tfrac1M{\rm tr}(\Sigma\Gamma^{-2}\Lambda)
-# \\&+\tfrac1{N^2}\big[\|a\|^2_{\Gamma^{-2}\Lambda^3}\\&\quad+2{\rm tr}\Lambda\|a\|^2_{\Gamma^{-2}\Lambda^2}+({\rm tr}\Lambda)^2\|a\|^2_{\Gamma^{-2}\Lambda}\big].\end{aligned}$$ (lsa-eq46)
+# \\&+\tfrac1{N^2}\big[\|a\|^2_{\Gamma^{-2}\Lambda^3}\\&\quad+2{\rm tr}\Lambda\|a\|^2_{\Gamma^{-2}\Lambda^2}\\&\quad+({\rm tr}\Lambda)^2\|a\|^2_{\Gamma^{-2}\Lambda}\big].\end{aligned}$$ (lsa-eq46)
 # ```
 #
 # The idea of the proof: {eq}`lsa-eq43` is linear in $\hat g=\frac1M\sum_iy_ix_i$, whose mean is $\Lambda a$ and
