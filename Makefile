@@ -46,7 +46,7 @@ test: check-mode $(VENV)/.installed
 	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(BIN)/pytest -n $(JOBS) --dist loadfile tests notebooks
 	$(BIN)/python -m icllib.coverage
 	$(MAKE) site-quick
-	$(BIN)/pytest site_tests --site=_build/quick/_build/html
+	$(BIN)/pytest site_tests --site=_build/quick/_build/html --layouts=pairs
 
 site-quick: check-mode $(VENV)/.installed
 	rm -rf _build/quick

@@ -611,7 +611,8 @@ def _location_cell(app, docname, book, claim, checked: bool) -> nodes.paragraph:
     chapter_uri = app.builder.get_relative_uri(docname, claim.page)
     checking_page = getattr(app.env, "icl_checking_cells", {}).get(claim.id)
     if checked and checking_page == claim.page:
-        location += nodes.reference(text="Checking cell", refuri=f"{chapter_uri}#{check_anchor(claim.id)}",
+        # the check's card in that cell (icllib.claims shows one per check; the first carries card-<anchor>)
+        location += nodes.reference(text="Check", refuri=f"{chapter_uri}#card-{_anchor(claim.id)}",
                                     classes=["checking-cell"])
     else:
         location += nodes.reference(text="Chapter", refuri=chapter_uri)

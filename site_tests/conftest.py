@@ -7,6 +7,9 @@ import pytest
 
 def pytest_addoption(parser):
     parser.addoption("--site", required=True, help="the built HTML folder to check, e.g. _build/html")
+    parser.addoption("--layouts", choices=("all", "pairs"), default="all",
+                     help="all: every width in every colour scheme (CI's default site); pairs: each width and each "
+                          "scheme once, 1400 px dark and 400 px light (make test's quick site, for its time budget)")
 
 
 @pytest.fixture(scope="session")
