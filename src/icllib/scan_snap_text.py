@@ -282,8 +282,8 @@ CHECKS = {
     "text-freeze": dict(upper=0.2, why=("'frozen': the second-half drift, of either sign, is below 0.2 of the whole "
         'drop')),
     "text-sparse-deep": dict(lower=0.3, why='the 0.3 nats used for the one-layer model (10% of the initial entropy)'),
-    "text-freeze#2": dict(upper=0.2, why=("'frozen', as for one layer: the second-half drift is below 0.2 of the "
-        'early drop')),
+    "text-freeze#2": dict(upper=0.2, why=("'frozen', as for one layer: the second-half drift, of either sign, is "
+        "below 0.2 of the whole drop")),
     "fig10-lr": dict(expected=-1.0, atol=1e-12, why=('strictly decreasing over 5 learning rates (Spearman -1): by '
         'chance with probability 1/120 < 1% if the rate did not matter')),
     "text-yz-eta-z": dict(expected=True, why=('strictly decreasing over five eta_Z: by chance with probability 1/120 '
