@@ -520,18 +520,16 @@ class ClaimCard:
         outcome = "pass" if passed else "FAILED"
         row = "claim-" + card_anchor(self.claim.id).removeprefix("card-")
         anchor = f' id="{self.anchor}"' if self.anchor else ""
-        why = f'<span class="claim-card-why">{html.escape(self.record["why"])}</span>' if self.record["why"] else ""
+        why = html.escape(self.record["why"]) if self.record["why"] else ""
         # the border's colour is inline so that a failed check stands out in plain Jupyter too; the text keeps the
         # page's colours (the book's CSS gives the badge light and dark variants)
         colour = "#1a7f37" if passed else "#b42318"
         return (f'<div class="claim-card claim-card-{"pass" if passed else "fail"}"{anchor} '
-                f'style="border-left: 4px solid {colour}; padding: 0.2em 0.6em; margin: 0.3em 0">'
-                f'<strong class="claim-card-outcome">{outcome}</strong> '
+                f'style="border-left:4px solid {colour};padding-left:.5em"><strong>{outcome}</strong> '
                 f'<a class="claim-card-id" href="../book/claims.html#{row}">{html.escape(self.claim.id)}</a> '
-                f'<span class="claim-card-location">({html.escape(self.claim.location)}; ledger: '
-                f'{html.escape(self.claim.verdict)})</span><br>'
-                f'measured <code>{html.escape(_number_text(self.record["measured"]))}</code>, '
-                f'{html.escape(self._target())}{"<br>" if why else ""}{why}</div>')
+                f'({html.escape(self.claim.location)}; ledger: {html.escape(self.claim.verdict)})<br>measured '
+                f'<code>{html.escape(_number_text(self.record["measured"]))}</code>, {html.escape(self._target())}'
+                f'{"<br>" if why else ""}{why}</div>')
 
 
 def _show_card(claim: Claim, record: dict) -> None:

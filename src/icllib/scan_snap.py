@@ -664,7 +664,7 @@ def distinct_token_recall(spec: SequenceClasses, attention, thresholds) -> np.nd
     return hits.mean(axis=-2)
 
 
-#: Keyword arguments of ``check_claim`` for the chapter's checks from Fig. 5 on (``#2``: a claim's second check).
+# Keyword arguments of ``check_claim`` for the chapter's checks from Fig. 5 on (``#2``: a claim's second check).
 CHECKS = {
     "initial-prior": dict(why=('one-sided binomial test against the 10% of chance (ten tokens): if the initial logits '
         'did not steer the gains, a frequency this high would occur with probability below 1%')),

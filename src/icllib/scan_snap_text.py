@@ -274,8 +274,8 @@ def train_yz_text(train_source, valid_source, vocab_size: int, *, eta_Y: float, 
     return float(np.mean(entropies)), float(np.mean(losses))
 
 
-#: Keyword arguments of ``check_claim`` for each check of the chapter ``scan_snap_text``, by claim id less the
-#: prefix ``scan_snap.`` (``#2``: a claim's second check); the ledger and the claim cards show the reason.
+# Keyword arguments of ``check_claim`` for each check of the chapter ``scan_snap_text``, by claim id less the
+# prefix ``scan_snap.`` (``#2``: a claim's second check); the ledger and the claim cards show the reason.
 CHECKS = {
     "text-sparse": dict(lower=0.3, why=('0.3 nats is 10% of the initial entropy and above the record-to-record noise '
         '(~0.1) of one window')),

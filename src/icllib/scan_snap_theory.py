@@ -542,8 +542,8 @@ def snap_B_ode(t_eval, *, K: int, M: int, eta_Y: float, eta_Z: float, C0: float 
 ROUND_OFF = ("float64 round-off of an eigendecomposition or inverse of a K <= 10 matrix with entries <= 1 is"
              " ~1e-15")
 
-#: Keyword arguments of ``check_claim`` for each check of the chapter ``scan_snap`` up to Fig. 4, by claim id
-#: less the chapter's prefix (``#2``, ``#3``: the second and third check of a claim in the chapter).
+# Keyword arguments of ``check_claim`` for each check of the chapter ``scan_snap`` up to Fig. 4, by claim id
+# less the chapter's prefix (``#2``, ``#3``: the second and third check of a claim in the chapter).
 CHECKS = {
     "reparameterisation": dict(expected=0.0, atol=1e-12, why=('both sides are the same float64 arithmetic in a '
         'different order: round-off only')),
