@@ -11,7 +11,7 @@ Read top to bottom:
 2. **Training** (:func:`train_yz`): SGD with momentum or Adam, as the authors ran it, in the authors'
    setting :data:`AUTHORS_RUN` (100 iterations, batch 128, T = 128).
 3. **The Syn-Medium sweep of Fig. 6** (:data:`FIG6`, :func:`fig6_sweep`) and the recall of Figs. 11-12;
-   :data:`CHECKS`, the tolerances and reasons of the chapter's checks from Fig. 5 on (as in the theory module).
+   ``CHECKS``, the tolerances and reasons of the chapter's checks from Fig. 5 on (as in the theory module).
 
 The theory's closed forms and ODEs (decoder clock, Theorem 1, Scan, Snap) are in
 :mod:`icllib.scan_snap_theory`; the real-text experiments of Sec. 8 in :mod:`icllib.scan_snap_text`.

@@ -11,8 +11,8 @@ Read top to bottom:
 3. **Scan**: the long-sequence dynamics of Z (Eq. 10, Theorem 2-3) integrated as an ODE.
 4. **Snap**: B_n(t) of Theorem 4 (Eq. 14, 124-129) with the corrected constant, at the sizes of the paper's
    Figs. 3 and 9 (:data:`SNAP_FIGURES`).
-5. **Checks**: :data:`CHECKS`, the tolerance and reason of each check of the chapter up to Fig. 4 (the rest in
-   :data:`icllib.scan_snap.CHECKS`), so that a check in the chapter is one line; the ledger and cards show both.
+5. **Checks**: ``CHECKS``, the tolerance and reason of each check of the chapter up to Fig. 4 (the rest in
+   ``icllib.scan_snap.CHECKS``), so that a check in the chapter is one line; the ledger and cards show both.
 
 Symbols follow the paper: ``M`` vocabulary size, ``K`` number of next tokens (classes), ``eta_Y`` and ``eta_Z``
 the learning rates, ``P[n, l] = P(l|n)``, ``c_n`` the attention of Eq. 5, ``f_n = c_n / ||c_n||``.
