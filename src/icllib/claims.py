@@ -475,6 +475,26 @@ def check_claim(
         )
 
 
+def check_arguments(checks: dict, key, /, parameter: str = "claim_id", **fields) -> dict:
+    """The keyword arguments of ``check_claim`` kept for ``key`` in a chapter's table ``checks`` (tolerance or
+    bounds, and ``why``), with the fields its reason names in braces filled in from ``fields`` (a Monte-Carlo
+    size, a standard error measured in the run). The chapters' ``check_args`` are this on their own table.
+
+    Raises ``TypeError`` or ``ValueError`` naming ``parameter`` for a key that is not a str or not in ``checks``,
+    and ``ValueError`` naming ``fields`` when they do not fill the reason.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"{parameter} must be a str naming a check of the chapter, got {type(key).__name__}")
+    if key not in checks:
+        raise ValueError(f"{parameter} {key!r} is not a check of the chapter; checks: {', '.join(sorted(checks))}")
+    arguments = dict(checks[key])
+    try:
+        arguments["why"] = arguments["why"].format(**fields)
+    except (KeyError, IndexError, ValueError) as error:
+        raise ValueError(f"fields must fill the reason of {key!r}: {arguments['why']!r} needs {error}") from None
+    return arguments
+
+
 # --- The card a check shows where the claim is made ---------------------------------------------------------
 # Each check shows a compact card under its cell: the claim linked to its ledger row, the paper's location, the
 # measured value against the expected one or the bounds, the tolerance and its reason, pass or fail. The first

@@ -29,6 +29,7 @@ import torch
 from scipy.integrate import solve_ivp
 from scipy.special import erf
 
+from icllib.claims import check_arguments
 from icllib.induction_common import (disentangled_forward, induction_coordinates, induction_weights,
                                      three_param_grad, three_param_loss, three_param_point)
 from icllib.validation import int_array, positive_int, positive_number, real_array, tensor_arg
@@ -467,13 +468,4 @@ CHECKS = {
 def check_args(claim_id, **fields) -> dict:
     """The keyword arguments of ``check_claim`` for ``claim_id`` (``CHECKS``), with the fields of its reason
     filled in from ``fields``."""
-    if not isinstance(claim_id, str):
-        raise TypeError(f"claim_id must be a str naming a check of the chapter, got {type(claim_id).__name__}")
-    if claim_id not in CHECKS:
-        raise ValueError(f"claim_id {claim_id!r} is not a check of the chapter induction_emergence (CHECKS)")
-    args = dict(CHECKS[claim_id])
-    try:
-        args["why"] = args["why"].format(**fields)
-    except (KeyError, IndexError, ValueError) as error:
-        raise ValueError(f"fields must fill the reason of {claim_id!r}: {args['why']!r} needs {error}") from None
-    return args
+    return check_arguments(CHECKS, claim_id, **fields)

@@ -25,6 +25,7 @@ import math
 import numpy as np
 import torch
 
+from icllib.claims import check_arguments
 from icllib.config import generator_on, progress
 from icllib.induction_common import (INDUCTION_INDICES, PSEUDO_PARAMETERS, DisentangledTransformer, haar_rows,
                                      causal_softmax, disentangled_forward, disentangled_states, rotation_M,
@@ -693,7 +694,4 @@ CHECKS = {
 def check_args(key: str, **values) -> dict:
     """The keyword arguments of the chapter's check ``induction_subspace.<key>`` (``CHECKS``), its reason
     completed with the measured ``values`` it names in braces."""
-    key = one_of("key", key, CHECKS)
-    args = dict(CHECKS[key])
-    args["why"] = args["why"].format(**values)
-    return args
+    return check_arguments(CHECKS, key, "key", **values)

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from numpy.polynomial.hermite_e import hermegauss
 
+from icllib.claims import check_arguments
 from icllib.validation import array_like, one_of, positive_int, positive_number, real_array, real_number
 
 # --------------------------------------------------------------------------------------------------
@@ -572,13 +573,4 @@ CHECKS = {
 def check_args(claim_id, **fields) -> dict:
     """The keyword arguments of ``check_claim`` for ``claim_id`` (``CHECKS``), with the fields of its reason
     filled in from ``fields`` (e.g. ``n``, the Monte-Carlo size, and ``se``, its standard error)."""
-    if not isinstance(claim_id, str):
-        raise TypeError(f"claim_id must be a str naming a check of the chapter, got {type(claim_id).__name__}")
-    if claim_id not in CHECKS:
-        raise ValueError(f"claim_id {claim_id!r} is not a check of the chapter lsa (icllib.lsa_theory.CHECKS)")
-    args = dict(CHECKS[claim_id])
-    try:
-        args["why"] = args["why"].format(**fields)
-    except (KeyError, IndexError) as error:
-        raise ValueError(f"fields must fill the reason of {claim_id!r}: {args['why']!r} needs {error}") from None
-    return args
+    return check_arguments(CHECKS, claim_id, **fields)
