@@ -311,8 +311,7 @@ flow = balance.conservation_summary(gd_runs, midpoint, params64)
 
 # %%
 print(
-    f"loss {gd_runs[1e-3]['loss'][0]:.3f} -> {gd_runs[1e-3]['loss'][-1]:.3f} over t = {flow_time};"
-    f" {midpoint['iterations'].mean():.1f} fixed-point iterations per midpoint step"
+    f"loss {gd_runs[1e-3]['loss'][0]:.3f} -> {gd_runs[1e-3]['loss'][-1]:.3f} over t = {flow_time}; {midpoint['iterations'].mean():.1f} fixed-point iterations per midpoint step"
 )
 show_table(
     ["integrator", "max_i |ΔD_i|", "drift / step"],
@@ -562,8 +561,7 @@ assert abs(control[1][-2, 0] / control_ratio - 1) < 1e-9, "gradient descent must
 bounds = dict(lower=theory.ratio_on_minimum(D_off - drift_allowance))
 bounds["upper"] = theory.ratio_on_minimum(D_off + drift_allowance)
 print(
-    f"exact GD ends at ratio {control_ratio:.4f}, allowed [{bounds['lower']:.4f},"
-    f" {bounds['upper']:.4f}]"
+    f"exact GD ends at ratio {control_ratio:.4f}, allowed [{bounds['lower']:.4f}, {bounds['upper']:.4f}]"
 )
 check_claim("balance.controls", control_ratio, **bounds, **CHECKS["balance.controls"])
 

@@ -327,8 +327,7 @@ order_times = {**times, **more}
 violations = [N for N, t_N in order_times.items() if not t_N["gamma"] < t_N["beta"] < t_N["alpha"]]
 n1 = ie.emergence_times(1)
 print(
-    f"order violated for N in {violations} ({len(order_times)} values of N up to"
-    f" {max(order_times)})"
+    f"order violated for N in {violations} ({len(order_times)} values of N up to {max(order_times)})"
 )
 print(f"N = 1: {n1}")
 check_claim("induction_emergence.order", len(violations), **C["order"])

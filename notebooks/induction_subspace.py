@@ -91,8 +91,7 @@ STANDARD = by_mode(quick=(64, 256, 800), default=(256, 512, 300), full=(256, 512
 PAPER_WIDTH = by_mode(quick=None, default=None, full=(2048, 512, 300))
 print(run_line())
 print(
-    f"mode = {mode()}; symmetrised {SYM}, Monte-Carlo {MC}, Fig. 4 {FIG4}, App. D {APP_D}, App. C"
-    f" {APP_C}, standard transformer {STANDARD}, at the paper's width {PAPER_WIDTH}"
+    f"mode = {mode()}; symmetrised {SYM}, Monte-Carlo {MC}, Fig. 4 {FIG4}, App. D {APP_D}, App. C {APP_C}, standard transformer {STANDARD}, at the paper's width {PAPER_WIDTH}"
 )
 
 # %% [markdown]
@@ -139,8 +138,7 @@ states = ic.disentangled_states(X, *W_random)
 shapes = {name: tuple(states[name].shape[1:]) for name in ("U", "V", "z")}
 n_parameters = sum(W.numel() for W in model.parameters())
 print(
-    f"N = {N}, D = {D}: X {tuple(X.shape[1:])}, H_1 {shapes['U']}, H_2 {shapes['V']}, z"
-    f" {shapes['z']}"
+    f"N = {N}, D = {D}: X {tuple(X.shape[1:])}, H_1 {shapes['U']}, H_2 {shapes['V']}, z {shapes['z']}"
 )
 print("attention of layer 1 (sequence 0), rows = queries:")
 print(np.array2string(states["T"][0].numpy(), precision=2, suppress_small=True))
@@ -215,8 +213,7 @@ gram_error, trip_error, idem_error = (max(column) for column in zip(*errors_by_D
 # %%
 rank = int(torch.linalg.matrix_rank(isp.subspace_basis(8)))
 print(
-    f"max |Gram - D I| = {gram_error:.1e}, round trip {trip_error:.1e}, Pi(Pi W) - Pi W"
-    f" {idem_error:.1e}"
+    f"max |Gram - D I| = {gram_error:.1e}, round trip {trip_error:.1e}, Pi(Pi W) - Pi W {idem_error:.1e}"
 )
 print(f"rank of the basis = {rank}")
 basis_error = gram_error + trip_error + idem_error
@@ -903,8 +900,7 @@ for label, variance in (("1/D", 1.0 / D_big), ("1/sqrt(D)", D_big**-0.5)):
     off = float((gram - torch.diag(torch.diagonal(gram))).abs().max())
     mean_norms[label] = float(torch.diagonal(gram).mean())
     print(
-        f"variance {label:9s}: mean squared norm {mean_norms[label]:7.3f}, largest |inner product|"
-        f" {off:.3f}"
+        f"variance {label:9s}: mean squared norm {mean_norms[label]:7.3f}, largest |inner product| {off:.3f}"
     )
 gaussian = dict(expected=np.sqrt(D_big), **CHECKS["assumption7-gaussian"])
 check_claim("induction_subspace.assumption7-gaussian", mean_norms["1/sqrt(D)"], **gaussian)
@@ -1094,8 +1090,7 @@ if PAPER_WIDTH is not None:
     wide_accuracy = isp.standard_accuracy(wide_model, 4096, generator=torch_generator(10))
     wide_previous = isp.previous_position_weight(wide_model.previous_position_attention())
     print(
-        f"D = D_H = {D_wide}: loss {wide_losses[0]:.3f} -> {wide_losses[-20:].mean():.3f}; accuracy"
-        f" {wide_accuracy:.3f}; weight on the previous position {wide_previous:.2f}"
+        f"D = D_H = {D_wide}: loss {wide_losses[0]:.3f} -> {wide_losses[-20:].mean():.3f}; accuracy {wide_accuracy:.3f}; weight on the previous position {wide_previous:.2f}"
     )
     # Not a check (one run, our initialisation), but the evidence of the ledger's row:
     # archived by a paper-scale run.
@@ -1108,11 +1103,7 @@ else:
         print("No archived run at the paper's width: `make paper-scale CHAPTER=induction_subspace`")
     else:
         print(
-            f"archived full run of {archived_wide['date']}, commit {archived_wide['commit']},"
-            f" {archived_wide['machine']}: D = D_H = 2048, loss {archived_wide['loss'][0]:.3f} ->"
-            f" {archived_wide['loss'][-20:].mean():.3f}; accuracy"
-            f" {archived_wide['accuracy'][0]:.3f}; weight on the previous position"
-            f" {archived_wide['previous_weight'][0]:.2f}"
+            f"archived full run of {archived_wide['date']}, commit {archived_wide['commit']}, {archived_wide['machine']}: D = D_H = 2048, loss {archived_wide['loss'][0]:.3f} -> {archived_wide['loss'][-20:].mean():.3f}; accuracy {archived_wide['accuracy'][0]:.3f}; weight on the previous position {archived_wide['previous_weight'][0]:.2f}"
         )
 
 # %% [markdown]

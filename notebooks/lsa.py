@@ -178,8 +178,7 @@ z_restricted = (mc_restricted["loss"] - exact_restricted) / se_restricted
 
 # %%
 print(
-    f"invariant set: exact {exact_restricted:.5f}, MC {mc_restricted['loss']:.5f} ±"
-    f" {se_restricted:.5f}"
+    f"invariant set: exact {exact_restricted:.5f}, MC {mc_restricted['loss']:.5f} ± {se_restricted:.5f}"
 )
 general_minus_restricted = float(lsat.population_loss(inv_KQ, inv_PV, Lam, N)) - exact_restricted
 print(
@@ -235,8 +234,7 @@ dU_control = c_test**2 * Lam @ Lam @ U_test @ Lam - c_test * Lam @ Lam
 se_KQ = mc_restricted["se_KQ"].numpy()[:d, :d]
 z_control = (mc_restricted["grad_KQ"].numpy()[:d, :d] - dU_control) / se_KQ
 print(
-    f"max |z| over {z_52.size} entries: {np.abs(z_52).max():.2f}; control"
-    f" {np.abs(z_control).max():.1f}"
+    f"max |z| over {z_52.size} entries: {np.abs(z_52).max():.2f}; control {np.abs(z_control).max():.1f}"
 )
 why = lsat.check_args("lsa.lemma52", size=z_52.size, n=n_mc)
 check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
@@ -589,8 +587,7 @@ untouched = all(
     for K, P in sgd_runs
 )
 print(
-    f"seed average: {err_mean:.2%} from Γ⁻¹ (Λ⁻¹ is {err_alternative:.0%} away); untouched:"
-    f" {untouched}"
+    f"seed average: {err_mean:.2%} from Γ⁻¹ (Λ⁻¹ is {err_alternative:.0%} away); untouched: {untouched}"
 )
 assert untouched
 check_claim("lsa.sgd-predictor", err_mean, **lsat.check_args("lsa.sgd-predictor", seeds=seeds))
@@ -1159,8 +1156,7 @@ err_C8 = np.abs(flow7["c"] * flow7["U"] - np.diag(xi7 / gamma7)).max()
 err_C6 = abs(flow7["loss"][-1] - min_C6)
 print(f"(C.5) = (C.6) + (C.7): largest error {max(err_C4):.1e}; at the end of the flow:")
 print(
-    f"l_rdm - (C.6) = {err_C6:.1e}, u_-1 U_11 - (C.8) = {err_C8:.1e}; balance"
-    f" {flow7['balance']:.1e}"
+    f"l_rdm - (C.6) = {err_C6:.1e}, u_-1 U_11 - (C.8) = {err_C8:.1e}; balance {flow7['balance']:.1e}"
 )
 check_claim("lsa.lemmaC4", max(max(err_C4), err_C6, err_C8), **C["lsa.lemmaC4"])
 check_claim("lsa.lemmaC5", flow7["balance"], **C["lsa.lemmaC5"])
@@ -1487,8 +1483,7 @@ for _ in range(2000):
     )
     eig_D4.append(lowest / max(np.linalg.norm(prod_c), 1e-300))
 print(
-    f"Lemma D.4: smallest tr(AB) / (|A| |B|) {min(trace_D4):.1e}; commuting pairs:"
-    f" {min(eig_D4):.1e}"
+    f"Lemma D.4: smallest tr(AB) / (|A| |B|) {min(trace_D4):.1e}; commuting pairs: {min(eig_D4):.1e}"
 )
 check_claim("lsa.lemmaD4", min(min(trace_D4), min(eig_D4)), **C["lsa.lemmaD4"])
 

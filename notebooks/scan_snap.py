@@ -191,8 +191,7 @@ simulator_gap = max(
     abs(J_counts - J_seq), np.abs(dY_counts - dY_seq).max(), np.abs(dZ_counts - dZ_seq).max()
 )
 print(
-    f"max |X^T diag(b) X - diag(X^T b)| = {identity_gap:.1e}; counts vs sequences:"
-    f" {simulator_gap:.1e}"
+    f"max |X^T diag(b) X - diag(X^T b)| = {identity_gap:.1e}; counts vs sequences: {simulator_gap:.1e}"
 )
 check_claim("scan_snap.count-sufficient", max(identity_gap, simulator_gap), **C["count-sufficient"])
 
@@ -246,8 +245,7 @@ print(
     f"largest |q - P| / radius: {max(np.array(worst_deviation) / radii):.2f}"
 )
 print(
-    f"mean ||X^T b_T - c_n||_inf: {np.round(mixture_error, 5).tolist()}; log-log slope"
-    f" {lemma2_slope:.3f}"
+    f"mean ||X^T b_T - c_n||_inf: {np.round(mixture_error, 5).tolist()}; log-log slope {lemma2_slope:.3f}"
 )
 
 # %% [markdown]
@@ -390,8 +388,7 @@ for M_value in (100, 1000, 10000):
 # %%
 print(
     "max relative residual of Eq. 45: on the ODE solution"
-    f" {max(r.max() for r in ode_residuals):.1e}, at the closed form"
-    f" {max(r.max() for r in residuals):.1e}"
+    f" {max(r.max() for r in ode_residuals):.1e}, at the closed form {max(r.max() for r in residuals):.1e}"
 )
 worst_ode_residual = max(r.max() for r in ode_residuals)
 check_claim("scan_snap.eq45-closed-form", worst_ode_residual, **C["eq45-closed-form"])
@@ -492,8 +489,7 @@ for M_value in (100, 1000, 10000):
     ratio = omega1 / (np.log(np.log(M_value)) / np.log(M_value))
     ratio0 = omega0 * M_value**0.99 * np.log(M_value)
     print(
-        f"M = {M_value:6d}: omega_0 = {omega0:.2e} = {ratio0:.2f} / (M^0.99 ln M), omega_1 ="
-        f" {omega1:.4f}, omega_1 / (ln ln M / ln M) = {ratio:.3f}"
+        f"M = {M_value:6d}: omega_0 = {omega0:.2e} = {ratio0:.2f} / (M^0.99 ln M), omega_1 = {omega1:.4f}, omega_1 / (ln ln M / ln M) = {ratio:.3f}"
     )
     check_claim("scan_snap.lemma8-omega1", ratio, **C["lemma8-omega1"])
     check_claim("scan_snap.lemma8-omega1", ratio0, **C["lemma8-omega1#2"])
@@ -649,10 +645,7 @@ for K_value in (2, 10):
         Delta = np.ceil(np.sqrt(1000 * np.log(1 / delta)))
         remark4_rows.append((np.abs(counts_runs - N_bar) > Delta).any(axis=1).mean() / ceiling)
         print(
-            f"K = {K_value:2d}, delta = {delta:4}: Lemma 10 broken in"
-            f" {missed.any(axis=1).mean():.4f} of runs for some class, Remark 4 in"
-            f" {remark4_rows[-1] * ceiling:.4f} (ceiling {ceiling:.4f}); Delta / N_bar ="
-            f" {Delta / N_bar:.2f}"
+            f"K = {K_value:2d}, delta = {delta:4}: Lemma 10 broken in {missed.any(axis=1).mean():.4f} of runs for some class, Remark 4 in {remark4_rows[-1] * ceiling:.4f} (ceiling {ceiling:.4f}); Delta / N_bar = {Delta / N_bar:.2f}"
         )
 check_claim("scan_snap.lemma10-counts", max(lemma10_rows), **C["lemma10-counts"])
 check_claim("scan_snap.remark4", max(remark4_rows), **C["remark4"])
@@ -738,10 +731,7 @@ print(
     f"(ceiling {ceiling_11:.3f})",
 )
 print(
-    f"past the transition, K = 3, 10, 30: Delta/N fails in {np.round(late['printed'], 3).tolist()}"
-    f" of runs (90% quantile of sigma / (Delta/N): {np.round(late['printed_q90'], 2).tolist()});"
-    f" Delta/N_bar fails in {np.round(late['proof'], 3).tolist()}, Corollary 1's K"
-    f" sqrt(ln(1/delta)/N) in {np.round(late['corollary'], 3).tolist()}"
+    f"past the transition, K = 3, 10, 30: Delta/N fails in {np.round(late['printed'], 3).tolist()} of runs (90% quantile of sigma / (Delta/N): {np.round(late['printed_q90'], 2).tolist()}); Delta/N_bar fails in {np.round(late['proof'], 3).tolist()}, Corollary 1's K sqrt(ln(1/delta)/N) in {np.round(late['corollary'], 3).tolist()}"
 )
 
 # %% [markdown]
@@ -795,9 +785,7 @@ for M_value in (100, 1000, 10000):
 # %%
 S_measured, t_eps, bound_73 = np.array(corollary_rows).T
 print(
-    f"S_n / (ln(M/eps) / (eps eta_Y)) in [{(S_measured / bound_73).min():.3f},"
-    f" {(S_measured / bound_73).max():.3f}]; S_n / t_eps in [{(S_measured / t_eps).min():.3f},"
-    f" {(S_measured / t_eps).max():.3f}]"
+    f"S_n / (ln(M/eps) / (eps eta_Y)) in [{(S_measured / bound_73).min():.3f}, {(S_measured / bound_73).max():.3f}]; S_n / t_eps in [{(S_measured / t_eps).min():.3f}, {(S_measured / t_eps).max():.3f}]"
 )
 check_claim("scan_snap.corollary1-steps", (S_measured / bound_73).max(), **C["corollary1-steps"])
 steps_lead = (S_measured - np.ceil(t_eps)).max()
@@ -817,8 +805,7 @@ for eps in (0.1, 0.01, 0.001):
     bound = K_cor / (eps * eta_cor) * np.log(M_cor / eps)
     total_rows.append((needed / bound, needed / (K_cor * sst.residual_time(eps, M_cor, eta_cor))))
     print(
-        f"eps = {eps}: S_n = {S_n}, 90% of runs done after {needed:.0f} steps ="
-        f" {needed / bound:.3f} of K ln(M/eps)/(eps eta_Y), {total_rows[-1][1]:.2f} K t_eps"
+        f"eps = {eps}: S_n = {S_n}, 90% of runs done after {needed:.0f} steps = {needed / bound:.3f} of K ln(M/eps)/(eps eta_Y), {total_rows[-1][1]:.2f} K t_eps"
     )
 total_ratio = max(row[0] for row in total_rows)
 check_claim("scan_snap.corollary1-steps", total_ratio, **C["corollary1-steps#4"])
@@ -1071,8 +1058,7 @@ for update in ("modified", "plain"):
         )
         theorem1[update, eta] = ratios
         print(
-            f"{update:8s} eta_Y = {eta}: beta/iota over all (n, n') in [{ratios.min():.3e},"
-            f" {ratios.max():.3e}]"
+            f"{update:8s} eta_Y = {eta}: beta/iota over all (n, n') in [{ratios.min():.3e}, {ratios.max():.3e}]"
         )
 
 # %% [markdown]
@@ -1121,9 +1107,7 @@ alpha_from_w = np.exp(w_row - w_row.max()) / np.exp(w_row - w_row.max()).sum()
 # %%
 lemma3_gaps = {name: np.abs(step - lemma3_target).max() for name, step in W_step.items()}
 print(
-    f"|dW - e_n (e_n - alpha_n)^T|: modified {lemma3_gaps['modified']:.1e}, plain"
-    f" {lemma3_gaps['plain']:.2e}; |softmax(Y^T f_n) - softmax(w_n)| ="
-    f" {np.abs(alpha_l3 - alpha_from_w).max():.1e}"
+    f"|dW - e_n (e_n - alpha_n)^T|: modified {lemma3_gaps['modified']:.1e}, plain {lemma3_gaps['plain']:.2e}; |softmax(Y^T f_n) - softmax(w_n)| = {np.abs(alpha_l3 - alpha_from_w).max():.1e}"
 )
 lemma3_gap = max(lemma3_gaps["modified"], np.abs(alpha_l3 - alpha_from_w).max())
 check_claim("scan_snap.lemma3", lemma3_gap, **C["lemma3"])
@@ -1179,9 +1163,7 @@ for K_value in (3, 10):
             (np.mean(theta_max > theta_bound), np.quantile(theta_max, 0.9) / theta_bound)
         )
         print(
-            f"K = {K_value:2d}, N = {N_value}, M = {M_value}, eta_Y = {eta}: bound broken in"
-            f" {theta_rows[-1][0]:.3f} of runs; 90% quantile of max |theta_n| ="
-            f" {theta_rows[-1][1]:.2f} of the bound"
+            f"K = {K_value:2d}, N = {N_value}, M = {M_value}, eta_Y = {eta}: bound broken in {theta_rows[-1][0]:.3f} of runs; 90% quantile of max |theta_n| = {theta_rows[-1][1]:.2f} of the bound"
         )
 
 # %% [markdown]
@@ -1377,8 +1359,7 @@ assumption2 = (np.abs(eigenvalues).max(axis=1) < 1 / K_scan) & (
     np.abs(eigenvalues).min(axis=1) >= 6 / np.sqrt(M_scan)
 )
 print(
-    f"eigenvalues of E at Z = 0: {eigenvalues[0].round(4).tolist()}; Assumption 2 holds up to t ="
-    f" {t_scan[np.argmin(assumption2) - 1] if not assumption2.all() else t_scan[-1]:.0f} (common"
+    f"eigenvalues of E at Z = 0: {eigenvalues[0].round(4).tolist()}; Assumption 2 holds up to t = {t_scan[np.argmin(assumption2) - 1] if not assumption2.all() else t_scan[-1]:.0f} (common"
     " token shrinking)"
 )
 assert assumption2[0]
@@ -1466,9 +1447,7 @@ for n in range(K_scan):
 
 # %%
 print(
-    f"Eq. 11: max relative error {max(eq11_errors):.1e}; Eq. 12 margins: lower {min(lower_ok):.2e},"
-    f" upper {min(upper_ok):.2e}; final chi = {chi[-1]:.3f} in"
-    f" [{np.exp(2 * f_scan[0, n, top] ** 2 * B_scan[-1, n]):.3f}, {np.exp(2 * B_scan[-1, n]):.3f}]"
+    f"Eq. 11: max relative error {max(eq11_errors):.1e}; Eq. 12 margins: lower {min(lower_ok):.2e}, upper {min(upper_ok):.2e}; final chi = {chi[-1]:.3f} in [{np.exp(2 * f_scan[0, n, top] ** 2 * B_scan[-1, n]):.3f}, {np.exp(2 * B_scan[-1, n]):.3f}]"
 )
 check_claim("scan_snap.eq11", max(eq11_errors), **C["eq11"])
 check_claim("scan_snap.eq12", min(min(lower_ok), min(upper_ok)), **C["eq12"])
@@ -1510,9 +1489,7 @@ E_cor2 = (lambda F: F.T @ F - np.eye(K_scan))(
 mirrored = z_cor2[:, 3:].reshape(len(t_scan), K_scan, n_dt_scan)
 asymmetry = np.abs(mirrored - mirrored[:, :1]).max()
 print(
-    f"eigenvalues of E at Z = 0: {np.linalg.eigvalsh(E_cor2).round(4).tolist()}; largest dz/dt of a"
-    f" common token after t = 0: {zdot_cor2[1:, :3].max():.2e}; largest |z_l - z_phi(l)|:"
-    f" {asymmetry:.1e}"
+    f"eigenvalues of E at Z = 0: {np.linalg.eigvalsh(E_cor2).round(4).tolist()}; largest dz/dt of a common token after t = 0: {zdot_cor2[1:, :3].max():.2e}; largest |z_l - z_phi(l)|: {asymmetry:.1e}"
 )
 check_claim("scan_snap.corollary2", zdot_cor2[1:, :3].max(), **C["corollary2"])
 check_claim("scan_snap.corollary2", asymmetry, **C["corollary2#2"])
@@ -1593,9 +1570,7 @@ after = t_ct >= sst.transition_time(K=K_ct, M=1000, eta_Y=1.0)
 implied_C0 = 2 * 0.5 / 1.0 * K_ct * 999**2 / invariant[after][-1]
 rho0_sq = np.sum(P_ct[0] ** 2) / P_ct[0, 0] ** 2  # f_n^T f_n' = exp(2z) / rho_0^2 at the start
 print(
-    f"(exp(-4z) - 1)/h^2: {invariant[0]:.3g} at t = 1, {invariant[after][0]:.3g} at t_0,"
-    f" {invariant[-1]:.3g} at t = 1e6; implied C_0 = {implied_C0:.3f} against rho_0^4/K ="
-    f" {rho0_sq**2 / K_ct:.3f}"
+    f"(exp(-4z) - 1)/h^2: {invariant[0]:.3g} at t = 1, {invariant[after][0]:.3g} at t_0, {invariant[-1]:.3g} at t = 1e6; implied C_0 = {implied_C0:.3f} against rho_0^4/K = {rho0_sq**2 / K_ct:.3f}"
 )
 invariant_drift = invariant[after].max() / invariant[after].min() - 1
 check_claim("scan_snap.eq13-single-ct", invariant_drift, **C["eq13-single-ct"])
@@ -1974,13 +1949,7 @@ def summary(result):
 stats = {eta_Y: [summary(r) for r in runs] for eta_Y, runs in runs_small.items()}
 for eta_Y, rows in stats.items():
     print(
-        f"eta_Y = {eta_Y:4g}: H_DT = {np.mean([r['entropy'] for r in rows]):.3f} +-"
-        f" {np.std([r['entropy'] for r in rows]):.3f}, common mass"
-        f" {np.mean([r['common_mass'] for r in rows]):.3f}, loss < 1e-2 at iteration"
-        f" {[r['loss_hit'] for r in rows]}; top distinct share gained at least"
-        f" {min(r['share_gain'] for r in rows):.3f}; |H(50) - H(0)| >="
-        f" {min(r['moved'] for r in rows):.3f}, |H(100) - H(50)| <="
-        f" {max(r['drift'] for r in rows):.4f}"
+        f"eta_Y = {eta_Y:4g}: H_DT = {np.mean([r['entropy'] for r in rows]):.3f} +- {np.std([r['entropy'] for r in rows]):.3f}, common mass {np.mean([r['common_mass'] for r in rows]):.3f}, loss < 1e-2 at iteration {[r['loss_hit'] for r in rows]}; top distinct share gained at least {min(r['share_gain'] for r in rows):.3f}; |H(50) - H(0)| >= {min(r['moved'] for r in rows):.3f}, |H(100) - H(50)| <= {max(r['drift'] for r in rows):.4f}"
     )
 
 # %% [markdown]
@@ -2019,10 +1988,7 @@ entropy_fall = np.array(
 )
 spread = np.exp(np.array([attention_entropy(r, -1) for r in runs_small[1.0]]))
 print(
-    f"eta_Y = eta_Z = 1: entropy of c_n falls by {entropy_fall.min():.3f} to"
-    f" {entropy_fall.max():.3f} nats; exp(H) from"
-    f" {np.exp(attention_entropy(runs_small[1.0][0], 0)).round(1).tolist()} at Z = 0 to"
-    f" {spread.min():.1f}-{spread.max():.1f} after {ss.AUTHORS_RUN.steps} iterations"
+    f"eta_Y = eta_Z = 1: entropy of c_n falls by {entropy_fall.min():.3f} to {entropy_fall.max():.3f} nats; exp(H) from {np.exp(attention_entropy(runs_small[1.0][0], 0)).round(1).tolist()} at Z = 0 to {spread.min():.1f}-{spread.max():.1f} after {ss.AUTHORS_RUN.steps} iterations"
 )
 check_claim("scan_snap.fig4-winner", entropy_fall.min(), **C["fig4-winner#3"])
 
@@ -2103,8 +2069,7 @@ for eta_Y in (10.0, 1.0):
             )
     hits[eta_Y] = np.mean(matches, axis=0)
     print(
-        f"eta_Y = {eta_Y:4g}: the prior winner gains the most in {hits[eta_Y][0]:.0%} and still"
-        f" wins in {hits[eta_Y][1]:.0%} of {len(matches)} cases"
+        f"eta_Y = {eta_Y:4g}: the prior winner gains the most in {hits[eta_Y][0]:.0%} and still wins in {hits[eta_Y][1]:.0%} of {len(matches)} cases"
     )
 prior_rate = min(h[0] for h in hits.values())
 prior_floor = ss.one_sided_floor(0.1, len(matches))
@@ -2230,8 +2195,7 @@ z_scores = np.maximum(np.abs(our_mean - ref_mean) - 0.0005, 0) / (
 threshold = norm.ppf(1 - 0.05 / (2 * z_scores.size))
 worst = np.unravel_index(np.argmax(z_scores), z_scores.shape)
 print(
-    f"{z_scores.size} cells, {n_seeds} seeds: max z = {z_scores.max():.2f} (Bonferroni threshold"
-    f" {threshold:.2f}); max |difference| = {np.abs(our_mean - ref_mean).max():.3f}"
+    f"{z_scores.size} cells, {n_seeds} seeds: max z = {z_scores.max():.2f} (Bonferroni threshold {threshold:.2f}); max |difference| = {np.abs(our_mean - ref_mean).max():.3f}"
 )
 print(
     "worst cell: num_last =",

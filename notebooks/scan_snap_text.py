@@ -83,8 +83,7 @@ articles = text.wikipedia_sample()
 n_tokens = sum(len(tokens) for _, tokens in articles)
 n_types = len({token for _, tokens in articles for token in tokens})
 print(
-    f"{len(articles)} articles, {n_tokens} tokens, {n_types} types; first titles:"
-    f" {[t for t, _ in articles[:6]]}"
+    f"{len(articles)} articles, {n_tokens} tokens, {n_types} types; first titles: {[t for t, _ in articles[:6]]}"
 )
 assert (len(articles), n_tokens, n_types) == (
     107,
@@ -168,8 +167,7 @@ for n_layers, n_steps in ((1, lm_steps), (3, deep_steps)):
     steps, entropies, valid_loss = lm_run.steps, lm_run.entropies, lm_run.valid_loss
     trajectories[n_layers] = (steps, entropies, model)
     print(
-        f"{n_layers} layer(s): entropy {np.round(entropies, 3).tolist()}; validation loss"
-        f" {valid_loss:.3f}"
+        f"{n_layers} layer(s): entropy {np.round(entropies, 3).tolist()}; validation loss {valid_loss:.3f}"
     )
 
 # %% [markdown]
@@ -227,9 +225,7 @@ early_drop = entropies[0] - entropies[tenth]
 late_drift = entropies[half] - entropies[-1]
 freeze_ratio = abs(late_drift) / (entropies[0] - entropies[-1])
 print(
-    f"initial {entropies[0]:.3f}, final (mean of last 3) {late:.3f}; drop over the first tenth"
-    f" {early_drop:.3f}, drift over the second half {late_drift:.3f}, |drift| / whole drop"
-    f" {freeze_ratio:.2f}"
+    f"initial {entropies[0]:.3f}, final (mean of last 3) {late:.3f}; drop over the first tenth {early_drop:.3f}, drift over the second half {late_drift:.3f}, |drift| / whole drop {freeze_ratio:.2f}"
 )
 
 # %% [markdown]
@@ -256,8 +252,7 @@ if mode() == "full":
 deep_steps_recorded, deep_entropies, _ = trajectories[3]
 deep_drop = deep_entropies[0] - deep_entropies[-3:].mean()
 print(
-    f"3 layers: first-layer entropy {deep_entropies[0]:.3f} -> {deep_entropies[-3:].mean():.3f}"
-    f" (drop {deep_drop:.4f})"
+    f"3 layers: first-layer entropy {deep_entropies[0]:.3f} -> {deep_entropies[-3:].mean():.3f} (drop {deep_drop:.4f})"
 )
 if mode() == "full":
     check_claim("scan_snap.text-sparse-deep", deep_drop, **C["text-sparse-deep"])
@@ -274,8 +269,7 @@ deep_half = np.searchsorted(deep_steps_recorded, deep_steps // 2)
 deep_early_drop = deep_entropies[0] - deep_entropies[deep_tenth]
 deep_late_drift = deep_entropies[deep_half] - deep_entropies[-1]
 print(
-    f"3 layers: drop over the first tenth {deep_early_drop:.4f}, drift over the second half"
-    f" {deep_late_drift:.4f}, whole drop {deep_entropies[0] - deep_entropies[-1]:.4f}"
+    f"3 layers: drop over the first tenth {deep_early_drop:.4f}, drift over the second half {deep_late_drift:.4f}, whole drop {deep_entropies[0] - deep_entropies[-1]:.4f}"
 )
 if mode() == "full":
     deep_freeze_ratio = abs(deep_late_drift) / (deep_entropies[0] - deep_entropies[-1])
@@ -331,8 +325,7 @@ for lr in lr_values:
     )
     valid_entropy[lr], valid_loss = lm_run.valid_entropy, lm_run.valid_loss
     print(
-        f"eta = {lr}: validation attention entropy {valid_entropy[lr]:.3f}, validation loss"
-        f" {valid_loss:.3f}"
+        f"eta = {lr}: validation attention entropy {valid_entropy[lr]:.3f}, validation loss {valid_loss:.3f}"
     )
 
 # %% [markdown]
@@ -465,9 +458,7 @@ at_ratio = {
 # %%
 no_threshold = ttest_rel(at_ratio[2], at_ratio[rival], alternative="greater").pvalue
 print(
-    f"eta_Z = 1, seeds 6-10: entropy at ratio 2 {np.round(at_ratio[2], 4).tolist()}, at ratio"
-    f" {rival} {np.round(at_ratio[rival], 4).tolist()}; one-sided paired t-test p ="
-    f" {no_threshold:.2g}"
+    f"eta_Z = 1, seeds 6-10: entropy at ratio 2 {np.round(at_ratio[2], 4).tolist()}, at ratio {rival} {np.round(at_ratio[rival], 4).tolist()}; one-sided paired t-test p = {no_threshold:.2g}"
 )
 if mode() == "full":
     check_claim("scan_snap.text-yz-threshold-full", no_threshold, **C["text-yz-threshold-full"])
