@@ -1,0 +1,66 @@
+"""What the site serves besides its pages: the book's own static files (``_ext/static``), MathJax 3 from
+the site itself (no CDN), and nothing a reader's browser never asks for."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+# MathJax: tex-mml-chtml.js bundles the TeX and MathML input, the CHTML output with its font data, the menu
+# and assistive MathML; what it fetches later is a TeX extension the autoloader asks for (boldsymbol, ...) and
+# the woff2 fonts. Nothing else of the package reaches a reader: not the separate components the bundle
+# already holds, the speech-rule engine (about 4 MB of speech maps) with the a11y parts that need it, the SVG
+# output, tex-full's all-packages.js, Node's adaptors or source maps. The browser test fails on any
+# expression MathJax cannot typeset, so a page that needs a dropped part does not go unnoticed.
+MATHJAX_SHIPPED = ("tex-mml-chtml.js", "input/tex/extensions/*.js", "output/chtml/fonts/woff-v2/*.woff",
+                   "a11y/assistive-mml.js")
+# The extensions tex-mml-chtml.js already holds (its input/tex component: ams, newcommand, noundefined, require,
+# autoload, configmacros) are never fetched: their separate copies are dropped as well.
+MATHJAX_DROPPED = {"input/tex/extensions/all-packages.js",
+                   *(f"input/tex/extensions/{name}.js" for name in ("ams", "newcommand", "noundefined", "require",
+                                                                     "autoload", "configmacros"))}
+
+
+def copy_mathjax(app, exception):
+    """Serve MathJax 3 from ``_static/mathjax``: the CHTML build and the parts it loads (:data:`MATHJAX_SHIPPED`)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import mathjax
+
+    source = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    target = Path(app.outdir) / "_static" / "mathjax"
+    shutil.rmtree(target, ignore_errors=True)  # no part of an earlier build's selection stays behind
+    for pattern in MATHJAX_SHIPPED:
+        for path in source.glob(pattern):
+            relative = path.relative_to(source)
+            if relative.as_posix() not in MATHJAX_DROPPED:
+                (target / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target / relative)
+
+
+def drop_what_serves_nobody(app, exception):
+    """Source maps of the theme's scripts, message catalogues, and the TrueType copies of the icon fonts (the
+    theme's CSS offers woff2 first, which every browser of the last eight years reads): nothing a reader's
+    browser asks for."""
+    if exception is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    for path in [*static.rglob("*.map"), *static.rglob("*.mo"), *static.rglob("*.po"),
+                 *static.glob("vendor/fontawesome/webfonts/*.ttf")]:
+        path.unlink()
+
+
+def bibliography_roles(app, exception):
+    """The references page's entries are list items of its citation list: docutils marks them
+    ``doc-biblioentry``, a role that ARIA 1.2 deprecates and that accessibility engines (axe-core) no longer
+    count as a list item, so the list looked empty of items to them; ``listitem`` says the same and is read."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if 'role="doc-biblioentry"' in text:
+            page.write_text(text.replace('role="doc-biblioentry"', 'role="listitem"'), encoding="utf-8")
+
+
+def add_static_files(app, config):
+    config.html_static_path.append(str(Path(__file__).parent / "static"))
