@@ -181,6 +181,11 @@ VALID = {
     "claims.archive_path": lambda: dict(chapter="balance"),
     # a series with no NaN (a diverged run archives NaN as null, and Fig. 6's series holds some)
     "claims.archived_arrays": lambda: dict(chapter="induction_subspace", name="paper_width"),
+    "exercises.SelfChecks": lambda: dict(chapter="lsa"),
+    "exercises.number_near": lambda: dict(expected=lambda: 1.0),
+    "exercises.numbers_near": lambda: dict(expected=lambda: [1.0, 2.0]),
+    "exercises.number_between": lambda: dict(low=0.0, high=1.0),
+    "exercises.exactly": lambda: dict(expected=lambda: 3),
     "validation.positive_int": lambda: dict(name="n", value=3),
     "validation.even_int": lambda: dict(name="D", value=4),
     "validation.power_of_two": lambda: dict(name="d", value=8),
@@ -507,6 +512,7 @@ REAL = {"-1", "0", "2.5"}  # any real number is a valid value of this parameter
 ANY = set(BAD)  # the parameter is generic: any object is a valid value
 
 ACCEPTED = {
+    "exercises.number_between": {"low": {"-1", "0"}, "high": {"0", "2.5"}},  # each still leaves low <= high
     "config.by_mode": {"quick": ANY, "default": ANY, "full": ANY},  # by_mode returns whichever the mode picks
     "config.progress": {"iterable": {"str", "numpy", "empty"}},  # each is an iterable: a loop over it is valid
     "claims.check_claim": {"measured": REAL},  # within the valid call's bounds [-10, 10]

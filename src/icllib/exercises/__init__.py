@@ -21,6 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from icllib.validation import positive_number, real_number
+
+
+def _callable(name: str, value) -> Callable:
+    if not callable(value):
+        raise ValueError(f"{name} must be a function of no arguments that returns the expected answer, got {value!r}")
+    return value
+
 
 @dataclass(frozen=True)
 class SelfCheck:
@@ -42,6 +50,13 @@ class SelfChecks:
     """A chapter's self-checks by label; ``check(label, answer)`` prints the verdict."""
 
     def __init__(self, chapter: str, *checks: SelfCheck):
+        from icllib.claims import registry
+
+        if not isinstance(chapter, str) or chapter not in registry().chapters:
+            raise ValueError(f"chapter must be one of the book's chapters ({', '.join(registry().chapters)}), "
+                             f"got {chapter!r}")
+        if not all(isinstance(entry, SelfCheck) for entry in checks):
+            raise ValueError("checks must be SelfCheck entries")
         self.chapter = chapter
         self.by_label = {}
         for entry in checks:
@@ -88,6 +103,8 @@ def number_near(expected: Callable[[], float], rtol: float = 1e-6, atol: float =
     ``expected`` is a function, evaluated when the check runs, so that the value is computed by the chapter's
     own closed forms rather than written into the source as a literal.
     """
+    expected = _callable("expected", expected)
+    rtol, atol = positive_number("rtol", rtol, allow_zero=True), positive_number("atol", atol, allow_zero=True)
 
     def judge(answer) -> bool:
         if isinstance(answer, bool):
@@ -102,6 +119,8 @@ def number_near(expected: Callable[[], float], rtol: float = 1e-6, atol: float =
 
 def numbers_near(expected: Callable[[], Any], rtol: float = 1e-6, atol: float = 0.0) -> Callable[[Any], bool]:
     """A judge: the answer is an array of ``expected()``'s shape, each entry within ``rtol`` or ``atol``."""
+    expected = _callable("expected", expected)
+    rtol, atol = positive_number("rtol", rtol, allow_zero=True), positive_number("atol", atol, allow_zero=True)
 
     def judge(answer) -> bool:
         target = np.asarray(expected(), dtype=float)
@@ -113,6 +132,9 @@ def numbers_near(expected: Callable[[], Any], rtol: float = 1e-6, atol: float = 
 
 def number_between(low: float, high: float) -> Callable[[Any], bool]:
     """A judge: the answer is one real number in ``[low, high]`` (for measured quantities with a spread)."""
+    low, high = real_number("low", low), real_number("high", high)
+    if low > high:
+        raise ValueError(f"low must be at most high, got low={low} > high={high}")
 
     def judge(answer) -> bool:
         if isinstance(answer, bool):
@@ -125,6 +147,7 @@ def number_between(low: float, high: float) -> Callable[[Any], bool]:
 
 def exactly(expected: Callable[[], Any]) -> Callable[[Any], bool]:
     """A judge: the answer equals ``expected()`` exactly (an integer, a string, a tuple of choices)."""
+    expected = _callable("expected", expected)
 
     def judge(answer) -> bool:
         if isinstance(answer, str):
