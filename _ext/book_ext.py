@@ -84,21 +84,53 @@ def check_the_cite_section(app, doctree):
 
 
 def offer_the_source(app, doctree):
-    """Under each chapter's title: how to run it yourself, with the executed notebook and the source archive."""
+    """Under each chapter's title: how to run it yourself, with the executed notebook and the source archive;
+    where the site carries the course pack (``make course``), the chapter's PDFs and notebooks of both editions.
+    The student edition's pages offer only what holds no solution: its own notebook and PDFs."""
     pages = {header["page"] for header in claims_module.registry().chapters.values()}
     if app.env.docname not in pages or not doctree.children or not isinstance(doctree[0], nodes.section):
         return
-    depth = app.env.docname.count("/")
+    up = "../" * app.env.docname.count("/")
     name = Path(app.env.docname).name
     paragraph = nodes.paragraph(classes=["run-it-yourself"])
     paragraph += nodes.emphasis(text="Run it yourself: ")
-    paragraph += nodes.Text("download the book's source, ")
-    paragraph += nodes.reference(text=source_archive.ARCHIVE_NAME, refuri="../" * depth + source_archive.ARCHIVE_NAME)
-    paragraph += nodes.Text(", and follow its README (a few minutes to install the pinned packages, then about a minute to run the chapter in quick mode), or take the executed ")
-    paragraph += nodes.reference(text=f"{name}.ipynb", refuri="../" * depth + f"_sources/{app.env.docname}.ipynb")
-    paragraph += nodes.Text(f" (the source's notebooks/{name}.py is the same chapter as a text notebook).")
+    if app.config.course_edition == "student":
+        paragraph += nodes.Text("take this chapter's notebook, ")
+        paragraph += nodes.reference(text=f"{name}.ipynb", refuri=f"{up}notebooks/{name}.ipynb")
+        paragraph += nodes.Text(" (it opens in plain Jupyter and installs what it needs), or print it: ")
+        paragraph += nodes.reference(text=f"{name}.pdf", refuri=f"{up}pdf/{name}.pdf")
+        paragraph += nodes.Text(", or the whole book, ")
+        paragraph += nodes.reference(text="book.pdf", refuri=f"{up}pdf/book.pdf")
+        paragraph += nodes.Text(". This is the student edition: the exercises come without their solutions.")
+    else:
+        paragraph += nodes.Text("download the book's source, ")
+        paragraph += nodes.reference(text=source_archive.ARCHIVE_NAME, refuri=up + source_archive.ARCHIVE_NAME)
+        paragraph += nodes.Text(", and follow its README (a few minutes to install the pinned packages, then about a minute to run the chapter in quick mode), or take the executed ")
+        paragraph += nodes.reference(text=f"{name}.ipynb", refuri=f"{up}_sources/{app.env.docname}.ipynb")
+        paragraph += nodes.Text(f" (the source's notebooks/{name}.py is the same chapter as a text notebook).")
     title_index = doctree[0].first_child_matching_class(nodes.title)
     doctree[0].insert(title_index + 1, paragraph)
+    if app.config.course_pack and app.config.course_edition != "student":
+        doctree[0].insert(title_index + 2, course_pack_links(up, name))
+
+
+def course_pack_links(up: str, name: str) -> nodes.paragraph:
+    """For a course: the chapter's PDF and notebook in each edition (``_ext/course.py`` writes them)."""
+    course = f"{up}course"
+    paragraph = nodes.paragraph(classes=["run-it-yourself", "course-pack"])
+    paragraph += nodes.emphasis(text="For a course: ")
+    paragraph += nodes.Text("this chapter as a PDF, ")
+    paragraph += nodes.reference(text="student edition", refuri=f"{course}/student/pdf/{name}.pdf")
+    paragraph += nodes.Text(" (no solutions) or ")
+    paragraph += nodes.reference(text="instructor edition", refuri=f"{course}/instructor/pdf/{name}.pdf")
+    paragraph += nodes.Text(" (solutions expanded); its notebook for ")
+    paragraph += nodes.reference(text="students", refuri=f"{course}/student/notebooks/{name}.ipynb")
+    paragraph += nodes.Text(" or ")
+    paragraph += nodes.reference(text="instructors", refuri=f"{course}/instructor/notebooks/{name}.ipynb")
+    paragraph += nodes.Text("; the ")
+    paragraph += nodes.reference(text="student edition", refuri=f"{course}/student/notebooks/{name}.html")
+    paragraph += nodes.Text(" of this page.")
+    return paragraph
 
 
 def forget_checking_cells(app, env, docname):
@@ -292,6 +324,11 @@ def setup(app):
     app.connect("config-inited", site_assets.add_static_files)
     app.connect("config-inited", follow_the_repository_url)
     app.add_css_file("book.css")
+    app.add_css_file("print.css", media="print")
+    # Which edition this build is ("student" in the course pack's second build, "" for the published site) and
+    # whether the course pack will lie beside it (make book builds it last): the chapters' links follow.
+    app.add_config_value("course_edition", "", "env")
+    app.add_config_value("course_pack", os.environ.get("ICLLIB_COURSE_PACK") == "1", "env")
     app.add_js_file("ledger.js")
     app.add_js_file("fit_equations.js")
     app.add_directive("cite-this-chapter", CiteThisChapter)

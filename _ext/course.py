@@ -1,0 +1,285 @@
+"""The course pack: a student and an instructor edition of the book, built from the same chapter sources.
+
+``make course`` (``python _ext/course.py``, after the site is built) writes under the published site:
+
+- ``course/student/``: the student edition's pages, a second build of the book from the stored executions
+  (no chapter runs again) with sphinx-exercise's ``hide_solutions``, which drops every ``{solution}`` before it
+  reaches a page, the search index or a cross-reference; the edition ships no page source, no executed
+  notebook and no source archive (all three hold the solutions);
+- ``course/student/pdf/`` and ``course/instructor/pdf/``: a PDF of each chapter and one of the book, printed by
+  the Chromium the site tests drive (``site_tests/browser.py``), from the student pages and from the published
+  pages with every solution expanded;
+- ``course/student/notebooks/`` and ``course/instructor/notebooks/``: each chapter's executed notebook in plain
+  Markdown, without and with its solutions.
+
+The instructor edition's pages are the published site itself (solutions in dropdowns). ``tests/test_course.py``
+checks the pack: no solution in any student file, every solution in the instructor's, every PDF page filled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE_FOLDER = "course"
+EDITIONS = ("student", "instructor")
+EDITION_TITLES = {"student": "Student edition", "instructor": "Instructor edition"}
+BOOK_PDF = "book.pdf"
+# The Sphinx setting that tells the book's extension which edition it builds ("student", or "" for the
+# published site); it decides what the "Run it yourself" paragraph under each chapter's title links.
+EDITION_SETTING = "course_edition"
+# A4, with room above and below the text for Chromium's header and footer.
+PAPER = {"paperWidth": 8.27, "paperHeight": 11.69, "marginTop": 0.75, "marginBottom": 0.7, "marginLeft": 0.55,
+         "marginRight": 0.55}
+# Chromium prints a 60-page chapter in about ten seconds; the DevTools reply waits this long at most.
+PRINT_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Chapter:
+    number: int
+    name: str       # notebooks/<name>.py
+    page: str       # the page's docname, notebooks/<name>
+    title: str
+
+
+def chapters(root: Path = ROOT) -> list[Chapter]:
+    """The numbered chapters in the order of the table of contents, titled as the registry titles them."""
+    sys.path.insert(0, str(root / "src"))
+    from icllib import claims
+
+    titles = {header["page"]: header["title"] for header in claims.registry().chapters.values()}
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    pages = [entry["file"] for part in toc.get("parts", []) if part.get("numbered")
+             for entry in part.get("chapters", [])]
+    return [Chapter(number, Path(page).name, page, titles[page])
+            for number, page in enumerate((page for page in pages if page in titles), start=1)]
+
+
+def book_title(root: Path = ROOT) -> str:
+    return yaml.safe_load((root / "_config.yml").read_text())["title"]
+
+
+def pdf_name(chapter: Chapter) -> str:
+    return f"{chapter.name}.pdf"
+
+
+def course_link(edition: str, kind: str, file_name: str) -> str:
+    """Where a course file lies, relative to the published site's root: ``course/<edition>/<kind>/<file>``."""
+    return f"{COURSE_FOLDER}/{edition}/{kind}/{file_name}"
+
+
+# --- the student edition's pages ---------------------------------------------------------------------------
+
+def student_config(root: Path, target: Path) -> Path:
+    """The book's ``_config.yml`` with the solutions hidden and the edition named: the student build's config."""
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    sphinx_config = config.setdefault("sphinx", {}).setdefault("config", {})
+    sphinx_config["hide_solutions"] = True
+    sphinx_config[EDITION_SETTING] = "student"
+    # The page sources (.py, .md) hold the solutions: the student edition does not copy them.
+    sphinx_config["html_copy_source"] = False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    return target
+
+
+def build_student_site(root: Path, work: Path) -> Path:
+    """A second build of the book, from the stored executions, with the solutions hidden; returns its HTML."""
+    config = student_config(root, work / "_config.student.yml")
+    shutil.rmtree(work / "_build", ignore_errors=True)
+    command = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--config", str(config),
+               "--path-output", str(work), "-W", "-n", "--keep-going", "--quiet"]
+    subprocess.run(command, cwd=root, check=True)
+    return work / "_build" / "html"
+
+
+def without_solutions_in_the_files(site: Path) -> None:
+    """What in the student build's output still holds solutions: the executed notebooks the page's download
+    button offers, and the book's source archive (its notebooks). Both go; the button gets the student notebook."""
+    shutil.rmtree(site / "_sources", ignore_errors=True)
+    import source_archive
+
+    (site / source_archive.ARCHIVE_NAME).unlink(missing_ok=True)
+
+
+# --- notebooks ---------------------------------------------------------------------------------------------
+
+def plain_notebooks(build: Path, target: Path, *, solutions: bool, site_url: str) -> list[Path]:
+    """Each chapter's executed notebook of the published build (``<build>/jupyter_execute``) as a notebook that
+    reads in plain Jupyter, with or without its solutions."""
+    try:
+        from notebook_download import plain_notebook
+    except ImportError:  # until _ext/notebook_download.py lands: solutions dropped, MyST left as it is
+        plain_notebook = _solutions_dropped
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for chapter in chapters():
+        executed = build / "jupyter_execute" / f"{chapter.page}.ipynb"
+        notebook = plain_notebook(json.loads(executed.read_text(encoding="utf-8")), solutions=solutions,
+                                  site_url=site_url)
+        path = target / f"{chapter.name}.ipynb"
+        path.write_text(json.dumps(notebook, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+SOLUTION_BLOCK = re.compile(r"^(`{3,}|:{3,})\{solution\}.*?^\1[ \t]*$\n?", re.MULTILINE | re.DOTALL)
+
+
+def _solutions_dropped(notebook: dict, *, solutions: bool, site_url: str) -> dict:
+    if not solutions:
+        for cell in notebook["cells"]:
+            if cell["cell_type"] == "markdown":
+                source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+                cell["source"] = SOLUTION_BLOCK.sub("", source)
+    return notebook
+
+
+# --- PDFs --------------------------------------------------------------------------------------------------
+
+def header_template(chapter_title: str, edition: str) -> str:
+    return ("<div style='font-size:7.5pt;color:#555;width:100%;margin:0 0.55in;display:flex;"
+            "justify-content:space-between;font-family:sans-serif'>"
+            f"<span>{html.escape(chapter_title)}</span>"
+            f"<span>{html.escape(book_title())}, {EDITION_TITLES[edition].lower()}</span></div>")
+
+
+def footer_template(label: str) -> str:
+    return ("<div style='font-size:7.5pt;color:#555;width:100%;text-align:center;font-family:sans-serif'>"
+            f"{html.escape(label)}page <span class='pageNumber'></span> of <span class='totalPages'></span></div>")
+
+
+# Every figure has loaded (a page prints what it has), and the solutions' dropdowns are open (the print
+# style sheet shows them too; this also sets the buttons' state that a reader would see).
+READY = r"""
+Promise.all(Array.from(document.images).map((image) => image.complete ? true
+  : new Promise((done) => { image.addEventListener("load", done); image.addEventListener("error", done); })))
+  .then(() => { document.querySelectorAll(".toggle-hidden").forEach((node) => node.classList.remove("toggle-hidden"));
+                return document.images.length; })
+"""
+
+
+def print_page(browser, url: str, target: Path, *, title: str, edition: str, label: str) -> float:
+    """Print one page of the site to ``target`` (MathJax typeset first: ``browser.load`` waits for it); the
+    seconds it took."""
+    started = time.monotonic()
+    browser.load(url, 1100)
+    browser.evaluate(READY, await_promise=True)
+    result = browser.send("Page.printToPDF", browser.session, printBackground=True, displayHeaderFooter=True,
+                          headerTemplate=header_template(title, edition), footerTemplate=footer_template(label),
+                          preferCSSPageSize=False, **PAPER)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(base64.b64decode(result["data"]))
+    return time.monotonic() - started
+
+
+def print_edition(browser, pages_root: Path, target: Path, edition: str) -> dict[str, float]:
+    """The PDF of each chapter of one edition, from its pages, and the book's, the chapters' PDFs merged with a
+    bookmark each (page numbers count within a chapter, as the footer says)."""
+    from pypdf import PdfWriter
+
+    seconds = {}
+    for chapter in chapters():
+        url = (pages_root / f"{chapter.page}.html").resolve().as_uri()
+        seconds[chapter.name] = print_page(browser, url, target / pdf_name(chapter), title=chapter.title,
+                                           edition=edition, label=f"Chapter {chapter.number}, ")
+    book = PdfWriter()
+    for chapter in chapters():
+        book.append(str(target / pdf_name(chapter)), outline_item=f"{chapter.number}. {chapter.title}")
+    book.add_metadata({"/Title": f"{book_title()} ({EDITION_TITLES[edition].lower()})"})
+    with open(target / BOOK_PDF, "wb") as handle:
+        book.write(handle)
+    return seconds
+
+
+def open_browser():
+    sys.path.insert(0, str(ROOT / "site_tests"))
+    from browser import Chromium, find_chromium
+
+    binary = find_chromium()
+    if binary is None:
+        raise SystemExit("the course's PDFs are printed by Chromium, and none is installed "
+                         "(Debian: apt-get install chromium)")
+    return Chromium(binary, timeout_s=PRINT_TIMEOUT_S)
+
+
+# --- the whole pack ----------------------------------------------------------------------------------------
+
+def folder_size(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def build_course(site: Path, work: Path, *, site_url: str = "") -> dict:
+    """Both editions under ``<site>/course/``; returns what it measured (seconds, bytes)."""
+    site, work = site.resolve(), work.resolve()
+    if not (site / "index.html").is_file():
+        raise SystemExit(f"{site} holds no built site: build it first (make book)")
+    facts: dict = {"seconds": {}}
+    course = site / COURSE_FOLDER
+    shutil.rmtree(course, ignore_errors=True)
+
+    started = time.monotonic()
+    student_html = build_student_site(ROOT, work)
+    facts["seconds"]["student pages"] = round(time.monotonic() - started, 1)
+    without_solutions_in_the_files(student_html)
+    shutil.copytree(student_html, course / "student")
+
+    build = site.parent    # _build/html's parent holds jupyter_execute
+    for edition in EDITIONS:
+        solutions = edition == "instructor"
+        plain_notebooks(build, course / edition / "notebooks", solutions=solutions, site_url=site_url)
+    # The student pages' download button offers the student notebook, where the published pages offer theirs.
+    for chapter in chapters():
+        download = course / "student" / "_sources" / f"{chapter.page}.ipynb"
+        download.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(course / "student" / "notebooks" / f"{chapter.name}.ipynb", download)
+
+    browser = open_browser()
+    try:
+        started = time.monotonic()
+        facts["seconds"]["student PDFs"] = print_edition(browser, course / "student", course / "student" / "pdf",
+                                                         "student")
+        facts["seconds"]["instructor PDFs"] = print_edition(browser, site, course / "instructor" / "pdf",
+                                                            "instructor")
+        facts["seconds"]["all PDFs"] = round(time.monotonic() - started, 1)
+    finally:
+        browser.close()
+    facts["bytes"] = {"course pack": folder_size(course),
+                      "student pages": folder_size(course / "student") - folder_size(course / "student" / "pdf")
+                      - folder_size(course / "student" / "notebooks"),
+                      **{f"{edition} PDFs": folder_size(course / edition / "pdf") for edition in EDITIONS},
+                      **{f"{edition} notebooks": folder_size(course / edition / "notebooks") for edition in EDITIONS},
+                      "site without the course pack": folder_size(site) - folder_size(course)}
+    (work / "facts.json").write_text(json.dumps(facts, indent=1))
+    return facts
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--site", type=Path, default=ROOT / "_build" / "html",
+                        help="the built site to add the course pack to (default: _build/html)")
+    parser.add_argument("--work", type=Path, default=ROOT / "_build" / "course",
+                        help="where the student edition is built before it is copied (default: _build/course)")
+    arguments = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "_ext"))
+    facts = build_course(arguments.site, arguments.work)
+    print(json.dumps(facts, indent=1))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("ICLLIB_MODE", "default")
+    main()
