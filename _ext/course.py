@@ -87,7 +87,10 @@ def course_link(edition: str, kind: str, file_name: str) -> str:
 def student_config(root: Path, target: Path) -> Path:
     """The book's ``_config.yml`` with the solutions hidden and the edition named: the student build's config."""
     config = yaml.safe_load((root / "_config.yml").read_text())
-    sphinx_config = config.setdefault("sphinx", {}).setdefault("config", {})
+    # jupyter-book finds a local extension's folder from the config file's: name it absolutely.
+    config["sphinx"]["local_extensions"] = {name: str((root / folder).resolve())
+                                            for name, folder in config["sphinx"]["local_extensions"].items()}
+    sphinx_config = config["sphinx"].setdefault("config", {})
     sphinx_config["hide_solutions"] = True
     sphinx_config[EDITION_SETTING] = "student"
     # The page sources (.py, .md) hold the solutions: the student edition does not copy them.
