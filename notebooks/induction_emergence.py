@@ -27,17 +27,17 @@
 # What this chapter finds:
 #
 # - the three-parameter loss is exactly the full network's on orthonormal data with the query last and a
-#   self-excluding mask, and fails without either assumption ([section 1](sec-induction-emergence-network));
-# - every formula of App. B.3-B.5 is right, checked symbolically ([section 2](sec-induction-emergence-symbolic));
+#   self-excluding mask, and fails without either assumption ([From the network to three numbers](sec-induction-emergence-network));
+# - every formula of App. B.3-B.5 is right, checked symbolically ([The closed forms, symbolically](sec-induction-emergence-symbolic));
 # - the order $\gamma, \beta, \alpha$ holds for every $N \ge 2$ integrated, not only for large $N$
-#   ([section 3](sec-induction-emergence-flow));
+#   ([The flow from zero](sec-induction-emergence-flow));
 # - the $N^2$ law holds, with constants derived here in closed form and a slow manifold $\alpha = \beta^2/2$
-#   ({prf:ref}`prop-induction-phase2`; [section 4](sec-induction-emergence-law));
+#   ({prf:ref}`prop-induction-phase2`; [The N² law and its constants](sec-induction-emergence-law));
 # - every bound of the proof holds along the flow; the proof sketch's $o(1/N^2)$, B.1's names and B.8.1's
-#   remainder are slips ([section 5](sec-induction-emergence-proof));
-# - at $T_\alpha$ the loss is still that of averaging the context ([section 6](sec-induction-emergence-loss));
+#   remainder are slips ([The proof, step by step](sec-induction-emergence-proof));
+# - at $T_\alpha$ the loss is still that of averaging the context ([Emergence is not the loss drop](sec-induction-emergence-loss));
 # - App. F's step of 100 acts on the weight matrices: as $\lambda/D$ on the three numbers it reproduces the flow
-#   and Fig. 5, applied to the three numbers directly it diverges ([section 7](sec-induction-emergence-fig5)).
+#   and Fig. 5, applied to the three numbers directly it diverges ([Fig. 5](sec-induction-emergence-fig5)).
 #
 # **What it assumes.** The paper's Assumptions 7-8 (orthonormal inputs, the query last) and its three-parameter
 # reduction of App. B.3; the self-excluding mask of App. B.2 ({ref}`induction_emergence.N5 <induction-emergence-n5>`);
@@ -94,7 +94,7 @@ print(f"mode = {mode()}, N up to {N_MAX}")
 
 # %% [markdown]
 # (sec-induction-emergence-network)=
-# ## 1. From the network to three numbers
+# ## From the network to three numbers
 #
 # The model of Eq. 1 is a two-layer disentangled transformer: each attention layer appends its output to the
 # residual stream, with merged key-query matrices and no value projection,
@@ -196,7 +196,7 @@ check_claim("induction_emergence.full-step-rate", step_gap, **C["full-step-rate"
 
 # %% [markdown]
 # (sec-induction-emergence-symbolic)=
-# ## 2. The closed forms, symbolically
+# ## The closed forms, symbolically
 #
 # App. B.4.7 says the gradients were verified with SymPy; we redo it, and check that the system of B.5 is the
 # negative gradient and that the identity of B.7.3, $\dot\alpha = \frac{\beta(2N-2)}{e^\alpha + 2N - 2}\,\dot\beta$,
@@ -289,12 +289,13 @@ check_claim("induction_emergence.initial-velocity", initial_ok, **C["initial-vel
 
 # %% [markdown]
 # (sec-induction-emergence-flow)=
-# ## 3. The flow from zero
+# ## The flow from zero
 #
 # The paper's main result, in the form this chapter tests:
 #
-# ```{prf:theorem} Emergence in three phases: the paper's Theorem 2
+# ```{prf:theorem} Theorem 2 of the paper: emergence in three phases
 # :label: thm-induction-emergence-order
+# :nonumber:
 # Under Assumptions 7-8, gradient flow on {eq}`ie-b3` from $\alpha = \beta = \gamma = 0$ makes the parameters
 # emerge (cross $1/2$, Definition 1) in the order $T_\gamma < T_\beta < T_\alpha$, with $T_\gamma = \Theta(N)$ and
 # $T_\beta, T_\alpha = \Theta(N^2)$.
@@ -349,7 +350,7 @@ check_claim("induction_emergence.nonnegativity", lowest, **C["nonnegativity"])
 
 # %% [markdown]
 # (sec-induction-emergence-law)=
-# ## 4. The N² law and its constants
+# ## The N² law and its constants
 #
 # {prf:ref}`thm-induction-emergence-order` gives the orders $\Theta(N)$, $\Theta(N^2)$, $\Theta(N^2)$. A log-log fit
 # over $N \ge 32$ gives the exponents; the finite-$N$ correction (about $0.8/N$ in $T/N^2$, see the table) lowers
@@ -378,8 +379,9 @@ check_claim("induction_emergence.b1-summary", slope_gap, **C["b1-summary"])
 # phase. Write $x = \beta e^\alpha / G$, so $s = e^x$; as long as $\alpha$ and $\beta$ are $O(1)$, $x = O(1/N)$
 # and $s = 1 + O(1/N)$.
 #
-# ```{prf:proposition} Phase 1: the read-out
+# ```{prf:proposition} Proposition 1 of this chapter: the read-out phase
 # :label: prop-induction-phase1
+# :nonumber:
 # As $N \to \infty$ with $t/N$ fixed, $\gamma(t) \to 1 - e^{-t/N}$, while $N\alpha \to 0$ and
 # $N\beta(t) \to \tfrac12\left(t/N - 1 + e^{-t/N}\right)$. Hence $T_\gamma / N \to \ln 2$ and
 # $N \beta(T_\gamma) \to \tfrac12(\ln 2 - \tfrac12) = 0.0966$; for a threshold $c < 1$, $T_\gamma(c)/N \to \ln\frac{1}{1-c}$.
@@ -392,8 +394,9 @@ check_claim("induction_emergence.b1-summary", slope_gap, **C["b1-summary"])
 # ($\dot\alpha \propto \beta\dot\beta$). The errors are $O(1/N)$ uniformly on bounded $u$-intervals (Gronwall).
 # ```
 #
-# ```{prf:proposition} Phase 2: the slow manifold and the constants of the N² law
+# ```{prf:proposition} Proposition 2 of this chapter: the slow manifold and the constants of the N² law
 # :label: prop-induction-phase2
+# :nonumber:
 # In the rescaled time $\tau = t/N^2$, and as long as $\alpha, \beta = O(1)$, the flow tends to
 #
 # $$ \frac{d\beta}{d\tau} = \frac{e^\alpha}{2}, \qquad \frac{d\alpha}{d\tau} = \frac{\beta e^\alpha}{2}, \qquad
@@ -414,8 +417,9 @@ check_claim("induction_emergence.b1-summary", slope_gap, **C["b1-summary"])
 # $\beta$ crosses $c$ when $\tau = \tau(c)$, and $\alpha = \beta^2/2$ crosses $c$ when $\beta = \sqrt{2c}$.
 # ```
 #
-# ```{prf:proposition} Phase 3: the loss drop
+# ```{prf:proposition} Proposition 3 of this chapter: the loss drop
 # :label: prop-induction-phase3
+# :nonumber:
 # The reduced flow {eq}`ie-reduced-flow` blows up at $\tau^\ast = \lim_{\beta\to\infty} \tau(\beta) = \sqrt{2\pi}$.
 # The first time $T_L$ at which the loss reaches any level in $(0, 1)$ below $1 - 1/(2N)$ satisfies
 # $T_L/N^2 \to \sqrt{2\pi} = 2.50663$, with a correction of order $\ln(N)/N$.
@@ -494,7 +498,7 @@ drop, tol = scaled["loss"][-1], dict(
 )
 check_claim("induction_emergence.limit-loss-drop", drop, **tol, **C["limit-loss-drop"])
 
-# %% mystnb={"figure": {"caption": "Left: emergence and loss-drop times divided by $N$ (for $\\gamma$) or $N^2$ (the others), from the integrated flow, converge to the closed-form constants of Propositions 1-3 (dashed). Right: the same times on log-log axes, with slope 1 for $\\gamma$ and slope 2 for $\\beta$, $\\alpha$ and the loss drop.", "name": "fig-induction_emergence-times"}}
+# %% mystnb={"figure": {"caption": "Left: emergence and loss-drop times divided by $N$ (for $\\gamma$) or $N^2$ (the others), from the integrated flow, converge to the closed-form constants of this chapter's Propositions 1-3 (dashed). Right: the same times on log-log axes, with slope 1 for $\\gamma$ and slope 2 for $\\beta$, $\\alpha$ and the loss drop.", "name": "fig-induction_emergence-times"}}
 fig, (left, right) = figure(1, 2)
 labels = {
     "gamma": r"$T_\gamma/N$",
@@ -551,7 +555,7 @@ print({N: f"max|alpha - beta^2/2| = {d:.3e}, N * that = {N * d:.3f}" for N, d in
 print(f"ratio = {ratio:.3f}")
 check_claim("induction_emergence.slow-manifold", ratio, **C["slow-manifold"])
 
-# %% mystnb={"figure": {"caption": "Along the flow, $\\alpha$ follows $\\beta^2/2$ (dashed) until $\\alpha$ emerges: the slow manifold of Proposition 2. The first-layer head is slaved to the second-layer match, not the other way round.", "name": "fig-induction_emergence-manifold"}}
+# %% mystnb={"figure": {"caption": "Along the flow, $\\alpha$ follows $\\beta^2/2$ (dashed) until $\\alpha$ emerges: the slow manifold of this chapter's Proposition 2. The first-layer head is slaved to the second-layer match, not the other way round.", "name": "fig-induction_emergence-manifold"}}
 fig, ax = figure()
 for index, (N, (beta_t, alpha_t)) in enumerate(curves.items()):
     ax.plot(beta_t, alpha_t, color=f"C{index}", label=f"flow, N = {N}")
@@ -567,7 +571,7 @@ legend(ax)
 # manifold: the first-layer head follows the second-layer match.
 #
 # (sec-induction-emergence-proof)=
-# ## 5. The proof, step by step
+# ## The proof, step by step
 #
 # Each bound of App. B.6-B.8 evaluated along the integrated flow (extremes over 20000 samples per phase). Phase 1
 # is $\gamma < 1/2$; phase 2 is $\gamma \ge 1/2,\ \beta < 1/2$; phase 3 is $\beta \ge 1/2,\ \alpha < 1/2$. The paper
@@ -648,14 +652,15 @@ check_claim("induction_emergence.b81-t3-bound", remainder, **C["b81-t3-bound"])
 
 # %% [markdown]
 # (sec-induction-emergence-loss)=
-# ## 6. Emergence is not the loss drop
+# ## Emergence is not the loss drop
 #
 # At $T_\alpha$ all three parameters exceed $1/2$: by Definition 3 an induction head is present. Yet $s - 1 \approx
 # \beta e^\alpha/(2N) = \sqrt e/(2N)$ there, and with $\gamma$ at its quasi-equilibrium the loss is
 # $1 - s^2/(s^2 + F)$:
 #
-# ```{prf:proposition} The loss at emergence
+# ```{prf:proposition} Proposition 4 of this chapter: the loss at emergence
 # :label: prop-induction-loss-at-emergence
+# :nonumber:
 # $\mathcal L(T_\alpha) = 1 - \frac{1}{2N} - \frac{\sqrt e}{2N^2} + o(N^{-2})$: only $O(1/N^2)$ better than predicting
 # the average of the context, $1 - 1/(2N)$.
 # ```
@@ -721,7 +726,7 @@ legend(right)
 # at $T_\alpha$, and the loss drop of {prf:ref}`prop-induction-phase3` only near $\sqrt{2\pi}\,N^2$.
 #
 # (sec-induction-emergence-fig5)=
-# ## 7. Fig. 5: thresholds 0.1 and gradient descent
+# ## Fig. 5: thresholds 0.1 and gradient descent
 #
 # Fig. 5 plots emergence times from *discrete* training (App. F: $D = 256$, $\lambda = 100$, orthonormal inputs,
 # $q = N$, three parameters), with thresholds $0.1$ for $\alpha_3$ and $\beta_2$ and $0.5$ for $\gamma_3$: "unlike our
@@ -780,7 +785,7 @@ print(f"eta = 100: diverged for N = {[N for N, d in zip(N_VALUES, literal_diverg
 as_predicted = bool(np.array_equal(literal_diverged, predicted_diverged))
 check_claim("induction_emergence.literal-step-diverges", as_predicted, **C["literal-step-diverges"])
 
-# %% mystnb={"figure": {"caption": "The paper's Fig. 5, recomputed. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step $\\lambda/D=0.39$ (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from Proposition 2 (dashed), and Definition 1's time $T_\\alpha$ with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}}
+# %% mystnb={"figure": {"caption": "The paper's Fig. 5, recomputed. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step $\\lambda/D=0.39$ (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from this chapter's Proposition 2 (dashed), and Definition 1's time $T_\\alpha$ with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}}
 fig, (left, right) = figure(1, 2)
 for index, key in enumerate(("alpha", "beta", "gamma")):
     left.loglog(n, T5[key], "-", color=f"C{index}", label=rf"$T_\{key}$ flow")
@@ -839,65 +844,183 @@ legend(right, fontsize=7)
 #
 # ## Exercises
 #
+# The exercises run from reproducing a number of the chapter to questions the paper leaves open. Those with a
+# numerical answer check themselves: pass your answer to `check` with the exercise's label, and it says whether
+# the answer is right (with a hint if not), never what the answer is.
+
+# %%
+from icllib.exercises.induction_emergence import check
+
+# %% [markdown]
 # ```{exercise}
-# :label: ex-induction-phase1
+# :label: ex-induction-emergence-phase1
 # Set $\alpha = \beta = 0$ in the $\gamma$-equation of B.5, solve it from $\gamma(0) = 0$, and derive
-# $T_\gamma/N \to \ln 2$. Where does the finite-$N$ error of this approximation come from?
+# $T_\gamma/N \to \ln 2$ ({prf:ref}`prop-induction-phase1`). Then measure how far the flow is from this limit at
+# the shortest context with a first-layer head, $N = 2$: integrate the full flow, divide $T_\gamma$ by $N$ and
+# pass it to `check("ex-induction-emergence-phase1", your_value)`. Where does the finite-$N$ error come from, and
+# what is its sign?
 # ```
 #
-# ```{solution} ex-induction-phase1
+# ````{solution} ex-induction-emergence-phase1
 # :class: dropdown
 # At $\alpha = \beta = 0$, $s = 1$ and $r = 2N$, so exactly $\dot\gamma = 2/(2N) - 2\gamma (1 + 2N - 1)/(2N)^2 =
 # (1 - \gamma)/N$. Hence $\gamma = 1 - e^{-t/N}$ and $\gamma = 1/2$ at $t = N\ln 2$. The only finite-$N$ error comes
-# from $\beta$ growing to $O(1/N)$ during the phase, which makes $s - 1 = O(1/N^2)$.
+# from $\beta$ growing to $O(1/N)$ during the phase, which makes $s - 1 = O(1/N^2)$ positive: the term $2s/r$
+# grows and $\gamma$ is pulled up a little faster, so $T_\gamma/N$ lies *below* $\ln 2$ (about 0.688 at $N = 2$).
+#
+# ```python
+# from icllib import induction_emergence as ie
+#
+# answer = ie.emergence_times(2)["gamma"] / 2
 # ```
+#
+# **A good answer** solves the linear equation $N\dot\gamma = 1 - \gamma$, finds $T_\gamma = N \ln 2$ in the limit,
+# reports $T_\gamma/2$ from the integrated flow (0.688, 0.7 % below $\ln 2$), and explains the gap by the growth of
+# $\beta$ during phase 1, which makes $s > 1$ and speeds $\gamma$ up; it notes that the gap shrinks like $1/N$.
+# ````
 #
 # ```{exercise}
-# :label: ex-induction-threshold
-# Using Proposition 2, find the threshold $c$ at which $T_\alpha(c)$ and $T_\beta(c)$ have the same limit when
-# $\beta$ uses threshold $c$ and $\alpha$ uses $c/2$. Then explain why App. F's thresholds (0.1, 0.1) make $\alpha$
-# appear *much* later than $\beta$ (ratio of the asymptotes 4.3) while Definition 1's (1/2, 1/2) give a ratio of 1.8.
+# :label: ex-induction-emergence-threshold
+# App. F declares $\alpha$ and $\beta$ emerged at $0.1$ rather than Definition 1's $1/2$
+# ({ref}`induction_emergence.N2 <induction-emergence-n2>`). Using {prf:ref}`prop-induction-phase2`, compute the
+# ratio of the large-$N$ limits of $T_\alpha$ and $T_\beta$ at App. F's thresholds and pass it to
+# `check("ex-induction-emergence-threshold", your_ratio)`. Compare it with the same ratio at Definition 1's
+# thresholds, and explain why small thresholds make $\alpha$ appear so much later than $\beta$.
 # ```
 #
-# ```{solution} ex-induction-threshold
+# ````{solution} ex-induction-emergence-threshold
 # :class: dropdown
-# On the slow manifold $\alpha = \beta^2/2$, $\alpha$ reaches $c_\alpha$ when $\beta = \sqrt{2c_\alpha}$. The limits
-# coincide when $\sqrt{2 c_\alpha} = c_\beta$; with $c_\alpha = c/2$ this is $\sqrt{c} = c$, so $c = 1$. For
-# (0.1, 0.1): $\mathrm{erf}(\sqrt{0.1})/\mathrm{erf}(0.1/\sqrt2) = 0.3453/0.0797 = 4.3$; for (1/2, 1/2):
-# $\mathrm{erf}(1/\sqrt2)/\mathrm{erf}(1/(2\sqrt2)) = 0.6827/0.3829 = 1.8$. A small threshold for $\beta$ is reached
-# early in phase 2 where $d\beta/d\tau \approx 1/2$, while $\alpha = \beta^2/2$ is quadratic and lags.
+# On the slow manifold $\alpha = \beta^2/2$, so $\alpha$ reaches $c_\alpha$ when $\beta = \sqrt{2c_\alpha}$, and
+# $T_\alpha/T_\beta \to \mathrm{erf}(\sqrt{c_\alpha})/\mathrm{erf}(c_\beta/\sqrt2)$. For (0.1, 0.1) this is
+# $0.3453/0.0797 = 4.33$; for (1/2, 1/2) it is $0.6827/0.3829 = 1.78$.
+#
+# ```python
+# from icllib import induction_emergence as ie
+#
+# limits = ie.emergence_asymptotics(thresholds=ie.FIG5_THRESHOLDS)
+# answer = limits["T_alpha/N^2"] / limits["T_beta/N^2"]
 # ```
+#
+# **A good answer** uses the slow manifold to turn $\alpha$'s threshold into one for $\beta$, evaluates
+# $\tau(\beta) = \sqrt{2\pi}\,\mathrm{erf}(\beta/\sqrt2)$ at both, and gets 4.33 against 1.78. It explains that a
+# small threshold for $\beta$ is reached early in phase 2, where $d\beta/d\tau \approx 1/2$ is constant, while
+# $\alpha = \beta^2/2$ is quadratic in $\beta$ and so lags most when both are small: Fig. 5's $t_\text{ICL}$ is set
+# by $\alpha$ alone.
+# ````
 #
 # ```{exercise}
-# :label: ex-induction-n1
-# What happens for $N = 1$? Compute the flow of B.5, decide which parameters emerge, and find the loss-drop time
-# numerically with `icllib.induction_emergence.loss_drop_time(1)`. Why is no first-layer head needed?
+# :label: ex-induction-emergence-order-flip
+# {prf:ref}`thm-induction-emergence-order` orders $T_\beta < T_\alpha$ at the common threshold $1/2$. Declare
+# $\alpha$ and $\beta$ emerged at the same threshold $c$ and find, from {prf:ref}`prop-induction-phase2`, the value
+# of $c$ above which $\beta$ emerges *after* $\alpha$ in the large-$N$ limit; pass it to
+# `check("ex-induction-emergence-order-flip", your_c)`. Then test the prediction on the integrated flow with
+# `ie.emergence_times(N, thresholds=(c, c, 0.5))` for $c$ a little below and a little above your answer: from
+# which $N$ on does the order follow the limit? (The paper considers only the thresholds $1/2$ and $0.1$.)
 # ```
 #
-# ```{solution} ex-induction-n1
+# ````{solution} ex-induction-emergence-order-flip
+# :class: dropdown
+# $T_\beta(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(c/\sqrt2)$ and $T_\alpha(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(\sqrt c)$;
+# erf is increasing, so $\beta$ comes first exactly when $c/\sqrt2 < \sqrt c$, that is $c < 2$. Equivalently, on the
+# manifold $\alpha = \beta^2/2$ exceeds $\beta$ once $\beta > 2$. Both limits stay below the blow-up time
+# $\sqrt{2\pi}$, so the flip happens before the loss drop.
+#
+# ```python
+# from scipy.optimize import brentq
+#
+# from icllib import induction_emergence as ie
+#
+#
+# def alpha_minus_beta(c):
+#     limits = ie.emergence_asymptotics(thresholds=(c, c, 0.5))
+#     return limits["T_alpha/N^2"] - limits["T_beta/N^2"]
+#
+#
+# answer = brentq(alpha_minus_beta, 0.5, 4.0)
+# ```
+#
+# **A good answer** finds $c = 2$ and checks it on the flow: at $c = 1.8$, $\beta$ comes first for every $N$; at
+# $c = 2.2$ and $2.5$, $\alpha$ comes first from $N = 32$ on, but not at $N = 8$, where $\beta \approx 2$ is reached
+# in the blow-up window ($x = \beta e^\alpha / G$ is no longer small) and the slow manifold does not hold. It
+# concludes that the order of {prf:ref}`thm-induction-emergence-order` is a statement about thresholds below 2, not
+# about the parameters alone.
+# ````
+#
+# ```{exercise}
+# :label: ex-induction-emergence-manifold
+# {prf:ref}`prop-induction-phase2` predicts $\alpha(T_\beta) \to 1/8$. Integrate the flow at $N = 64$ up to
+# $T_\beta$, read $\alpha$ there and pass it to `check("ex-induction-emergence-manifold", your_alpha)`. Does the flow
+# approach the slow manifold from above or from below, and how does the gap scale with $N$?
+# ```
+#
+# ````{solution} ex-induction-emergence-manifold
+# :class: dropdown
+# ```python
+# from icllib import induction_emergence as ie
+#
+# N = 64
+# t_beta = ie.crossing_times(N)["beta"]
+# _, alpha, beta, gamma, loss = ie.flow_trajectory(N, t_beta, num=2)
+# answer = alpha[-1]
+# ```
+#
+# **A good answer** reports $\alpha(T_\beta) \approx 0.1240$ at $N = 64$ and $0.1247$ at $N = 256$: below $1/8$, with
+# a gap of about $0.067/N$ that falls by four when $N$ grows by four, as the $O(1/N)$ corrections of phase 1 (where
+# $\gamma < 1$ slows $\alpha$ relative to $\beta$) predict.
+# ````
+#
+# ```{exercise}
+# :label: ex-induction-emergence-n1
+# What happens for $N = 1$? Write the flow of B.5 at $N = 1$, decide which parameters emerge, and find the first time
+# the loss reaches $1/2$; pass it to `check("ex-induction-emergence-n1", your_time)`. Why is no first-layer head
+# needed, and why is the $N^2$ law no guide here?
+# ```
+#
+# ````{solution} ex-induction-emergence-n1
 # :class: dropdown
 # For $N = 1$ the factor $2N - 2$ vanishes: $\dot\alpha \equiv 0$ and $\alpha$ stays 0, while $G = e^\alpha$ and
-# $s = e^\beta$. $\gamma$ and $\beta$ still grow and the loss drops (at $t \approx 1.0$); $T_\alpha = \infty$. With
-# a single pair the label row's only admissible key is the item, so the first layer retrieves it whatever $\alpha$
-# is: the previous-token head is built into the mask.
+# $s = e^\beta$. $\gamma$ and $\beta$ still grow and the loss drops at $t \approx 1.0$; $T_\alpha = \infty$.
+#
+# ```python
+# from icllib import induction_emergence as ie
+#
+# answer = ie.loss_drop_time(1)
 # ```
+#
+# **A good answer** finds the loss drop at $t \approx 1.00$, far from $\sqrt{2\pi}\,N^2 = 2.51$, and explains that with
+# a single pair the label row's only admissible key under the self-excluding mask is the item, so the first layer
+# retrieves it whatever $\alpha$ is: the previous-token head is built into the mask, and the slow phase that makes
+# the law quadratic does not exist.
+# ````
 #
 # ```{exercise}
-# :label: ex-induction-lr
+# :label: ex-induction-emergence-lr
 # Gradient descent on $(\alpha, \beta, \gamma)$ with step $\eta$ starts with $\partial^2_\gamma \mathcal L = 1/N$.
-# Show that the step must satisfy $\eta < 2N$ for $\gamma$ to converge to the averaging solution, and use
-# `gradient_descent_times` to check the prediction for $\eta = 100$ around $N = 50$.
+# Show that the step must satisfy $\eta < 2N$ for $\gamma$ to converge to the averaging solution. Then, with
+# `ie.gradient_descent_times` at $\eta = 100$ and App. F's thresholds, find the smallest $N$ from which on no run
+# diverges, and pass it to `check("ex-induction-emergence-lr", your_N)`. Why does it differ from the linear
+# prediction?
 # ```
 #
-# ```{solution} ex-induction-lr
+# ````{solution} ex-induction-emergence-lr
 # :class: dropdown
 # Near $\alpha = \beta = 0$, $\gamma_{k+1} - 1 = (1 - \eta/N)(\gamma_k - 1)$, which converges iff $|1 - \eta/N| < 1$,
-# i.e. $\eta < 2N$. With $\eta = 100$, `gradient_descent_times([45, 46, 47, 48, 49, 50], eta=100.0)` flags
-# $N \le 48$ as diverged. At $N = 49$ the factor is $-1.04$: the oscillation of $\gamma$ grows so slowly that the
-# thresholds are reached first (a run stops there). The stability is only provisional: after the loss drop $s$
-# grows and $\partial^2_\gamma\mathcal L = 2(s^2+F)/r^2$ tends to 2, so a step of 100 is unstable for every $N$
-# (with thresholds of 1000, the run at $N = 512$ blows up at step 6553).
+# i.e. $\eta < 2N$, so $N \ge 51$ for $\eta = 100$.
+#
+# ```python
+# from icllib import induction_emergence as ie
+#
+# scanned = list(range(30, 71))
+# _, diverged = ie.gradient_descent_times(scanned, eta=100.0)
+# answer = max(N for N, bad in zip(scanned, diverged) if bad) + 1
 # ```
+#
+# **A good answer** derives $\eta < 2N$, finds that runs diverge up to $N = 48$ and not from $N = 49$ on, and
+# explains the gap: at $N = 49$ and $50$ the factor is $-1.04$ and $-1$, so the oscillation of $\gamma$ grows so slowly
+# that the thresholds are reached first, and a run stops there. It adds that the stability is only provisional: after
+# the loss drop $\partial^2_\gamma\mathcal L = 2(s^2+F)/r^2$ tends to 2, so a step of 100 is unstable for every $N$
+# (with thresholds of 1000, the run at $N = 512$ blows up at step 6553).
+# ````
 #
 # ## Cite this chapter
 #
