@@ -58,6 +58,7 @@ import numpy as np
 import torch
 
 from icllib import lsa
+from icllib import lsa_experiments as lsx
 from icllib import lsa_theory as lsat
 from icllib.claims import check_claim
 from icllib.config import by_mode, run_line, torch_generator
@@ -113,13 +114,11 @@ print(f"max |predict - literal| = {err_predict:.1e}, max |u^T H u - literal| = {
 check_claim("lsa.lemma51", err_quadratic, **C["lsa.lemma51"])
 
 # %% [markdown]
-# Now random "junk" of size 10 in the entries that should not matter:
+# Now we overwrite the entries that should not matter with random "junk" of size 10
+# (`lsx.fill_irrelevant`) and run the literal layer again:
 
 # %%
-junk_KQ, junk_PV = W_KQ.copy(), W_PV.copy()
-mask_KQ, mask_PV = lsa.relevant_mask(d)
-junk_KQ[~mask_KQ.numpy()] = rng.standard_normal(int((~mask_KQ).sum())) * 10
-junk_PV[~mask_PV.numpy()] = rng.standard_normal(int((~mask_PV).sum())) * 10
+junk_KQ, junk_PV = lsx.fill_irrelevant(W_KQ, W_PV, generator=rng, scale=10.0)
 junk = lsa.lsa_forward(junk_KQ, junk_PV, lsa.embed(X, y, x_q), rho=N)[:, -1, -1]
 err_junk = float((junk - literal).abs().max())
 print(f"junk changes y-hat by {err_junk:.1e} (|y-hat| up to {float(literal.abs().max()):.1f})")
@@ -129,15 +128,12 @@ check_claim("lsa.eq36", max(err_junk, err_predict), **C["lsa.eq36"])
 # Below Lemma 5.1 the paper shows that the quadratic form is not convex: the eigenvalues of
 # $H_\tau=\frac12X_\tau\otimes\frac{E_\tau E_\tau^\top}N$ are products of those of $\frac12X_\tau$ (one negative,
 # $-\|x_q\|/2$) and of the positive semi-definite $E_\tau E_\tau^\top/N$, so $H_\tau$ has at least $d+1$
-# negative eigenvalues (line 356). We count them on 20 prompts.
+# negative eigenvalues (line 356). We count them on 20 prompts (`lsx.negative_eigenvalue_counts` builds
+# each $H_\tau$ and counts the eigenvalues below $-10^{-12}$ times the largest, so that round-off is not
+# counted).
 
 # %%
-E_h = lsa.embed(X[:20], y[:20], x_q[:20])
-S_h = E_h @ E_h.transpose(1, 2) / N
-X_h = torch.zeros(20, d + 1, d + 1, dtype=torch.float64)
-X_h[:, :d, d] = X_h[:, d, :d] = x_q[:20]
-eig_H = torch.linalg.eigvalsh(torch.stack([0.5 * torch.kron(a, b) for a, b in zip(X_h, S_h)]))
-n_negative = (eig_H < -1e-12 * eig_H.abs().amax(-1, keepdim=True)).sum(-1)
+n_negative = lsx.negative_eigenvalue_counts(X[:20], y[:20], x_q[:20])
 print(f"negative eigenvalues of H: {sorted(set(n_negative.tolist()))} (d + 1 = {d + 1})")
 check_claim("lsa.nonconvex", int(n_negative.min()), lower=d + 1, **C["lsa.nonconvex"])
 
@@ -159,13 +155,9 @@ check_claim("lsa.nonconvex", int(n_negative.min()), lower=d + 1, **C["lsa.noncon
 
 # %%
 n_mc = by_mode(quick=50_000, default=400_000, full=4_000_000)
-U_test = W_KQ_star[:d, :d] * 1.3
-inv_KQ, inv_PV = junk_KQ.copy(), junk_PV.copy()
-inv_KQ[:, :d] = 0
-inv_KQ[:d, :d] = U_test
-inv_PV[d, :] = 0
-inv_PV[d, d] = W_PV_star[d, d] * 0.7
-exact_restricted = lsat.restricted_loss(U_test, inv_PV[d, d], Lam, N)
+U_test, c_test = W_KQ_star[:d, :d] * 1.3, W_PV_star[d, d] * 0.7
+inv_KQ, inv_PV = lsx.on_invariant_set(junk_KQ, junk_PV, U_test, c_test)
+exact_restricted = lsat.restricted_loss(U_test, c_test, Lam, N)
 mc_restricted = lsa.mc_loss_and_gradient(
     inv_KQ, inv_PV, Lam, N, n=n_mc, generator=torch_generator(2)
 )
@@ -177,9 +169,7 @@ z_restricted = (mc_restricted["loss"] - exact_restricted) / se_restricted
 # point:
 
 # %%
-print(
-    f"invariant set: exact {exact_restricted:.5f}, MC {mc_restricted['loss']:.5f} ± {se_restricted:.5f}"
-)
+print(f"exact {exact_restricted:.5f}, MC {mc_restricted['loss']:.5f} ± {se_restricted:.5f}")
 general_minus_restricted = float(lsat.population_loss(inv_KQ, inv_PV, Lam, N)) - exact_restricted
 print(
     f"z = {z_restricted:+.2f}; general formula minus (5.5) + tr/2: {general_minus_restricted:.1e}"
@@ -208,33 +198,23 @@ check_claim("lsa.full-loss", z_full, **why)
 #
 # The key moment is $\mathbb E[\hat\Lambda^2]=\Gamma\Lambda$ (line 636). The Monte-Carlo run above also averaged
 # the gradient of the per-prompt loss of the literal model; we compare it, entry by entry, with minus the
-# right-hand side of (5.4) and zero elsewhere.
+# right-hand side of (5.4) and zero elsewhere (`lsx.invariant_set_gradient`), as one z-score per relevant
+# entry (`lsx.gradient_z_scores`).
 
 # %%
-c_test = inv_PV[d, d]
-dU_52, dc_52 = lsat.restricted_gradient(
-    U_test, c_test, Lam, N
-)  # minus the right-hand side of (5.4)
-grad_KQ_52, grad_PV_52 = np.zeros((d + 1, d + 1)), np.zeros((d + 1, d + 1))
-grad_KQ_52[:d, :d], grad_PV_52[d, d] = dU_52, dc_52
-blocks = (("KQ", grad_KQ_52, mask_KQ.numpy()), ("PV", grad_PV_52, mask_PV.numpy()))
-z_52 = np.concatenate(
-    [
-        (mc_restricted[f"grad_{k}"].numpy()[m] - expected[m]) / mc_restricted[f"se_{k}"].numpy()[m]
-        for k, expected, m in blocks
-    ]
-)
+grad_KQ_52, grad_PV_52 = lsx.invariant_set_gradient(U_test, c_test, Lam, N)
+z_52 = lsx.gradient_z_scores(mc_restricted, grad_KQ_52, grad_PV_52)
 
 # %% [markdown]
 # As a control, the same test against the gradient with $\mathbb E[\hat\Lambda^2]$ replaced by $\Lambda^2$, its
 # $N\to\infty$ value, must fail:
 
 # %%
-dU_control = c_test**2 * Lam @ Lam @ U_test @ Lam - c_test * Lam @ Lam
-se_KQ = mc_restricted["se_KQ"].numpy()[:d, :d]
-z_control = (mc_restricted["grad_KQ"].numpy()[:d, :d] - dU_control) / se_KQ
+grad_KQ_control = grad_KQ_52.copy()
+grad_KQ_control[:d, :d] = c_test**2 * Lam @ Lam @ U_test @ Lam - c_test * Lam @ Lam
+z_control = lsx.gradient_z_scores(mc_restricted, grad_KQ_control, grad_PV_52)
 print(
-    f"max |z| over {z_52.size} entries: {np.abs(z_52).max():.2f}; control {np.abs(z_control).max():.1f}"
+    f"max |z| of {z_52.size} entries: {np.abs(z_52).max():.2f}; control {np.abs(z_control).max():.1f}"
 )
 why = lsat.check_args("lsa.lemma52", size=z_52.size, n=n_mc)
 check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
@@ -273,23 +253,25 @@ check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
 # and A.5); and there a Polyak-Łojasiewicz inequality (Lemma 5.4) drives the loss gap to zero exponentially. We
 # solve (5.4) with LSODA at relative tolerance $10^{-11}$ (no Monte Carlo anywhere) from four scales
 # $\sigma/\sigma_{\max}\in\{0.05,0.5,3,10\}$ and for two sizes $(d,N)$, and read off each flow its distance to
-# {eq}`lsa-eq41`, the drift of the balance and the smallest $u_{-1}$ (`lsa.flow_summary`).
+# {eq}`lsa-eq41`, the drift of the balance and the smallest $u_{-1}$ (`lsa.flow_summary`). Each size has its
+# own rotated covariance with eigenvalues from 0.5 to 2 ($d=4$ keeps the $\Lambda$ of section 1), and all runs of
+# a size start from the same direction $\Theta$ (`lsx.theorem41_flows`).
 
 # %%
 sizes = by_mode(quick=[(4, 15)], default=[(3, 10), (4, 15)], full=[(3, 10), (4, 15), (5, 20)])
+cases = [
+    (
+        (
+            Lam
+            if dd == 4
+            else lsa.make_lambda(np.geomspace(0.5, 2.0, dd), generator=np.random.default_rng(13))
+        ),
+        NN,
+    )
+    for dd, NN in sizes
+]
 scales = [0.05, 0.5, 3.0, 10.0]
-flows, summary = {}, []
-for dd, NN in sizes:
-    geo = np.geomspace(0.5, 2.0, dd)
-    Lam_dd = Lam if dd == 4 else lsa.make_lambda(geo, generator=np.random.default_rng(13))
-    K_star, P_star = lsat.global_minimum(Lam_dd, NN)
-    for scale in scales:
-        sigma = scale * lsat.sigma_max(Lam_dd, NN)
-        K0, P0 = lsa.assumption33_init(dd, sigma, generator=np.random.default_rng(7))
-        run = lsa.gradient_flow(K0[:dd, :dd], P0[dd, dd], Lam_dd, NN, T=1500)
-        flows[(dd, NN, scale)] = run
-        facts = lsa.flow_summary(run, K_star, P_star)
-        summary.append(dict(d=dd, N=NN, scale=scale, sigma=sigma, Lam=Lam_dd, K0=K0, **facts))
+flows, summary = lsx.theorem41_flows(cases, scales, generator=np.random.default_rng(7), T=1500)
 
 # %% [markdown]
 # Every run, inside and outside the condition on $\sigma$:
@@ -380,16 +362,9 @@ check_claim("lsa.loss-monotone", monotone, **C["lsa.loss-monotone"])
 # Lemma 5.3 is tested on three different minima in [section 3](sec-lsa-finite-steps).
 
 # %%
-Lam_half, G_half = lsat.sqrtm_psd(Lam), lsat.sqrtm_psd(lsat.gamma_matrix(Lam, N))
+err_A2 = lsx.corollary_a2_errors(Lam, N, generator=np.random.default_rng(23), points=20)
 Gi = np.linalg.inv(lsat.gamma_matrix(Lam, N))
 min_A2 = -0.5 * np.trace(Lam @ Lam @ Gi)
-gen_A2 = np.random.default_rng(23)
-err_A2 = []
-for _ in range(20):
-    U_r, c_r = gen_A2.standard_normal((d, d)), gen_A2.standard_normal()
-    gap_A2 = 0.5 * np.linalg.norm(G_half @ (c_r * Lam_half @ U_r @ Lam_half - Lam @ Gi)) ** 2
-    loss_r = lsat.restricted_loss(U_r, c_r, Lam, N) - 0.5 * np.trace(Lam)
-    err_A2.append(abs(loss_r - (min_A2 + gap_A2)))
 flow_end = flows[(4, 15, 0.5)]["loss"][-1] - 0.5 * np.trace(Lam)
 print(
     f"largest error of (A.2) {max(err_A2):.1e}; end of the flow {flow_end:.12f}, min {min_A2:.12f}"
@@ -555,24 +530,7 @@ for seed in range(seeds):
 # manifold for its own imbalance {eq}`lsa-manifold-point`, and its excess loss:
 
 # %%
-c_flow3 = lsat.global_minimum(Lam3, N3)[1][d3, d3]
-sgd_table = []
-for seed, (K_s3, P_s3) in enumerate(sgd_runs):
-    _, c_manifold = lsat.manifold_point(Lam3, N3, float(lsa.balance_gap(K_s3, P_s3)))
-    excess = float(lsat.population_loss(K_s3, P_s3, Lam3, N3)) - lsat.minimum_loss(Lam3, N3)
-    off_blocks = max(np.abs(K_s3[d3, :d3]).max(), np.abs(P_s3[d3, :d3]).max())
-    distance = np.linalg.norm(products[seed] - Gi3) / np.linalg.norm(Gi3)
-    row = [seed, f"{distance:.2%}", f"{off_blocks:.1e}", f"{P_s3[d3, d3]:.4f}", f"{c_manifold:.4f}"]
-    sgd_table.append(row + [f"{c_flow3:.4f}", f"{excess:.1e}"])
-columns = [
-    "seed",
-    "‖cU − Γ⁻¹‖ / ‖Γ⁻¹‖",
-    "off-blocks",
-    "c",
-    "c of the manifold point",
-    "c of the flow",
-]
-show_table(columns + ["excess loss"], sgd_table)
+show_table(lsx.SGD_TABLE_HEADER, lsx.sgd_table(sgd_runs, Lam3, N3))
 
 # %% [markdown]
 # The seed average against $\Gamma^{-1}$, and the entries outside Eq. 3.6, which SGD must never move:
@@ -676,12 +634,10 @@ n_spur = by_mode(quick=50_000, default=200_000, full=2_000_000)
 K_spur, P_spur = spurious["W_KQ"], spurious["W_PV"]
 mc_spur = lsa.mc_loss_and_gradient(K_spur, P_spur, Lam, N, n=n_spur, generator=torch_generator(4))
 z_loss = (mc_spur["loss"] - spurious["loss"]) / mc_spur["loss_se"]
-z_KQ = (mc_spur["grad_KQ"] / mc_spur["se_KQ"])[mask_KQ]
-z_grad = torch.cat([z_KQ, (mc_spur["grad_PV"] / mc_spur["se_PV"])[mask_PV]])
-z_max = float(z_grad.abs().max())
-noise_level = np.sqrt(2 * np.log(z_grad.numel()))
-print(f"loss z = {z_loss:+.2f}; max |z| of {z_grad.numel()} gradient entries {z_max:.2f}")
-print(f"(about {noise_level:.1f} expected for pure noise)")
+z_grad = lsx.gradient_z_scores(mc_spur, np.zeros((d + 1, d + 1)), np.zeros((d + 1, d + 1)))
+z_max = float(np.abs(z_grad).max())
+print(f"loss z = {z_loss:+.2f}; max |z| of {z_grad.size} gradient entries {z_max:.2f}")
+print(f"(about {np.sqrt(2 * np.log(z_grad.size)):.1f} expected for pure noise)")
 
 # %% [markdown]
 # The claim needs all of it: a stuck run, zero gradient, a positive semi-definite Hessian, a gap, no isotropic
@@ -1054,53 +1010,13 @@ check_claim("lsa.c15", abs(c_printed - flow7["c"]), **C["lsa.c15"])
 #
 # **Lemmas C.1-C.3.** Conditioning on $\Lambda_\tau$ and averaging the dynamics of {prf:ref}`lem-lsa-dynamics`
 # gives (C.1); for diagonal $\Lambda_\tau$ it decouples entry by entry into (C.4) with the moments (C.3), and (C.4)
-# is gradient flow on $\ell_{\rm rdm}$ of (C.5). We type the right-hand side of (C.4) and the loss (C.5) as
-# printed:
-
-
-# %%
-def c4_rhs(U, c, gamma, xi, zeta):
-    """The right-hand side of (C.4), entry by entry as printed."""
-    dd = len(xi)
-    dU = np.array(
-        [
-            [
-                -gamma[i] * c**2 * U[i, i] + xi[i] * c if i == j else -zeta[i, j] * c**2 * U[i, j]
-                for j in range(dd)
-            ]
-            for i in range(dd)
-        ]
-    )
-    dc = (
-        -sum(gamma[i] * c * U[i, i] ** 2 for i in range(dd))
-        - sum(zeta[i, j] * c * U[i, j] ** 2 for i in range(dd) for j in range(dd) if i != j)
-        + sum(xi[i] * U[i, i] for i in range(dd))
-    )
-    return dU, dc
-
-
-def c5_loss(U, c, gamma, xi, zeta):
-    """l_rdm of (C.5), second line, in torch."""
-    off = ~torch.eye(len(xi), dtype=torch.bool)
-    return (
-        0.5 * c**2 * (torch.as_tensor(gamma) * torch.diagonal(U) ** 2).sum()
-        + 0.5 * c**2 * (torch.as_tensor(zeta)[off] * U[off] ** 2).sum()
-        - c * (torch.as_tensor(xi) * torch.diagonal(U)).sum()
-    )
-
-
-# %% [markdown]
-# and compare (C.4) with minus the autograd gradient of (C.5) at ten random points:
+# is gradient flow on $\ell_{\rm rdm}$ of (C.5). The module types the right-hand side of (C.4) entry by entry
+# and the loss (C.5) term by term, both as printed and independently of the closed forms the flows use, and
+# `lsx.lemma_c1_c3_errors` compares (C.4) with minus the autograd gradient of (C.5) at ten random points:
 
 # %%
 gen_C = np.random.default_rng(21)
-err_C3 = []
-for _ in range(10):
-    U_r = torch.tensor(gen_C.standard_normal((d7, d7)), requires_grad=True)
-    c_r = torch.tensor(gen_C.standard_normal(), dtype=torch.float64, requires_grad=True)
-    g_U, g_c = torch.autograd.grad(c5_loss(U_r, c_r, gamma7, xi7, zeta7), (U_r, c_r))
-    rhs_U, rhs_c = c4_rhs(U_r.detach().numpy(), c_r.item(), gamma7, xi7, zeta7)
-    err_C3.append(max(np.abs(rhs_U + g_U.numpy()).max(), abs(rhs_c + g_c.item())))
+err_C3 = lsx.lemma_c1_c3_errors(gamma7, xi7, zeta7, generator=gen_C, points=10)
 print(f"(C.4) against minus the gradient of (C.5): largest difference {max(err_C3):.1e}")
 check_claim("lsa.lemmaC1-C3", max(err_C3), **C["lsa.lemmaC1-C3"])
 
@@ -1108,45 +1024,33 @@ check_claim("lsa.lemmaC1-C3", max(err_C3), **C["lsa.lemmaC1-C3"])
 # That (C.5) is the population loss (4.9) itself, up to the constant
 # $\frac12\mathbb E\,y_q^2=\frac12\mathbb E\,{\rm tr}\Lambda_\tau=d/2$, we check by Monte Carlo through the literal
 # model, at a point with non-zero off-diagonal $U_{11}$ so that all three kinds of moment enter. The prompts come
-# in chunks, which bound the memory of the $(n,N,d)$ prompt tensor.
+# in chunks of $10^5$ (`lsx.mc_random_cov_loss`), which bound the memory of the $(n,N,d)$ prompt tensor.
 
 # %%
 U_c3 = np.array([[0.5, 0.2, -0.1], [0.15, 0.7, 0.25], [-0.2, 0.1, 0.4]])
 c_c3 = 0.8
-K_c3, P_c3 = np.zeros((d7 + 1, d7 + 1)), np.zeros((d7 + 1, d7 + 1))
-K_c3[:d7, :d7], P_c3[d7, d7] = U_c3, c_c3
-n_c3, chunk_c3 = by_mode(quick=100_000, default=400_000, full=4_000_000), 100_000
-gen_c3, sums_c3 = torch_generator(72), np.zeros(2)
-for _ in range(n_c3 // chunk_c3):
-    X_c3, w_c3, q_c3, _ = lsa.sample_random_cov_prompts(chunk_c3, N7, d7, gen_c3)
-    y_c3 = (X_c3 @ w_c3[:, :, None])[..., 0]
-    residual = lsa.predict(K_c3, P_c3, X_c3, y_c3, q_c3) - (w_c3 * q_c3).sum(1)
-    per_c3 = 0.5 * residual**2
-    sums_c3 += [float(per_c3.sum()), float((per_c3**2).sum())]
+n_c3 = by_mode(quick=100_000, default=400_000, full=4_000_000)
+mc_c3 = lsx.mc_random_cov_loss(U_c3, c_c3, N7, n=n_c3, generator=torch_generator(72), chunk=100_000)
 
 # %% [markdown]
 # The Monte-Carlo mean against (C.5) + $d/2$:
 
 # %%
-mean_c3 = sums_c3[0] / n_c3
 exact_c3 = lsat.random_cov_loss(U_c3, c_c3, gamma7, xi7, zeta7) + d7 / 2
-z_c3 = (mean_c3 - exact_c3) / np.sqrt((sums_c3[1] / n_c3 - mean_c3**2) / n_c3)
-print(f"population loss (4.9): (C.5) + d/2 = {exact_c3:.4f}, MC {mean_c3:.4f} (z = {z_c3:+.2f})")
+z_c3 = (mc_c3["mean"] - exact_c3) / mc_c3["se"]
+print(
+    f"population loss (4.9): (C.5) + d/2 = {exact_c3:.4f}, MC {mc_c3['mean']:.4f} (z = {z_c3:+.2f})"
+)
 check_claim("lsa.lemmaC3-loss", z_c3, **lsat.check_args("lsa.lemmaC3-loss", n=n_c3))
 
 # %% [markdown]
 # **Lemmas C.4 and C.5.** Completing the square gives the minimum (C.6), the gap (C.7) and the minimisers (C.8);
-# the flow conserves the balance (C.9). We test (C.5) = (C.6) + (C.7) at random points:
+# the flow conserves the balance (C.9). We test (C.5) = (C.6) + (C.7) at 20 random points
+# (`lsx.lemma_c4_errors`), with the minimum $\min\ell_{\rm rdm}=-\frac12\sum_i\xi_i^2/\gamma_i$ of (C.6):
 
 # %%
+err_C4 = lsx.lemma_c4_errors(gamma7, xi7, zeta7, generator=gen_C, points=20)
 min_C6 = -0.5 * np.sum(xi7**2 / gamma7)
-off = ~np.eye(d7, dtype=bool)
-err_C4 = []
-for _ in range(20):
-    U_r, c_r = gen_C.standard_normal((d7, d7)), gen_C.standard_normal()
-    diagonal_gap = 0.5 * np.sum(gamma7 * (np.diag(U_r) * c_r - xi7 / gamma7) ** 2)
-    gap_C7 = diagonal_gap + 0.5 * np.sum(zeta7[off] * c_r**2 * U_r[off] ** 2)
-    err_C4.append(abs(lsat.random_cov_loss(U_r, c_r, gamma7, xi7, zeta7) - (min_C6 + gap_C7)))
 
 # %% [markdown]
 # and (C.6), (C.8) at the end of the flow above, (C.9) along its whole path:
@@ -1237,19 +1141,14 @@ check_claim("lsa.lemmaC6-proof", ratio_C6, atol=atol_C6, **C["lsa.lemmaC6-proof"
 
 # %%
 n7 = by_mode(quick=10_000, default=100_000, full=1_000_000)
-w_fix, xq_fix = np.array([1.0, 1.0, 1.0]), np.array([1.0, 0.5, 1.0])
+third_kw = dict(n=n7, w=np.array([1.0, 1.0, 1.0]), x_query=np.array([1.0, 0.5, 1.0]))
 third_rows = []
 for label, D_diag in [(f"N = {N7}", D7), ("N = infinity", np.full(d7, 1 / 3))]:
-    K_t, P_t = lsat.weights_411(D_diag)
-    gen = torch_generator(70)
-    X7, w7, q7, _ = lsa.sample_random_cov_prompts(n7, M7, d7, gen, w=w_fix, x_query=xq_fix)
-    y7 = (X7 @ w7[:, :, None])[..., 0]
-    ratio = (lsa.predict(K_t, P_t, X7, y7, q7) / float(w_fix @ xq_fix)).numpy()
-    X7, w7, q7, _ = lsa.sample_random_cov_prompts(n7, M7, d7, torch_generator(71))
-    y7 = (w7 * q7).sum(1)
-    joint = (lsa.predict(K_t, P_t, X7, (X7 @ w7[:, :, None])[..., 0], q7) * y7).numpy() / d7
-    r_se, j_se = ratio.std() / np.sqrt(n7), joint.std() / np.sqrt(n7)
-    third_rows.append((label, D_diag[0], ratio.mean(), r_se, joint.mean(), j_se))
+    gens = [torch_generator(70), torch_generator(71)]
+    est = lsx.one_third_estimates(D_diag, M7, generators=gens, **third_kw)
+    third_rows.append(
+        (label, D_diag[0], est["ratio"], est["ratio_se"], est["joint"], est["joint_se"])
+    )
 
 # %% [markdown]
 # Both estimates against $D_{ii}$ and $2D_{ii}$:
@@ -1378,44 +1277,7 @@ check_claim("lsa.corollary43", worst_printed, **C["lsa.corollary43"])
 
 # %%
 gen_D = np.random.default_rng(40)
-
-
-def leaf(a):
-    return torch.tensor(a, dtype=torch.float64, requires_grad=True)
-
-
-def vec(a):
-    return a.reshape(-1, order="F")  # column-major, as in the paper's notation section
-
-
-res_D1 = {}
-x_d, B_d = leaf(gen_D.standard_normal(4)), gen_D.standard_normal((4, 4))
-(g,) = torch.autograd.grad(x_d @ torch.as_tensor(B_d) @ x_d, x_d)
-res_D1["d(x^T B x)/dx"] = np.abs(g.numpy() - (B_d + B_d.T) @ x_d.detach().numpy()).max()
-A_d, X_d = gen_D.standard_normal((3, 4)), gen_D.standard_normal((4, 5))
-C_d = gen_D.standard_normal((5, 2))
-res_D1["Vec(AXB)"] = np.abs(vec(A_d @ X_d @ C_d) - np.kron(C_d.T, A_d) @ vec(X_d)).max()
-A_d, C_d = gen_D.standard_normal((4, 5)), gen_D.standard_normal((4, 5))
-res_D1["tr(A^T B)"] = abs(np.trace(A_d.T @ C_d) - vec(A_d) @ vec(C_d))
-
-# %% [markdown]
-# Then the three derivatives of traces, against autograd:
-
-# %%
-X_t, B_d = leaf(gen_D.standard_normal((3, 4))), gen_D.standard_normal((4, 4))
-(g,) = torch.autograd.grad(torch.trace(X_t @ torch.as_tensor(B_d) @ X_t.T), X_t)
-X_n = X_t.detach().numpy()
-res_D1["d tr(X B X^T)/dX"] = np.abs(g.numpy() - (X_n @ B_d.T + X_n @ B_d)).max()
-A_d, X_t = gen_D.standard_normal((3, 4)), leaf(gen_D.standard_normal((3, 4)))
-(g,) = torch.autograd.grad(torch.trace(torch.as_tensor(A_d) @ X_t.T), X_t)
-res_D1["d tr(A X^T)/dX"] = np.abs(g.numpy() - A_d).max()
-A_d, B_d = gen_D.standard_normal((2, 3)), gen_D.standard_normal((4, 4))
-C_d, X_t = gen_D.standard_normal((3, 2)), leaf(gen_D.standard_normal((3, 4)))
-A_t, B_t, C_t = (torch.as_tensor(m) for m in (A_d, B_d, C_d))
-(g,) = torch.autograd.grad(torch.trace(A_t @ X_t @ B_t @ X_t.T @ C_t), X_t)
-X_n = X_t.detach().numpy()
-rule = A_d.T @ C_d.T @ X_n @ B_d.T + C_d @ A_d @ X_n @ B_d
-res_D1["d tr(A X B X^T C)/dX"] = np.abs(g.numpy() - rule).max()
+res_D1 = lsx.lemma_d1_errors(generator=gen_D)
 for rule, err in res_D1.items():
     print(f"Lemma D.1, {rule:22s}: largest error {err:.1e}")
 check_claim("lsa.lemmaD1", max(res_D1.values()), **C["lsa.lemmaD1"])
@@ -1425,16 +1287,12 @@ check_claim("lsa.lemmaD1", max(res_D1.values()), **C["lsa.lemmaD1"])
 # $x\sim\mathcal N(0,\Lambda)$, and Isserlis' theorem all fourth moments. A tensor Gauss-Hermite rule with three
 # nodes per coordinate integrates polynomials of degree up to five exactly, so the result is exact to round-off;
 # two nodes, exact only to degree three, serve as a control that must fail (`lsat.gaussian_rule`,
-# `lsat.isserlis_error`). The lemma with a non-symmetric $A$, and the control:
+# `lsat.isserlis_error`, `lsx.lemma_d2_error`). The lemma with a non-symmetric $A$, and the control:
 
 # %%
-A_g = gen_D.standard_normal((d, d))  # not symmetric
-nodes, wts = lsat.gaussian_rule(Lam, 3)
-quadratic = np.einsum("si,ij,sj->s", nodes, A_g, nodes)
-lhs_D2 = np.einsum("s,si,sj,s->ij", wts, nodes, nodes, quadratic)
-rhs_D2 = Lam @ (A_g + A_g.T) @ Lam + np.trace(A_g @ Lam) * Lam
-err_D2 = max(np.abs(lhs_D2 - rhs_D2).max(), lsat.isserlis_error(Lam, 3))
-control_D2 = lsat.isserlis_error(Lam, 2)
+A_g = gen_D.standard_normal((d, d))  # not symmetric, so that a missing transpose would show
+err_D2 = lsx.lemma_d2_error(Lam, A_g, n_nodes=3)
+control_D2 = lsx.lemma_d2_error(Lam, A_g, n_nodes=2)
 print(f"Lemma D.2 and Isserlis: largest error {err_D2:.1e}; two-node control {control_D2:.2f}")
 assert control_D2 > 0.1, "a rule that is not exact for degree 4 must miss"
 check_claim("lsa.lemmaD2", err_D2, **C["lsa.lemmaD2"])
@@ -1442,46 +1300,20 @@ check_claim("lsa.lemmaD2", err_D2, **C["lsa.lemmaD2"])
 # %% [markdown]
 # **Lemma D.3** chains ${\rm tr}(U^\top V)\le\sum_i\sigma_i(U)\sigma_i(V)\le\sigma_1(U)\sum_i\sigma_i(V)\le\sqrt d\,\sigma_1(U)\|V\|_F$.
 # We measure the smallest relative slack of the three steps over 3000 random pairs; a third of them have
-# $V=cU$, which makes the first step an equality.
+# $V=cU$, which makes the first step an equality (`lsx.lemma_d3_slack`).
 
 # %%
-slack_D3 = []
-for k in range(3000):
-    dd = int(gen_D.integers(1, 6))
-    U_d = gen_D.standard_normal((dd, dd + int(gen_D.integers(0, 4))))
-    # V = c U makes the first step tight
-    V_d = gen_D.standard_normal(U_d.shape) if k % 3 else U_d * gen_D.random()
-    sU, sV = np.linalg.svd(U_d, compute_uv=False), np.linalg.svd(V_d, compute_uv=False)
-    chain = [
-        np.trace(U_d.T @ V_d),
-        sU @ sV,
-        sU[0] * sV.sum(),
-        np.sqrt(dd) * sU[0] * np.linalg.norm(V_d),
-    ]
-    slack_D3.append(min(np.diff(chain)) / chain[-1])
+slack_D3 = lsx.lemma_d3_slack(generator=gen_D, pairs=3000)
 print(f"Lemma D.3: smallest relative slack over {len(slack_D3)} pairs {min(slack_D3):.1e}")
 check_claim("lsa.lemmaD3", min(slack_D3), **C["lsa.lemmaD3"])
 
 # %% [markdown]
 # **Lemma D.4**: for positive semi-definite $A,B$, ${\rm tr}(AB)\ge0$, and $AB$ is positive semi-definite if and
 # only if $A$ and $B$ commute. We test the trace on 2000 pairs (often singular), and the eigenvalues of $AB$ on
-# commuting pairs built in a shared eigenbasis.
+# commuting pairs built in a shared eigenbasis (`lsx.lemma_d4_ratios`).
 
 # %%
-trace_D4, eig_D4 = [], []
-for _ in range(2000):
-    F = gen_D.standard_normal((4, int(gen_D.integers(1, 5))))
-    H_d = gen_D.standard_normal((4, int(gen_D.integers(1, 5))))
-    A_p, B_p = F @ F.T, H_d @ H_d.T  # positive semi-definite, often singular
-    trace_D4.append(np.trace(A_p @ B_p) / (np.linalg.norm(A_p) * np.linalg.norm(B_p)))
-    Q_d, _ = np.linalg.qr(gen_D.standard_normal((4, 4)))  # a shared eigenbasis: the pair commutes
-    A_c = (Q_d * (np.abs(gen_D.standard_normal(4)) * (gen_D.random(4) < 0.7))) @ Q_d.T
-    B_c = (Q_d * np.abs(gen_D.standard_normal(4))) @ Q_d.T
-    prod_c = A_c @ B_c
-    lowest = min(
-        np.linalg.eigvalsh((prod_c + prod_c.T) / 2).min(), -np.abs(prod_c - prod_c.T).max()
-    )
-    eig_D4.append(lowest / max(np.linalg.norm(prod_c), 1e-300))
+trace_D4, eig_D4 = lsx.lemma_d4_ratios(generator=gen_D, pairs=2000)
 print(
     f"Lemma D.4: smallest tr(AB) / (|A| |B|) {min(trace_D4):.1e}; commuting pairs: {min(eig_D4):.1e}"
 )
