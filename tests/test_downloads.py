@@ -1,0 +1,256 @@
+"""The chapters as a reader downloads them: plain Markdown in Jupyter (no raw MyST), the student edition without
+solutions, exercise numbers as on the site, and a first cell that installs icllib where it is missing."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+import notebook_download  # noqa: E402
+
+SAMPLE_URL = "https://example-org.github.io/icl-book"
+CHAPTERS = sorted((ROOT / "notebooks").glob("*.py"))
+
+
+def chapter(path: Path) -> nbformat.NotebookNode:
+    return jupytext.read(path)
+
+
+def markdown(notebook) -> str:
+    return "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+
+
+def myst_names(text: str) -> tuple[set[str], set[str]]:
+    roles = set(notebook_download.ROLE.findall(text))
+    directives = set(re.findall(r"^ {0,3}(?:`{3,}|:{3,})\{([^}\s]+)\}", text, re.MULTILINE))
+    return {name for name, _ in roles}, directives
+
+
+SOLUTION = re.compile(r"^(`{3,}|:{3,})\{solution\}[^\n]*\n(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
+
+
+def words(text: str) -> str:
+    return " ".join(re.sub(r"\W+", " ", text).split())
+
+
+def solution_bodies(text: str) -> tuple[int, list[str]]:
+    """How many ``{solution}`` directives ``text`` holds, and for each the longest line of its body that appears
+    nowhere else in the chapter (a solution whose every line the prose repeats gives nothing to look for)."""
+    bodies = [body for _, body in SOLUTION.findall(text)]
+    elsewhere = words(SOLUTION.sub("", text))
+    lines = [[line for line in body.split("\n") if line.strip() and not line.startswith(":")
+              and words(line) not in elsewhere] for body in bodies]
+    return len(bodies), [max(body, key=len) for body in lines if body]
+
+
+def test_every_role_and_directive_of_the_chapters_has_a_conversion():
+    roles, directives = set(), set()
+    for path in CHAPTERS:
+        found = myst_names(markdown(chapter(path)))
+        roles |= found[0]
+        directives |= found[1]
+    assert roles, "the scan found no role at all: the pattern is wrong"
+    assert directives >= {"exercise", "solution"}
+    assert roles <= notebook_download.KNOWN_ROLES, roles - notebook_download.KNOWN_ROLES
+    assert directives <= notebook_download.KNOWN_DIRECTIVES, directives - notebook_download.KNOWN_DIRECTIVES
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda path: path.stem)
+@pytest.mark.parametrize("solutions", [False, True], ids=["student", "instructor"])
+def test_a_downloaded_chapter_shows_no_raw_myst(path, solutions):
+    source = chapter(path)
+    plain = notebook_download.plain_notebook(source, solutions=solutions, site_url=SAMPLE_URL,
+                                             page=f"notebooks/{path.stem}")
+    nbformat.validate(plain)
+    left = {cell_index: notebook_download.raw_myst(cell.source) for cell_index, cell in enumerate(plain.cells)
+            if cell.cell_type == "markdown"}
+    assert not {index: found for index, found in left.items() if found}
+    assert "unconverted" not in plain.metadata.get("icl_book", {})
+    # the code is the chapter's, unchanged
+    assert [cell.source for cell in plain.cells if cell.cell_type == "code"] == \
+        [cell.source for cell in source.cells if cell.cell_type == "code"]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda path: path.stem)
+def test_the_student_edition_has_no_solution_and_the_instructors_has_all(path):
+    source = chapter(path)
+    count, solutions = solution_bodies(markdown(source))
+    assert count >= 3 and len(solutions) >= count - 1, "every chapter has exercises with solutions"
+    student = markdown(notebook_download.plain_notebook(source, solutions=False, site_url=None,
+                                                        page=f"notebooks/{path.stem}"))
+    instructor = markdown(notebook_download.plain_notebook(source, solutions=True, site_url=None,
+                                                           page=f"notebooks/{path.stem}"))
+    convert = notebook_download._Context(page=None, site_url=None, solutions=True, resolve=None, local={},
+                                         bibliography={}, glued={}, bibtex=None, unknown=set())
+    for line in solutions:
+        probe = words(notebook_download._convert_line(line, convert))   # roles converted, word for word
+        assert probe in words(instructor), probe
+        assert probe not in words(student), probe
+    assert "Solution to" not in student
+    assert instructor.count("**Solution to Exercise") == count
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda path: path.stem)
+def test_exercises_are_numbered_as_on_the_site(path):
+    number = notebook_download.chapter_numbers()[f"notebooks/{path.stem}"]
+    source = chapter(path)
+    count = len(re.findall(r"^ {0,3}(?:`{3,}|:{3,})\{exercise(?:-start)?\}", markdown(source), re.MULTILINE))
+    plain = markdown(notebook_download.plain_notebook(source, solutions=True, site_url=None,
+                                                      page=f"notebooks/{path.stem}"))
+    assert re.findall(r"\*\*Exercise (\d+\.\d+)\*\*", plain) == [f"{number}.{k}" for k in range(1, count + 1)]
+    assert re.findall(r"\*\*Solution to Exercise (\d+)\.", plain) == [str(number)] * len(
+        re.findall(r"\*\*Solution to", plain))
+
+
+def test_chapter_numbers_follow_the_table_of_contents():
+    numbers = notebook_download.chapter_numbers()
+    toc = (ROOT / "_toc.yml").read_text()
+    in_order = re.findall(r"file: (notebooks/\w+)", toc)
+    assert [numbers[name] for name in in_order] == list(range(1, len(in_order) + 1))
+    assert "book/claims" not in numbers
+
+
+SAMPLE = """# Title
+
+(sec-sample)=
+## A section
+
+See {numref}`fig-sample`, {eq}`sample-eq`, {prf:ref}`thm-sample`, {ref}`the section <sec-sample>`,
+{ref}`sec-sample`, [section 1](sec-sample), {cite:t}`unknown2099` and {doc}`the ledger </book/claims>`, with a
+role that wraps: {ref}`Exercise
+<sample-ex>`.
+
+$$ a = b $$ (sample-eq)
+
+```{prf:theorem} Sample
+:label: thm-sample
+Body of the theorem.
+```
+
+```{note}
+A note.
+```
+
+```{exercise}
+:label: sample-ex
+Do it.
+```
+
+````{solution} sample-ex
+:class: dropdown
+The secret answer, with ```code```.
+````
+"""
+
+
+def sample_notebook() -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook()
+    figure = nbformat.v4.new_code_cell("print(1)")
+    figure.metadata["mystnb"] = {"figure": {"name": "fig-sample", "caption": "A {math}`x` caption."}}
+    notebook.cells = [nbformat.v4.new_markdown_cell(SAMPLE), figure]
+    return notebook
+
+
+def test_each_kind_of_markup_becomes_plain_markdown_with_links_to_the_site():
+    plain = notebook_download.plain_notebook(sample_notebook(), solutions=True, site_url=SAMPLE_URL,
+                                             page="notebooks/sample", chapter=3)
+    text = plain.cells[0].source
+    assert f"[Figure 3.1]({SAMPLE_URL}/notebooks/sample.html#fig-sample)" in text
+    assert f"[(3.1)]({SAMPLE_URL}/notebooks/sample.html#equation-sample-eq)" in text
+    assert f"[Theorem 3.1]({SAMPLE_URL}/notebooks/sample.html#thm-sample)" in text
+    assert f"[the section]({SAMPLE_URL}/notebooks/sample.html#sec-sample)" in text
+    assert f"[A section]({SAMPLE_URL}/notebooks/sample.html#sec-sample)" in text
+    assert f"[section 1]({SAMPLE_URL}/notebooks/sample.html#sec-sample)" in text
+    assert f"[the ledger]({SAMPLE_URL}/book/claims.html)" in text
+    assert "\\tag{3.1} $$" in text
+    assert "> **Theorem 3.1** (Sample)." in text and "> Body of the theorem." in text
+    assert "> **Note**" in text
+    assert "**Exercise 3.1**" in text and "**Solution to Exercise 3.1**" in text and "The secret answer" in text
+    assert f"[Exercise]({SAMPLE_URL}/notebooks/sample.html#sample-ex)" in text
+    assert plain.cells[2].source == "**Figure 3.1.** A $x$ caption."
+    assert not notebook_download.raw_myst(text)
+    student = notebook_download.plain_notebook(sample_notebook(), solutions=False, site_url=None,
+                                               page="notebooks/sample", chapter=3)
+    assert "secret" not in student.cells[0].source and "Solution" not in student.cells[0].source
+    assert "[" not in student.cells[0].source.split("See", 1)[1].split("$$")[0], "no link without a site URL"
+
+
+def test_gated_solutions_are_dropped_with_their_code_cells():
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("```{exercise-start}\n:label: gated\n```\nDo it."),
+                      nbformat.v4.new_markdown_cell("```{exercise-end}\n```"),
+                      nbformat.v4.new_markdown_cell("```{solution-start} gated\n```\nThe secret."),
+                      nbformat.v4.new_code_cell("secret = 42"),
+                      nbformat.v4.new_markdown_cell("```{solution-end}\n```"),
+                      nbformat.v4.new_markdown_cell("After.")]
+    student = notebook_download.plain_notebook(notebook, solutions=False, site_url=None, chapter=2)
+    assert [cell.source for cell in student.cells] == ["**Exercise 2.1**\n\nDo it.", "After."]
+    instructor = notebook_download.plain_notebook(notebook, solutions=True, site_url=None, chapter=2)
+    assert "secret = 42" in [cell.source for cell in instructor.cells]
+    assert "**Solution to Exercise 2.1**\n\nThe secret." in [cell.source for cell in instructor.cells]
+
+
+def test_glued_values_and_ledger_counts_are_filled_in():
+    notebook = nbformat.v4.new_notebook()
+    glue = nbformat.v4.new_code_cell("glue('t', 0.95985)")
+    glue.outputs = [nbformat.v4.new_output("display_data", data={"application/papermill.record/text/plain": "0.95985"},
+                                           metadata={"scrapbook": {"name": "t", "mime_prefix": "application/papermill.record/"}})]
+    notebook.cells = [glue, nbformat.v4.new_markdown_cell("T = {glue:text}`t:.3f`; {ledger-counts}`balance`.")]
+    text = notebook_download.plain_notebook(notebook, solutions=True, site_url=None).cells[1].source
+    assert text.startswith("T = 0.960; ")
+    assert re.search(r"\d+ ledger rows: \d+ ", text)
+
+
+@pytest.mark.parametrize("bad", [{"site_url": "example.org"}, {"site_url": 3}, {"notebook": "x"}])
+def test_bad_input_names_the_parameter(bad):
+    arguments = {"notebook": sample_notebook(), "solutions": True, "site_url": None, **bad}
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        notebook_download.plain_notebook(arguments.pop("notebook"), **arguments)
+    with pytest.raises(ValueError, match="wheel_name"):
+        notebook_download.add_install_cell(sample_notebook(), wheel_name="icllib.zip", site_url=None)
+
+
+WHEEL = "icllib-0.1.0-py3-none-any.whl"
+
+
+def test_the_install_cell_installs_from_the_site_when_its_url_is_configured():
+    notebook = notebook_download.add_install_cell(sample_notebook(), wheel_name=WHEEL, site_url=SAMPLE_URL)
+    first = notebook.cells[0]
+    assert first.metadata["tags"] == [notebook_download.INSTALL_MARK]
+    assert f"icllib @ {SAMPLE_URL}/wheels/{WHEEL}" in first.source
+    again = notebook_download.add_install_cell(notebook, wheel_name=WHEEL, site_url=SAMPLE_URL)
+    assert len(again.cells) == len(notebook.cells), "one install cell, not two"
+    text = notebook_download.add_install_cell(chapter(ROOT / "notebooks" / "scan_snap_text.py"), wheel_name=WHEEL,
+                                              site_url=SAMPLE_URL).cells[0].source
+    assert f"icllib[text] @ {SAMPLE_URL}/wheels/{WHEEL}" in text and '"gensim"' in text
+    assert not notebook_download.needs_text_extra(chapter(ROOT / "notebooks" / "balance.py"))
+
+
+def run_install_cell(source: str, folder: Path, missing: str) -> subprocess.CompletedProcess:
+    """Run the cell's code in ``folder`` with ``importlib.util.find_spec`` reporting ``missing`` as absent and pip
+    replaced by a print of what it would install."""
+    stub = (f"import importlib.util, subprocess\n_find = importlib.util.find_spec\n"
+            f"importlib.util.find_spec = lambda name, *a: None if name == {missing!r} else _find(name, *a)\n"
+            "subprocess.run = lambda command, **kw: print('PIP', command[-1])\n")
+    return subprocess.run([sys.executable, "-c", stub + source], cwd=folder, capture_output=True, text=True)
+
+
+def test_the_install_cell_without_a_site_url_uses_a_wheel_or_the_archive_beside_it_else_says_what_to_fetch(tmp_path):
+    source = notebook_download.install_source(wheel_name=WHEEL, site_url=None, text_extra=False,
+                                              archive_name="icl-book-source.tar.gz")
+    nothing = run_install_cell(source, tmp_path, missing="icllib")
+    assert nothing.returncode != 0 and f"Download {WHEEL}" in nothing.stderr and "icl-book-source.tar.gz" in nothing.stderr
+    (tmp_path / "icl-book-source.tar.gz").write_bytes(b"")
+    archive = run_install_cell(source, tmp_path, missing="icllib")
+    assert archive.returncode == 0 and f"PIP icllib @ file://{tmp_path}/icl-book-source.tar.gz" in archive.stdout
+    (tmp_path / WHEEL).write_bytes(b"")
+    wheel = run_install_cell(source, tmp_path, missing="icllib")
+    assert f"PIP icllib @ file://{tmp_path}/{WHEEL}" in wheel.stdout
+    present = run_install_cell(source, tmp_path, missing="nothing")
+    assert present.returncode == 0 and "PIP" not in present.stdout, "icllib present: the cell installs nothing"
