@@ -3,6 +3,7 @@ the site itself (no CDN), and nothing a reader's browser never asks for."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -38,16 +39,46 @@ def copy_mathjax(app, exception):
                 shutil.copy2(path, target / relative)
 
 
+# The theme draws its icons twice over: its stylesheet (pydata-sphinx-theme.css) holds Font Awesome's CSS, whose
+# woff2 fonts (vendor/fontawesome/webfonts, 0.3 MB) draw every icon of the pages, and scripts/fontawesome.js
+# (1.5 MB, an eighth of the site) then replaces each icon with the same glyph as inline SVG. The stylesheet's
+# icons stay; the script, and the tag that loads it on every page, go. The script also hid its SVG icons from
+# screen readers: the icons the stylesheet draws are hidden the same way (aria-hidden), since their glyphs sit
+# in Unicode's private use area and say nothing read aloud; every button keeps its own label.
+FONTAWESOME_SCRIPT = "scripts/fontawesome.js"
+FONTAWESOME_SCRIPT_TAG = re.compile(r'<script\b[^>]*\bsrc="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*>\s*</script>\s*')
+ICON_TAG = re.compile(r'<(i|span)\b([^>]*?)\bclass="([^"]*)"([^>]*)>')
+ICON_STYLES = {"fa", "fas", "far", "fab", "fa-solid", "fa-regular", "fa-brands"}
+
+
+def icons_without_the_script(page: str) -> str:
+    """A page's HTML without the tag that loads :data:`FONTAWESOME_SCRIPT`, its icon elements (``<i class="fa-solid
+    fa-bars">``) hidden from screen readers as the script's SVG icons were."""
+
+    def hidden(match: re.Match) -> str:
+        tag, before, classes, after = match.groups()
+        if not ICON_STYLES & set(classes.split()) or "aria-hidden" in before + after:
+            return match.group()
+        return f'<{tag}{before}class="{classes}" aria-hidden="true"{after}>'
+
+    return ICON_TAG.sub(hidden, FONTAWESOME_SCRIPT_TAG.sub("", page))
+
+
 def drop_what_serves_nobody(app, exception):
-    """Source maps of the theme's scripts, message catalogues, and the TrueType copies of the icon fonts (the
-    theme's CSS offers woff2 first, which every browser of the last eight years reads): nothing a reader's
-    browser asks for."""
+    """Source maps of the theme's scripts, message catalogues, the TrueType copies of the icon fonts (the
+    theme's CSS offers woff2 first, which every browser of the last eight years reads), and the icon script
+    that redraws the stylesheet's icons (:data:`FONTAWESOME_SCRIPT`): nothing a reader's browser needs."""
     if exception is not None or app.builder.format != "html":
         return
     static = Path(app.outdir) / "_static"
     for path in [*static.rglob("*.map"), *static.rglob("*.mo"), *static.rglob("*.po"),
-                 *static.glob("vendor/fontawesome/webfonts/*.ttf")]:
+                 *static.glob("vendor/fontawesome/webfonts/*.ttf"), *static.glob(FONTAWESOME_SCRIPT)]:
         path.unlink()
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        lean = icons_without_the_script(text)
+        if lean != text:
+            page.write_text(lean, encoding="utf-8")
 
 
 def bibliography_roles(app, exception):

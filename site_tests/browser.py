@@ -123,6 +123,34 @@ CONTRAST = r"""
 })()
 """
 
+# How much of a chapter page a reader scrolls through as code: the height of the code cells' inputs that show
+# (a hide-input cell's input folded in its <details> has no box and counts nothing; outputs, figures and claim
+# cards are not inputs), against the height of the article, the chapter's own column from its title to its
+# last line (the theme's header, sidebars and footer left out).
+CODE_SHARE = r"""
+(() => {
+  const article = document.querySelector("article.bd-article") || document.querySelector("article");
+  const inputs = Array.from(article.querySelectorAll("div.cell_input")).filter((node) => node.getClientRects().length);
+  const height = (nodes) => nodes.reduce((sum, node) => sum + node.getBoundingClientRect().height, 0);
+  const outputs = Array.from(article.querySelectorAll("div.cell_output")).filter((node) => node.getClientRects().length);
+  return JSON.stringify({article: article.getBoundingClientRect().height, code: height(inputs), output: height(outputs),
+                         inputs: inputs.length, folded: article.querySelectorAll("details div.cell_input").length});
+})()
+"""
+
+# The theme's icons as a reader sees them: each icon element that shows (Font Awesome's classes) with the glyph
+# its ::before draws and its width, and whether the icon font the stylesheet names has loaded.
+ICONS = r"""
+document.fonts.ready.then(() => JSON.stringify({
+  fontLoaded: document.fonts.check('900 16px "Font Awesome 6 Free"'),
+  scriptLoaded: Array.from(document.scripts).some((script) => /fontawesome/i.test(script.src)),
+  icons: Array.from(document.querySelectorAll("i[class*='fa-'], span[class*='fa-']"))
+    .filter((icon) => icon.getClientRects().length && getComputedStyle(icon).visibility !== "hidden")
+    .map((icon) => ({classes: icon.className, glyph: getComputedStyle(icon, "::before").content,
+                     width: icon.getBoundingClientRect().width,
+                     font: getComputedStyle(icon).fontFamily}))}))
+"""
+
 # axe-core's findings on the page, serious and critical only: rule, impact, how many nodes, the first of them.
 AXE = r"""
 axe.run(document, {resultTypes: ["violations"]}).then((results) => JSON.stringify(
@@ -245,6 +273,14 @@ class Chromium:
     def measure(self, url: str, width: int) -> dict:
         self.load(url, width)
         return json.loads(self.evaluate(MEASURE))
+
+    def code_share(self) -> dict:
+        """The loaded page's heights in px: its article, the code inputs that show, the outputs (:data:`CODE_SHARE`)."""
+        return json.loads(self.evaluate(CODE_SHARE))
+
+    def icons(self) -> dict:
+        """The loaded page's icons once its fonts have loaded (:data:`ICONS`)."""
+        return json.loads(self.evaluate(ICONS, await_promise=True))
 
     def contrast(self) -> dict:
         return json.loads(self.evaluate(CONTRAST))
