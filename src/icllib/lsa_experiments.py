@@ -11,8 +11,9 @@ fixed order, so the chapter's records do not depend on where a loop lives.
    (Lemma 5.2 against Monte Carlo).
 2. Theorem 4.1 and finite steps: :func:`theorem41_flows`, :func:`corollary_a2_errors`, :func:`sgd_table`.
 3. Random covariances (Theorem 4.5, Appendix C): :func:`mc_random_cov_loss`, :func:`lemma_c1_c3_errors`,
-   :func:`lemma_c4_errors`, :func:`one_third_estimates`.
-4. Appendix D: :func:`lemma_d1_errors`, :func:`lemma_d2_error`, :func:`lemma_d3_slack`, :func:`lemma_d4_ratios`.
+   :func:`lemma_c4_errors`, :func:`lemma_c6_c8_runs`, :func:`one_third_estimates`.
+4. Corollary 4.3: :func:`corollary43_audit`.
+5. Appendix D: :func:`lemma_d1_errors`, :func:`lemma_d2_error`, :func:`lemma_d3_slack`, :func:`lemma_d4_ratios`.
 """
 
 from __future__ import annotations
@@ -271,6 +272,41 @@ def mc_random_cov_loss(U, c, N, *, n, generator: torch.Generator, chunk=100_000)
     return {"mean": mean, "se": np.sqrt((sums[1] / n - mean**2) / n)}
 
 
+def lemma_c6_c8_runs(fractions, sigma_bound, W_KQ11, gamma, xi, zeta, K_410, *, T=3000) -> list[dict]:
+    """Lemmas C.6-C.8 along flows (C.4) from Assumption 3.3 at ``sigma = fraction * sigma_bound`` for each of
+    ``fractions`` (inside (C.10) = Eq. 4.10 when the fractions are below 1), with direction ``W_KQ11`` =
+    Theta Theta^T and the estimate ``K_410`` of E[||Gamma_tau||_op ||Lambda_tau||_F^2].
+
+    One dict per run: ``fraction``, the smallest ``min_c`` of u_{-1} along the path, the lower bounds on it as
+    printed in (C.12) (``printed``, with ||E Lambda_tau Theta||_F^2 in the denominator) and as the proof ends at
+    line 1191 (``proven``, with ||E Lambda_tau^2||_op), ``pl``: the smallest ratio ||grad||^2 / gap over the
+    path divided by the constant nu of (C.13) (at least 1 if Lemma C.8 holds), and the ``final_gap``.
+    """
+    gamma, xi, zeta = lsat.moment_triple(gamma, xi, zeta)
+    d = xi.size
+    TT = lsat.square("W_KQ11", W_KQ11, d)
+    sigma_bound, K_410 = positive_number("sigma_bound", sigma_bound), positive_number("K_410", K_410)
+    fractions = [positive_number("fractions", f) for f in non_empty("fractions", fractions)]
+    ELT = float(np.trace(TT))  # ||E Lambda_tau Theta||_F^2 = tr(Theta Theta^T), since E Lambda_tau = I
+    EL2_op = float(xi.max())  # ||E Lambda_tau^2||_op
+    eta = float(zeta.min())  # eta of Lemma C.8: the smallest of the gamma_i and zeta_ij
+    min_C6 = -0.5 * np.sum(xi**2 / gamma)
+    rows = []
+    for fraction in fractions:
+        sig = fraction * sigma_bound
+        run = lsa.random_cov_flow(sig * TT, sig, gamma, xi, zeta, T=T)
+        bracket = 2 * ELT - np.sqrt(d) * sig**2 * K_410
+        printed = np.sqrt(sig**2 * bracket / (2 * np.sqrt(d) * ELT))  # (C.12)
+        proven = np.sqrt(sig**2 * bracket / (2 * np.sqrt(d) * EL2_op))  # line 1191
+        nu = eta * sig**2 * bracket / (2 * np.sqrt(d) * EL2_op)  # (C.13)
+        gap = run["loss"] - min_C6
+        resolved = gap > 1e-12
+        pl = (run["grad_sq"][resolved] / gap[resolved]).min() / nu
+        rows.append({"fraction": fraction, "min_c": run["c_path"].min(), "printed": printed, "proven": proven,
+                     "pl": pl, "final_gap": gap[-1]})
+    return rows
+
+
 def one_third_estimates(D_diag, M, *, n, w, x_query, generators) -> dict:
     """The factor 1/3 of Section 4.3 by Monte Carlo at the limit (4.11) for a diagonal D
     (:func:`~icllib.lsa_theory.weights_411`), on prompts of length ``M`` with their own covariance.
@@ -300,7 +336,29 @@ def one_third_estimates(D_diag, M, *, n, w, x_query, generators) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------
-# 4. Appendix D
+# 4. Corollary 4.3
+
+
+def corollary43_audit(cases) -> list[dict]:
+    """The exact error (:func:`~icllib.lsa_theory.shift_error`, w ~ N(0, I)) at the sample sizes of Corollary 4.3
+    as printed and as corrected (:func:`~icllib.lsa_theory.corollary43_thresholds`), for each ``(name, Lam,
+    eps)`` of ``cases`` (the chapter uses :data:`~icllib.lsa_theory.COROLLARY43_CASES`). One dict per case:
+    ``name``, ``eps``, ``M``, ``N_paper``, ``error_paper``, ``N_corrected``, ``error_corrected``."""
+    rows = []
+    for case in non_empty("cases", cases):
+        if not isinstance(case, (tuple, list)) or len(case) != 3:
+            raise ValueError(f"cases must hold (name, Lam, eps) triples, got {case!r}")
+        name, Lam, eps = case
+        th = lsat.corollary43_thresholds(lsat.covariance(Lam, "cases"), positive_number("cases", eps))
+        rows.append({"name": name, "eps": eps, "M": th["M"], "N_paper": th["N_paper"],
+                     "error_paper": lsat.shift_error(Lam, th["N_paper"], th["M"], tau2=1.0),
+                     "N_corrected": th["N_corrected"],
+                     "error_corrected": lsat.shift_error(Lam, th["N_corrected"], th["M"], tau2=1.0)})
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------
+# 5. Appendix D
 
 
 def _leaf(a):
