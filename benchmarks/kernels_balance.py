@@ -118,6 +118,6 @@ KERNELS = {
     "per_sample_g_terms": (_g_vmap, _g_loop),
     "gradient_batch200": (_gradient_by_hand, _gradient_by_autograd),
     "sgd_100_steps_batch200": (_sgd_chapter(_BATCH), _sgd_autograd(_BATCH)),
-    "sgd_100_steps_batch20": (_sgd_chapter(20), _sgd_autograd(20)),
+    "sgd_100_steps_batch20": (_sgd_chapter(balance.B11_BOOK_BATCH), _sgd_autograd(balance.B11_BOOK_BATCH)),
     "sgd_vs_plain_100_steps_batch200": (_sgd_chapter(_BATCH), _sgd_plain(_BATCH)),
 }

@@ -28,19 +28,19 @@
 # What this chapter finds:
 #
 # - every column pair of each attention layer is a symmetry, sample by sample: 6 per layer, not the paper's 5,
-#   and the loss depends on $W_Q W_K^\top$, not the printed $W_K W_Q$ ([section 1](sec-balance-symmetry));
+#   and the loss depends on $W_Q W_K^\top$, not the printed $W_K W_Q$ ([the symmetry](sec-balance-symmetry));
 # - each step of the proof holds exactly, symbolically and to $10^{-12}$ in float64, and Eq. 7's band contains
-#   every random stationary point ([section 2](sec-balance-derivation));
+#   every random stationary point ([the derivation](sec-balance-derivation));
 # - without noise every imbalance is conserved to round-off by an integrator that keeps quadratic invariants,
-#   while gradient descent drifts in proportion to its step ([section 3](sec-balance-conservation));
+#   while gradient descent drifts in proportion to its step ([without noise](sec-balance-conservation));
 # - in a linear model with closed-form noise SGD balances at $\|u\|^2/\|w\|^2 = d_o/d$, not 1, in a number of
-#   steps that scales as $S/\eta^2$ ([section 4](sec-balance-linear));
+#   steps that scales as $S/\eta^2$ ([a linear model](sec-balance-linear));
 # - in the attention network of App. B.11 the law gives the direction and the size of every pair's drift; the
-#   approach of Fig. 6 holds, its overlap is not reached in the book's runs ([section 5](sec-balance-attention)).
+#   approach of Fig. 6 holds, its overlap is not reached in the book's runs ([App. B.11](sec-balance-attention)).
 #
 # **What it assumes.** The theorem statement and the derivation of Eq. 7 from the paper's App. B; the reading
 # $T = \eta/S$, $t = \eta \times$ steps ({ref}`balance.N3 <balance-n3>`); for App. B.11, the choices listed in
-# section 1 where the appendix is silent ({ref}`balance.N6 <balance-n6>`).
+# [the first section](sec-balance-symmetry) where the appendix is silent ({ref}`balance.N6 <balance-n6>`).
 #
 # **Run time.** `quick` (the tests) under a minute, `default` (this page) about two minutes on two cores (132 s
 # in the build timed on 2026-11-24); `full` runs App. B.11 at the paper's batch for up to $4\times10^5$ steps (the
@@ -67,7 +67,7 @@ print(run_line())
 
 # %% [markdown]
 # (sec-balance-symmetry)=
-# ## 1. The symmetry in a two-layer attention network
+# ## The symmetry in a two-layer attention network
 #
 # App. B.11 trains "a two-layer single-head self-attention network without MLP in between" on in-context
 # linear regression. The appendix leaves the architecture and parts of the data open
@@ -155,12 +155,13 @@ check_claim("balance.euler-identity", euler_residual, **CHECKS["balance.euler-id
 
 # %% [markdown]
 # (sec-balance-derivation)=
-# ## 2. The law, derived
+# ## The law, derived
 #
 # The paper's Theorem 3.1 (= B.3), in the form this chapter tests:
 #
-# ```{prf:theorem} The law of balance: the paper's Theorem 3.1 = B.3 and Eq. 108
+# ```{prf:theorem} Theorem 3.1 of the paper (= Theorem B.3, Eq. 108): the law of balance
 # :label: thm-balance-law
+# :nonumber:
 # Let the per-sample loss satisfy $\ell(u, w, v, x) = \ell(\lambda u, w/\lambda, v, x)$ for every sample $x$
 # and every $\lambda > 0$, and let SGD be modelled by the SDE $d\theta = -\nabla L\,dt + \sqrt{T C(\theta)}\,dW$
 # with $T = \eta/S$. Then
@@ -207,8 +208,9 @@ check_claim("balance.euler-identity", euler_residual, **CHECKS["balance.euler-id
 # balance**, not norm balance. Bounding the two quadratic forms by the extreme eigenvalues gives the paper's
 # stationary band:
 #
-# ```{prf:corollary} The stationary band: the paper's Eq. 7 = Eq. 112
+# ```{prf:corollary} Eq. 7 of the paper (= Eq. 112): the stationary band
 # :label: cor-balance-eq7
+# :nonumber:
 # With $\lambda_{1m}, \lambda_{1M}$ the extreme eigenvalues of $C_1$ and $\lambda_{2m}, \lambda_{2M}$ those of
 # $C_2$, at a stationary point of {eq}`balance-law`
 #
@@ -272,7 +274,7 @@ check_claim("balance.crossing", crossing_error, **CHECKS["balance.crossing"])
 
 # %% [markdown]
 # (sec-balance-conservation)=
-# ## 3. Without noise, the imbalance is conserved exactly
+# ## Without noise, the imbalance is conserved exactly
 #
 # With $T = 0$, {eq}`balance-law` says every $D_i = \|W_K^i\|^2 - \|W_Q^i\|^2$ is constant. Gradient descent, a
 # finite-step approximation of the flow, drifts by {eq}`balance-one-step`: $\eta^2(\ldots)$ per step, that is
@@ -280,7 +282,7 @@ check_claim("balance.crossing", crossing_error, **CHECKS["balance.crossing"])
 # midpoint rule $\theta' = \theta - h\nabla L\big((\theta + \theta')/2\big)$, should keep all 12 $D_i$ to
 # round-off at a finite step: $D(\theta') - D(\theta) = (\theta' - \theta)^\top S(\theta' + \theta) =
 # -2h\,\nabla L(m)^\top S m = 0$ at the midpoint $m$, by {eq}`balance-euler`. We use a fixed training set
-# (full batch), float64, and the imbalanced network of section 1.
+# (full batch), float64, and the imbalanced network of [the first section](sec-balance-symmetry).
 
 # %%
 n_flow = by_mode(quick=32, default=64, full=200)
@@ -400,7 +402,7 @@ legend(ax_s)
 # {eq}`balance-one-step`. Any systematic change of $D_i$ under SGD must therefore come from the noise.
 #
 # (sec-balance-linear)=
-# ## 4. Balance under SGD where everything is exact: a linear model
+# ## Balance under SGD where everything is exact: a linear model
 #
 # Take $f(x) = u\,(w^\top x)$ with $u \in \mathbb R^{d_o}$, $w \in \mathbb R^{d}$, $\ell = \|f(x) - y\|^2$,
 # $y = M^* x + \epsilon$, $M^* = u^* w^{*\top}$ of unit norm, $x \sim N(0, I_d)$, $\epsilon \sim N(0, \sigma^2 I)$.
@@ -472,7 +474,7 @@ linear = theory.linear_balance_experiment(
 # %% [markdown]
 # The control has no noise: exact (population) gradient descent, started **off** the minimum so that its
 # gradient does not vanish. With $T = 0$ the law conserves $D = \|u\|^2 - \|w\|^2$ (up to the finite-step drift
-# of section 3), so it must land on the minimum $\|u\|^2\|w\|^2 = 1$ at $a - 1/a = D$ for $a = \|u\|^2$, that is
+# of [the noiseless runs](sec-balance-conservation)), so it must land on the minimum $\|u\|^2\|w\|^2 = 1$ at $a - 1/a = D$ for $a = \|u\|^2$, that is
 # at the ratio $a^2$, not at $d_o/d$.
 
 # %%
@@ -607,21 +609,19 @@ legend(ax_t)
 # {eq}`balance-expectation` (coefficient $\eta$, not $T$) predicts ({ref}`balance.N2 <balance-n2>`).
 #
 # (sec-balance-attention)=
-# ## 5. The attention experiment of App. B.11 (Fig. 6)
+# ## The attention experiment of App. B.11 (Fig. 6)
 #
 # Online SGD with $\eta = 4\times 10^{-3}$ on fresh batches. At the paper's batch $S = 200$
 # ($T = 2\times10^{-5}$) the balancing takes of the order of $10^5$ steps, far beyond a book build, so
 # `default` runs at the higher temperature $S = 20$ ($T = 2\times 10^{-4}$); `full` runs the paper's $S = 200$
 # for up to $4\times10^5$ steps (about 80 min at the archived run's 12 ms a step; that run stopped at its
 # divergence after 54 min), and its archived run is drawn below the figure. The paper's setting is named once,
-# in `balance.B11_PAPER`, which the deciding runs read too.
+# in `balance.B11_PAPER`, which the deciding runs read too, and the run of each mode in `balance.B11_BY_MODE`.
 
 # %%
-sgd_batch = by_mode(quick=20, default=20, full=balance.B11_PAPER["batch_size"])
-sgd_steps = by_mode(quick=4_000, default=20_000, full=balance.B11_FULL_STEPS)
-sgd_lr = balance.B11_PAPER["lr"]
-g_samples = by_mode(quick=1_000, default=8_000, full=balance.B11_PAPER["g_samples"])
-g_chunk = by_mode(quick=500, default=2_000, full=balance.B11_PAPER["g_chunk"])
+sgd_setting = by_mode(**balance.B11_BY_MODE)
+sgd_batch, sgd_steps, sgd_lr = (sgd_setting[key] for key in ("batch_size", "steps", "lr"))
+print(sgd_setting)
 
 # %% [markdown]
 # Each step uses two half batches $a, b$; since $\|\hat g\|^2 = \hat g_a\cdot\hat g_b + \|\hat g_a - \hat
@@ -630,16 +630,19 @@ g_chunk = by_mode(quick=500, default=2_000, full=balance.B11_PAPER["g_chunk"])
 # they are heavy-tailed, so each estimate is the mean of several chunks, whose spread gives the bands.
 
 # %%
+seeds = balance.B11_SEEDS
 sgd_start = time.perf_counter()
 attention_run = balance.train_attention_sgd(
-    balance.init_attention(generator=torch_generator(1, device=device()), imbalance=imbalance),
+    balance.init_attention(
+        generator=torch_generator(seeds["weights"], device=device()), imbalance=imbalance
+    ),
     lr=sgd_lr,
     batch_size=sgd_batch,
     steps=sgd_steps,
-    generator=torch_generator(2, device=device()),
-    checkpoint_every=sgd_steps // 20,
-    g_samples=g_samples,
-    g_chunk=g_chunk,
+    generator=torch_generator(seeds["data"], device=device()),
+    checkpoint_every=sgd_setting["checkpoint_every"],
+    g_samples=sgd_setting["g_samples"],
+    g_chunk=sgd_setting["g_chunk"],
 )
 sgd_seconds = time.perf_counter() - sgd_start
 
@@ -661,7 +664,7 @@ print(f"{(diverged_at or sgd_steps) / sgd_seconds:.0f} SGD steps per second with
 
 # %%
 loss_start = measured_run["loss"][:100].mean()
-loss_end = measured_run["loss"][-sgd_steps // 20 :].mean()
+loss_end = measured_run["loss"][-sgd_setting["checkpoint_every"] :].mean()
 print(f"S = {sgd_batch}, {measured_steps} steps: loss {loss_start:.2f} -> {loss_end:.2f}")
 print(f"accumulated float32 error of the step identity: {attention_run['identity_residual']:.1e}")
 print("mean |log(g_K/g_Q)| at the checkpoints:", np.round(np.abs(log_gap).mean(axis=(1, 2)), 2))
@@ -853,7 +856,7 @@ if paper_scale is not None:
 # the size of its noise part, but not the whole drift: at $S = 200$ the finite-step term is no longer small.
 #
 # (sec-balance-errata)=
-# ## 6. Errata and notes
+# ## Errata and notes
 #
 # Each is registered and listed on the errata page.
 #
@@ -874,54 +877,209 @@ if paper_scale is not None:
 # - {ref}`balance.N5 <balance-n5>`, **Eq. 7's eigenvalues.** Evaluated at the stationary point itself: a
 #   self-consistency condition, void above when $C_1$ is singular.
 # - {ref}`balance.N6 <balance-n6>`, **the B.11 setup.** The query's label, $w^*$ per sequence or fixed, the noise
-#   level and the architecture's details are left open; section 1 lists our choices.
+#   level and the architecture's details are left open; [the first section](sec-balance-symmetry) lists our choices.
 # - {ref}`balance.N7 <balance-n7>`, **"overlap".** No uncertainty range and no number of steps are given; and at
 #   the paper's lr and batch, with the book's choices of N6, online SGD blew up after 268 178 steps in the
 #   book's one run.
-#
+
+
+# %% [markdown]
+# (sec-balance-exercises)=
 # ## Exercises
 #
+# The exercises run from reproducing a number of this chapter to questions the paper leaves open. Those with a
+# checkable answer come with a self-check: `check(label, your_answer)` says whether the answer is right and, if
+# not, gives a hint, never the answer.
+
+# %%
+from icllib.exercises.balance import check
+
+# %% [markdown]
 # ```{exercise}
-# :label: balance-ex-weight-decay
-# Add weight decay $\frac{\gamma}{2}(\|u\|^2 + \|w\|^2)$ to the loss. How does the law change? What happens to
-# $D$ under gradient flow?
+# :label: ex-balance-eq7-band
+# Take $C_1 = \operatorname{diag}(1, 2, 4)$ and $C_2 = \begin{pmatrix} 3 & 1 \\ 1 & 3 \end{pmatrix}$. Compute the
+# band {eq}`balance-eq7` of {prf:ref}`cor-balance-eq7` by hand and pass it as a pair,
+# `check("ex-balance-eq7-band", (lower, upper))`. How would the band change if $C_1$ were replaced by $2I$?
 # ```
 #
-# ```{solution} balance-ex-weight-decay
+# ````{solution} ex-balance-eq7-band
+# :class: dropdown
+# The eigenvalues of $C_1$ are 1, 2, 4 and those of $C_2$ are 2 and 4, so the band is
+# $[\lambda_{2m}/\lambda_{1M}, \lambda_{2M}/\lambda_{1m}] = [2/4, 4/1] = [0.5, 4]$. With $C_1 = 2I$ it narrows to
+# $[1, 2]$: only the spread of $C_2$ is left.
+#
+# ```python
+# import numpy as np
+#
+# C1 = np.diag([1.0, 2.0, 4.0])
+# C2 = np.array([[3.0, 1.0], [1.0, 3.0]])
+# eig_C1, eig_C2 = np.linalg.eigvalsh(C1), np.linalg.eigvalsh(C2)
+# answer = (eig_C2[0] / eig_C1[-1], eig_C2[-1] / eig_C1[0])
+# ```
+#
+# **A good answer** uses the eigenvalues of $C_2$, not its diagonal, pairs the smallest eigenvalue of $C_2$ with
+# the largest of $C_1$ for the lower end (the swapped pairing gives the empty "band" $[2, 1]$), and says that the
+# band pins the ratio only when both matrices are close to multiples of the identity.
+# ````
+#
+# ```{exercise}
+# :label: ex-balance-linear-ratio
+# Before running anything, predict from {eq}`balance-linear-C` where SGD balances the linear model of
+# [the linear model section](sec-balance-linear) when it has $d = 6$ inputs and $d_o = 3$ outputs. Then run it:
+# `theory.linear_balance_experiment` with $\sigma = 0.5$, $(\eta, S) = (0.01, 1)$, 16 runs started on the minimum
+# at ratio 16, a random unit-norm target. Pass the late mean ratio, `check("ex-balance-linear-ratio", late)`.
+# ```
+#
+# ````{solution} ex-balance-linear-ratio
+# :class: dropdown
+# On the minimum $C_1 = 4 d\sigma^2 I$ and $C_2 = 4 d_o \sigma^2 I$, so the law is stationary at
+# $\|u\|^2/\|w\|^2 = d_o/d = 0.5$; the runs settle about 1 % below it.
+#
+# ```python
+# import numpy as np
+#
+# from icllib import balance_theory as theory
+# from icllib.config import rng
+#
+# generator = rng(0)
+# u_star, w_star = generator.standard_normal(3), generator.standard_normal(6)
+# u_star, w_star = u_star / np.linalg.norm(u_star), w_star / np.linalg.norm(w_star)
+# runs = theory.linear_balance_experiment(
+#     2 * u_star, w_star / 2, np.outer(u_star, w_star), sigma=0.5, settings=[(0.01, 1)], runs=16,
+#     generator=generator, ratio0=16.0,
+# )
+# answer = runs[(0.01, 1)]["late"]
+# ```
+#
+# **A good answer** predicts $d_o/d$ before the run, from the isotropic $C_1, C_2$ on the minimum, says that the
+# norms stay apart (by a factor 2 here) while the two noise terms of {eq}`balance-law` become equal, and
+# attributes the small offset to the finite-step term ({ref}`balance.N2 <balance-n2>`).
+# ````
+#
+# ```{exercise}
+# :label: ex-balance-scalar
+# For scalars $u, w$, $\ell = (uwx - y)^2$, $y = m^* x + \epsilon$ with $x \sim N(0, 1)$ and
+# $\epsilon \sim N(0, \sigma^2)$, show that on the minimum $uw = m^*$ the law {eq}`balance-law` reads
+# $\dot D = -T C_0 D$ with $C_0 = \operatorname{Var}[\partial \ell/\partial(uw)]$. What is the stationary ratio
+# $u^2/w^2$? For $\sigma = 0.5$, $\eta = 0.01$ and $S = 2$, after how many SGD steps has $|D|$ fallen by a factor
+# $e$, according to the law? `check("ex-balance-scalar", steps)`.
+# ```
+#
+# ````{solution} ex-balance-scalar
+# :class: dropdown
+# Here $A$ is a scalar and $C_1 = C_2 = C_0$, so $\dot D = -T C_0 (u^2 - w^2) = -T C_0 D$: $|D|$ decays
+# exponentially and the stationary ratio is 1. On the minimum $\partial\ell/\partial(uw) = -2\epsilon x$, so
+# $C_0 = 4\sigma^2$. The time constant is $1/(T C_0)$ in $t = \eta \times$ steps, that is
+# $S/(4\sigma^2\eta^2) = 20\,000$ steps.
+#
+# ```python
+# sigma, lr, batch = 0.5, 0.01, 2
+# C0 = 4 * sigma**2  # Var[-2 eps x] on the minimum
+# temperature = lr / batch
+# answer = 1 / (temperature * C0) / lr  # a time 1 / (T C0), and t = lr x steps
+# ```
+#
+# **A good answer** derives $C_0$ from the per-sample gradient, notes that norm balance is special to
+# $C_1 = C_2$ (compare {ref}`balance.N4 <balance-n4>` and the previous exercise), and converts time to steps
+# with both factors, $t = \eta\times$steps and $T = \eta/S$: forgetting $S$ halves the answer.
+# ````
+#
+# ```{exercise}
+# :label: ex-balance-rate-exponent
+# The chapter fits how the number of steps to balance grows with $S/\eta^2$. Repeat the fit in a small setting:
+# the linear model with $d = 8$, $d_o = 2$, $\sigma = 1$, started on the minimum at ratio 16, at
+# $(\eta, S) = (0.02, 1), (0.02, 2), (0.01, 1)$ with 16 runs each, using the steps to come within 10 % of
+# $d_o/d$. Pass the fitted exponent, `check("ex-balance-rate-exponent", exponent)`. Why do steps, and not the
+# time $t$, scale as $S/\eta^2$?
+# ```
+#
+# ````{solution} ex-balance-rate-exponent
+# :class: dropdown
+# The law relaxes at a rate proportional to $T = \eta/S$ per unit time, and one step is $\eta$ of time, so the
+# number of steps scales as $1/(\eta T) = S/\eta^2$; the fitted exponent is close to 1 (1.14 with this seed: at
+# the largest $T$ SGD balances a little faster than the law).
+#
+# ```python
+# import numpy as np
+#
+# from icllib import balance_theory as theory
+# from icllib.config import rng
+#
+# generator = rng(1)
+# u_star, w_star = generator.standard_normal(2), generator.standard_normal(8)
+# u_star, w_star = u_star / np.linalg.norm(u_star), w_star / np.linalg.norm(w_star)
+# settings = [(0.02, 1), (0.02, 2), (0.01, 1)]
+# runs = theory.linear_balance_experiment(
+#     2 * u_star, w_star / 2, np.outer(u_star, w_star), sigma=1.0, settings=settings, runs=16,
+#     generator=generator, ratio0=16.0,
+# )
+# scale = [batch / lr**2 for lr, batch in settings]
+# hits = [runs[setting]["hit"] for setting in settings]
+# answer = float(np.polyfit(np.log(scale), np.log(hits), 1)[0])
+# ```
+#
+# **A good answer** fits in log-log, explains the exponent from $t = \eta\times$steps and $T = \eta/S$, and
+# notices that settings with the same $T$ but different $S/\eta^2$, such as the chapter's $(0.01, 2)$ and
+# $(0.005, 1)$, tell the step count apart from the temperature.
+# ````
+#
+# ```{exercise}
+# :label: ex-balance-weight-decay
+# Add weight decay $\frac{\gamma}{2}(\|u\|^2 + \|w\|^2)$ to the loss. How does the law {eq}`balance-law` change?
+# What happens to $D$ under gradient flow, and where is the fixed point when there is noise too?
+# ```
+#
+# ```{solution} ex-balance-weight-decay
 # :class: dropdown
 # The decay adds $-\gamma u$ and $-\gamma w$ to the drift, so $\dot D$ gains $-2\gamma D$:
 # $\dot D = -2\gamma D - T(u^\top C_1 u - w^\top C_2 w)$. Without noise $D$ decays to 0 at rate $2\gamma$
 # (weight decay balances norms); with noise the fixed point is where the two effects cancel.
+#
+# **A good answer** derives the extra term from the Euler identity (the decay's gradient is not invariant under
+# the rescaling), names both limits (norm balance for $T \to 0$, noise balance for $\gamma \to 0$) and, for the
+# linear model, writes the fixed point between 1 and $d_o/d$.
 # ```
 #
 # ```{exercise}
-# :label: balance-ex-scalar
-# For scalars $u, w$ and $\ell = (uwx - y)^2$, show that $d|u^2 - w^2|/dt = -T C_0 |u^2 - w^2|$ with
-# $C_0 = \mathrm{Var}[\partial \ell/\partial(uw)]$. What is the stationary ratio $u^2/w^2$?
-# ```
-#
-# ```{solution} balance-ex-scalar
-# :class: dropdown
-# Here $A$ is a scalar, $C_1 = C_2 = C_0$, so $\dot D = -T C_0 (u^2 - w^2) = -T C_0 D$: $|D|$ decays
-# exponentially and the stationary ratio is 1. Norm balance is special to $C_1 = C_2$ (compare
-# {ref}`balance.N4 <balance-n4>`).
-# ```
-#
-# ```{exercise}
-# :label: balance-ex-gl
+# :label: ex-balance-gl
 # Each attention layer has the larger symmetry $W_Q \to W_Q G$, $W_K \to W_K G^{-\top}$ for any invertible $G$.
 # Which matrix does gradient flow conserve, and which column-wise quantities of this chapter are its diagonal?
 # ```
 #
-# ```{solution} balance-ex-gl
+# ```{solution} ex-balance-gl
 # :class: dropdown
 # Along $G = I + sE$, $\delta W_Q = W_Q E$ and $\delta W_K = -W_K E^\top$; invariance for every $E$ gives
 # $W_Q^\top \nabla_{W_Q}\ell = (\nabla_{W_K}\ell)^\top W_K$. Under gradient flow this makes
 # $\frac{d}{dt}W_Q^\top W_Q = \frac{d}{dt}W_K^\top W_K$, so the $6\times6$ matrix $W_K^\top W_K - W_Q^\top W_Q$ is
 # conserved. Its diagonal entries are the $D_i = \|W_K^i\|^2 - \|W_Q^i\|^2$ of this chapter; the off-diagonal
 # entries are conserved too (and SGD noise moves all of them).
+#
+# **A good answer** derives the matrix identity from the infinitesimal symmetry, not only its diagonal, and could
+# check it numerically with the midpoint run of [the noiseless section](sec-balance-conservation) (all 36 entries
+# conserved to round-off).
 # ```
 #
+# ```{exercise}
+# :label: ex-balance-momentum
+# The law is a statement about plain SGD. Rerun the linear model with SGD with momentum 0.9, then with Adam.
+# Do the runs still settle at $d_o/d$? Which step of the proof in {prf:ref}`thm-balance-law` survives, and which
+# one fails?
+# ```
+#
+# ```{solution} ex-balance-momentum
+# :class: dropdown
+# With momentum the update is a running sum of gradients; over times long against $1/(1-\beta)$ it acts like SGD
+# with rate $\eta/(1-\beta)$, so the runs should still approach $d_o/d$, faster, with a larger finite-step
+# offset. Adam divides each coordinate by its own running noise level: step 1 (the Euler identity of the
+# gradient) still holds, but step 3 fails, because $u\cdot P g_u \ne w\cdot P g_w$ for a diagonal preconditioner
+# $P$, so $D$ is no longer conserved even without noise, and the fixed point need not stay at $d_o/d$.
+#
+# **A good answer** writes the update of each optimiser into the one-step identity {eq}`balance-one-step`, says
+# which term stops cancelling, and supports the prediction with runs (several seeds, the late ratio with its
+# standard error), since the paper makes no claim here.
+# ```
+
+# %% [markdown]
 # ## Cite this chapter
 #
 # ```{cite-this-chapter}

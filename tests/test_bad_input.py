@@ -414,6 +414,8 @@ VALID = {
     "scan_snap_text.train_transformer_lm": lambda: dict(model=_lm(), train_source=_text_source(),
                                                         valid_source=_text_source(), steps=1, lr=0.1, bptt=10,
                                                         record_every=1, generator=torch_generator(0)),
+    "scan_snap_text.freeze_summary": lambda: dict(steps=np.arange(0, 101, 20), entropies=np.linspace(2.8, 1.0, 6),
+                                                  run_steps=100),
     "scan_snap_text.bptt_windows_torch": lambda: dict(source=_text_source(), bptt=10),
     "scan_snap_text.yz_text_logits": lambda: dict(Y=torch.zeros(30, 30), Z=torch.zeros(30, 30),
                                                   tokens=torch.as_tensor(_text_source()[:10])),

@@ -399,6 +399,15 @@ def test_b11_setting_is_named_once():
     assert balance.B11_PAPER == {"batch_size": 200, "lr": 4e-3, "checkpoint_every": 20_000, "g_samples": 20_000,
                                  "g_chunk": 2_000, "imbalance": 2.0}
     assert balance.B11_FULL_STEPS % balance.B11_PAPER["checkpoint_every"] == 0
+    by_mode = balance.B11_BY_MODE
+    assert set(by_mode) == {"quick", "default", "full"}
+    assert by_mode["full"] == dict(balance.B11_PAPER, steps=balance.B11_FULL_STEPS)
+    for setting in by_mode.values():
+        # twenty checkpoints a run, whole chunks of g samples, the paper's lr and imbalance in every mode
+        assert setting["steps"] == 20 * setting["checkpoint_every"]
+        assert setting["g_samples"] % setting["g_chunk"] == 0
+        assert (setting["lr"], setting["imbalance"]) == (balance.B11_PAPER["lr"], balance.B11_PAPER["imbalance"])
+    assert by_mode["quick"]["batch_size"] == by_mode["default"]["batch_size"] == balance.B11_BOOK_BATCH
 
 
 def test_checks_carry_a_reason_and_a_bound():

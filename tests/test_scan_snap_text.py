@@ -103,3 +103,21 @@ def test_checks_name_registered_claims_with_their_reasons():
     for key, check in st.CHECKS.items():
         assert f"scan_snap.{key.split('#')[0]}" in claims, key
         assert len(check["why"]) > 20 and set(check) - {"why"} <= {"expected", "rtol", "atol", "lower", "upper"}
+
+
+def test_freeze_summary_reads_a_trajectory_as_the_chapter_does():
+    steps = np.arange(0, 1001, 100)
+    entropies = 1 + 1.8 * np.exp(-steps / 400)
+    summary = st.freeze_summary(steps, entropies, run_steps=1000)
+    assert summary["initial"] == entropies[0] and summary["late"] == entropies[-3:].mean()
+    assert summary["early_drop"] == entropies[0] - entropies[1]  # step 100 is the first tenth
+    assert summary["late_drift"] == entropies[5] - entropies[-1]  # step 500 is half the run
+    assert summary["freeze_ratio"] == pytest.approx(abs(entropies[5] - entropies[-1]) / (entropies[0] - entropies[-1]))
+    flat = st.freeze_summary(steps, np.full(11, 2.8), run_steps=1000)
+    assert flat["freeze_ratio"] == float("inf")  # never moved: not "frozen"
+    short = st.freeze_summary([0, 10], [2.8, 2.7], run_steps=10)  # fewer records than `last`: all of them
+    assert short["late"] == pytest.approx(2.75)
+    with pytest.raises(ValueError, match="steps"):
+        st.freeze_summary([0, 100], [2.8, 2.7], run_steps=1000)  # the records stop before half the run
+    with pytest.raises(ValueError, match="steps"):
+        st.freeze_summary([0, 100, 50], [2.8, 2.7, 2.6], run_steps=100)

@@ -45,8 +45,9 @@ def step(params, X, y, lr):
 def run_to_divergence(lr, steps):
     """The chapter's run until its loss is not finite: that step (None if none), the per-step losses, and the
     weights and generator state at the start of the block two blocks before."""
-    params = balance.init_attention(generator=torch_generator(1), imbalance=balance.B11_PAPER["imbalance"])
-    generator = torch_generator(2)
+    params = balance.init_attention(generator=torch_generator(balance.B11_SEEDS["weights"]),
+                                    imbalance=balance.B11_PAPER["imbalance"])
+    generator = torch_generator(balance.B11_SEEDS["data"])
     snapshots, losses = [], np.full(steps, np.nan)
     for k in tqdm(range(steps), desc="B.11 SGD", mininterval=10):
         if k % CHECKPOINT_EVERY == 0:  # the g estimates' draws, so that the batches are the chapter's

@@ -11,7 +11,7 @@ and the two quadratic forms are gradient noises *crossed over*: ``u^T C1 u = tr 
 in ``icllib.balance_theory``; this module holds the attention network, read top to bottom as the chapter
 (``notebooks/balance.py``) uses it:
 
-1. the chapter's App. B.11 setting, named once (``B11_PAPER``);
+1. the chapter's App. B.11 setting, named once (``B11_PAPER``, and per run mode ``B11_BY_MODE``);
 2. the two-layer attention network of App. B.11, its data (:func:`icl_regression_batch`), its per-sample
    gradients, its gradient derived by hand (:func:`attention_loss_and_grads`, the SGD loop's), and the terms
    ``g_K^i, g_Q^i`` of Fig. 6 computed both ways (variances and C1, C2);
@@ -46,6 +46,16 @@ PARAM_NAMES = ("Wq0", "Wk0", "Wv0", "Wq1", "Wk1", "Wv1")
 B11_PAPER = {"batch_size": 200, "lr": 4e-3, "checkpoint_every": 20_000, "g_samples": 20_000, "g_chunk": 2_000,
              "imbalance": 2.0}
 B11_FULL_STEPS = 400_000  # the full-mode run's length (the archived run diverged at step 268 178)
+B11_SEEDS = {"weights": 1, "data": 2}  # torch_generator seeds of the chapter's run (the deciding runs' seed 1)
+# The chapter's run per mode: quick and default at the higher temperature S = 20 (T = 2e-4), whose balancing a
+# build can afford; full at the paper's setting. Twenty checkpoints a run in every mode.
+B11_BOOK_BATCH = 20
+B11_BY_MODE = {
+    "quick": dict(B11_PAPER, batch_size=B11_BOOK_BATCH, steps=4_000, checkpoint_every=200, g_samples=1_000,
+                  g_chunk=500),
+    "default": dict(B11_PAPER, batch_size=B11_BOOK_BATCH, steps=20_000, checkpoint_every=1_000, g_samples=8_000),
+    "full": dict(B11_PAPER, steps=B11_FULL_STEPS),
+}
 
 
 # ---------------------------------------------------------------------------------------------------

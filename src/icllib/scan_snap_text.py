@@ -4,7 +4,8 @@ App. G; Figs. 7 and 10), with the corpus of :mod:`icllib.text`.
 Read top to bottom:
 
 1. the language model of the authors' Fig. 7 notebook (the PyTorch transformer tutorial), the entropy of its
-   attention rows, and its training by SGD at a constant rate;
+   attention rows, its training by SGD at a constant rate, and what Fig. 7 reads from the entropy's trajectory
+   (:func:`freeze_summary`);
 2. the Y/Z model of Eq. 15 as a causal language model (the book's extension: rates eta_Y and eta_Z apart).
 
 Randomness enters through the ``generator`` arguments only. PyTorch's layer initialisation and dropout draw
@@ -14,14 +15,15 @@ from torch's global generator and take no generator of their own, so they run in
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from icllib.config import progress
-from icllib.validation import (array_like, numpy_generator_arg, positive_int, positive_number, tensor_arg,
-                               token_source, torch_generator_arg)
+from icllib.validation import (array_like, numpy_generator_arg, positive_int, positive_number, real_array,
+                               tensor_arg, token_source, torch_generator_arg)
 
 
 def _torch():
@@ -191,6 +193,37 @@ def train_transformer_lm(model, train_source, valid_source, *, steps: int, lr: f
             count += 1
     return LMRun(steps=np.array(recorded_steps), entropies=np.array(entropies), valid_entropy=valid_entropy / count,
                  valid_loss=valid_loss / count)
+
+
+def freeze_summary(steps, entropies, *, run_steps: int, last: int = 3) -> dict:
+    """Fig. 7's two readings of an attention-entropy trajectory (chapter section on Fig. 7): did the map get
+    sparser, and did it freeze?
+
+    ``entropies`` were recorded at ``steps`` (ascending, from 0) of a run of ``run_steps`` steps. Returns
+    ``initial``; ``late``, the mean of the last ``last`` records (of all, if fewer); ``early_drop``, the fall over the first tenth
+    of the run; ``late_drift``, the change over its second half (record at ``run_steps // 2`` minus the last);
+    ``whole_drop``, first minus last record; and ``freeze_ratio`` = ``|late_drift| / whole_drop``, near 0 for a
+    map that froze (``inf`` when the map never moved). The whole drop is the yardstick, not the first tenth's:
+    a map that starts moving late has no early drop.
+    """
+    steps, entropies = real_array("steps", steps), real_array("entropies", entropies)
+    run_steps, last = positive_int("run_steps", run_steps), positive_int("last", last)
+    if steps.ndim != 1 or steps.shape != entropies.shape or len(steps) < 2:
+        raise ValueError(f"steps and entropies must be 1-d, of one length >= 2, got {steps.shape} and "
+                         f"{entropies.shape}")
+    if np.any(np.diff(steps) <= 0) or steps[-1] < run_steps // 2:
+        raise ValueError(f"steps must be ascending and reach run_steps // 2 = {run_steps // 2}, got {steps}")
+    tenth, half = np.searchsorted(steps, run_steps // 10), np.searchsorted(steps, run_steps // 2)
+    late_drift = entropies[half] - entropies[-1]
+    whole_drop = entropies[0] - entropies[-1]
+    return {
+        "initial": entropies[0],
+        "late": entropies[-last:].mean(),
+        "early_drop": entropies[0] - entropies[tenth],
+        "late_drift": late_drift,
+        "whole_drop": whole_drop,
+        "freeze_ratio": math.inf if whole_drop == 0 else abs(late_drift) / whole_drop,
+    }
 
 
 def bptt_windows_torch(source, bptt: int):
