@@ -27,6 +27,7 @@ from sphinx.util.docutils import SphinxDirective
 
 import executions
 import ledger_page
+import notebook_download
 import paper_scale
 import site_assets
 import source_archive
@@ -286,15 +287,13 @@ class BuildInfo(SphinxDirective):
 
 
 def offer_executed_notebook(app, pagename, templatename, context, doctree):
-    """Copy the executed notebook next to the page sources so the theme offers it as a download."""
+    """The executed notebook as the page's download (``_sources/<page>.ipynb``, the theme's download button):
+    in plain Jupyter Markdown, with a first cell that installs icllib where it is missing
+    (``notebook_download.offer``)."""
     executed = Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
     if not executed.is_file():
         return
-    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # the same notebook without the indentation nbformat writes: about 6 % of the site's weight less, lossless
-    target.write_text(json.dumps(json.loads(executed.read_text(encoding="utf-8")), separators=(",", ":"),
-                                 ensure_ascii=False), encoding="utf-8")
+    notebook_download.offer(app, pagename, executed, doctree)
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
@@ -304,14 +303,18 @@ def repository_url(config) -> str:
 
 
 def follow_the_repository_url(app, config):
-    """With a repository URL, the repository button and Binder's launch buttons; without one, nothing on any
+    """With a repository URL, the repository button and the launch buttons: Binder, and on GitHub Colab (which
+    opens the chapter's download, ``notebook_download.launch_the_download``); without one, nothing on any
     page names a repository: sphinx-thebe (loaded by jupyter-book, unused here) would otherwise embed a
     Binder configuration for its own example repository in every page."""
     options = config.html_theme_options
     url = repository_url(config)
     if url:
         options["use_repository_button"] = True
-        options.setdefault("launch_buttons", {})["binderhub_url"] = "https://mybinder.org"
+        launch = options.setdefault("launch_buttons", {})
+        launch["binderhub_url"] = "https://mybinder.org"
+        if notebook_download.colab_url(url, "main", "index") is not None:
+            launch["colab_url"] = notebook_download.COLAB
         return
     options.pop("repository_url", None)
     for event, listeners in app.events.listeners.items():
@@ -341,9 +344,11 @@ def setup(app):
     app.connect("env-purge-doc", forget_checking_cells)
     app.connect("env-updated", warn_about_unreadable_figures)
     app.connect("html-page-context", offer_executed_notebook, priority=450)
+    app.connect("html-page-context", notebook_download.launch_the_download, priority=510)
     app.connect("build-finished", site_assets.copy_mathjax)
     app.connect("build-finished", site_assets.drop_what_serves_nobody)
     app.connect("build-finished", site_assets.bibliography_roles)
     app.connect("build-finished", source_archive.archive_at_build_end)
+    app.connect("build-finished", notebook_download.wheel_at_build_end)
     app.connect("build-finished", ledger_page.copy_paper_scale_records)
     return {"parallel_read_safe": False, "parallel_write_safe": True}

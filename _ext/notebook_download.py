@@ -739,3 +739,130 @@ def write_compact(notebook, target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(notebook, separators=(",", ":"), ensure_ascii=False), encoding="utf-8")
     return target
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The build: the wheel and the downloads on the site
+
+def site_url(config) -> str | None:
+    """The book's public URL, ``html.baseurl`` of ``_config.yml`` (Sphinx's ``html_baseurl``), or None."""
+    url = (getattr(config, "html_baseurl", "") or "").strip()
+    return url.rstrip("/") or None
+
+
+def wheel_name(root: Path = ROOT) -> str:
+    """The file name of the icllib wheel the site offers (pure Python: ``py3-none-any``)."""
+    import tomllib
+
+    pyproject = Path(root) / "pyproject.toml"
+    if pyproject.is_file():
+        project = tomllib.loads(pyproject.read_text())["project"]
+        name, version = project["name"], project["version"]
+    else:   # a test's tiny book, built against the installed library
+        from importlib import metadata
+
+        name, version = "icllib", metadata.version("icllib")
+    return f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
+
+
+def build_wheel(root: Path, folder: Path) -> Path:
+    """Build ``icllib`` as a wheel into ``folder`` and return its path: from the files git tracks (copied to a
+    temporary folder, so the build leaves no ``build/`` or ``.egg-info`` in the tree), offline (no build isolation,
+    no index: setuptools from the book's environment), and byte for byte the same for the same sources (the
+    files' dates fixed by ``SOURCE_DATE_EPOCH``)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    import source_archive
+
+    root, folder = Path(root), Path(folder)
+    if not (root / "src" / "icllib").is_dir() or not (root / "pyproject.toml").is_file():
+        raise ValueError(f"root={str(root)!r} holds no pyproject.toml and src/icllib: not the book's source folder")
+    with tempfile.TemporaryDirectory(prefix="icllib-wheel-") as scratch:
+        copy = Path(scratch) / "icllib"
+        files = [root / "pyproject.toml", *(root / name for name in ("README.md", "LICENSE") if (root / name).is_file()),
+                 *source_archive.source_files(root / "src")]
+        for file in files:
+            (copy / file.relative_to(root)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(file, copy / file.relative_to(root))
+        environment = {**os.environ, "SOURCE_DATE_EPOCH": "315532800", "PIP_NO_INDEX": "1",
+                       "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                                "--wheel-dir", str(Path(scratch) / "out"), str(copy)],
+                               capture_output=True, text=True, env=environment)
+        if built.returncode != 0:
+            raise RuntimeError(f"pip wheel failed:\n{built.stdout[-2000:]}\n{built.stderr[-2000:]}")
+        wheel = next((Path(scratch) / "out").glob("*.whl"))
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / wheel.name
+        shutil.copyfile(wheel, target)
+    return target
+
+
+def wheel_at_build_end(app, exception):
+    """Sphinx ``build-finished``: the icllib wheel in the site's ``wheels/`` (a test's tiny book, which has no
+    ``src/``, gets none)."""
+    root = Path(app.srcdir)
+    if exception is None and app.builder.format == "html" and (root / "src" / "icllib").is_dir():
+        built = build_wheel(root, Path(app.outdir) / WHEEL_FOLDER)
+        if built.name != wheel_name(root):
+            raise RuntimeError(f"the wheel is {built.name}, the notebooks' install cells name {wheel_name(root)}")
+
+
+def offer(app, pagename: str, executed: Path, doctree) -> Path:
+    """Write the download of a chapter page: its executed notebook, plain (:func:`plain_notebook`, references
+    resolved by Sphinx, solutions kept as on the page) with the install cell first, to ``_sources/<page>.ipynb``.
+    A role or directive the conversion does not know fails the build (a warning under ``-W``)."""
+    from docutils import nodes
+    from sphinx.util import logging
+
+    root = Path(app.srcdir)
+    url = site_url(app.config)
+    bibtex = None
+    if doctree is not None:
+        block = next(doctree.findall(lambda node: isinstance(node, nodes.literal_block)
+                                     and "chapter-bibtex" in node.get("classes", [])), None)
+        bibtex = block.astext() if block is not None else None
+    notebook = nbformat.read(executed, as_version=4)
+    plain = plain_notebook(notebook, solutions=True, site_url=url, page=pagename,
+                           chapter=chapter_numbers(root / "_toc.yml").get(pagename),
+                           resolve=sphinx_resolver(app, pagename), bibtex=bibtex,
+                           bib_file=root / "book" / "references.bib")
+    left = sorted({found for cell in plain.cells if cell.cell_type == "markdown" for found in raw_myst(cell.source)})
+    unconverted = plain.metadata.get("icl_book", {}).get("unconverted", [])
+    if left or unconverted:
+        logging.getLogger(__name__).warning(
+            f"the download {pagename}.ipynb keeps MyST that plain Jupyter shows raw: {left + unconverted} "
+            "(give it a conversion in _ext/notebook_download.py)")
+    plain = add_install_cell(plain, wheel_name=wheel_name(root), site_url=url)
+    return write_compact(plain, Path(app.outdir) / "_sources" / f"{pagename}.ipynb")
+
+
+COLAB = "https://colab.research.google.com"
+
+
+def colab_url(repository: str, branch: str, pagename: str) -> str | None:
+    """Colab opens notebooks from GitHub only: the chapter's download as published on ``branch`` (the branch the
+    site is served from), or None for a repository elsewhere."""
+    match = re.match(r"^https?://github\.com/(?P<org>[^/\s]+)/(?P<repo>[^/\s]+?)(\.git)?/?$", repository.strip())
+    if match is None:
+        return None
+    return f"{COLAB}/github/{match['org']}/{match['repo']}/blob/{branch}/_sources/{pagename}.ipynb"
+
+
+def launch_the_download(app, pagename, templatename, context, doctree):
+    """Sphinx ``html-page-context``, after the theme's launch buttons: its Colab button opens the chapter's
+    plain notebook (the theme's would open the jupytext ``.py``, which Colab cannot read)."""
+    options = app.config.html_theme_options
+    branch = (options.get("launch_buttons", {}).get("colab_branch") or "gh-pages").strip()
+    url = colab_url(options.get("repository_url", "") or "", branch, pagename)
+    for group in context.get("header_buttons", []):
+        for button in group.get("buttons", []) if isinstance(group, dict) else []:
+            if button.get("text") == "Colab":
+                if url is None or not context.get("ipynb_source"):
+                    group["buttons"].remove(button)
+                else:
+                    button["url"] = url
