@@ -26,25 +26,25 @@
 # What this chapter finds:
 #
 # - the model, its parameter count and the 19 orthogonal basis directions are as stated
-#   ([sections 1-2](sec-subspace-model));
+#   ([the model](sec-subspace-model) and [its basis](sec-subspace-basis));
 # - the gradient transforms under data rotations exactly as the proof says, but only at structured weights, and
-#   Propositions 1-4 of App. A hold ([sections 3-4](sec-subspace-equivariance));
+#   Propositions 1-4 of App. A hold ([the inductive step](sec-subspace-equivariance), [App. A's propositions](sec-subspace-propositions));
 # - $2D^2$ rotations average exactly like the Haar measure, so training on symmetrised batches stays in the
 #   subspace to $10^{-15}$, and $\beta_3 \dots \beta_6$ get an exactly zero gradient: 15 directions move
-#   ([sections 5-6](sec-subspace-orbit));
+#   ([exact averaging](sec-subspace-orbit), [Theorem 1 in training](sec-subspace-training));
 # - plain SGD leaves the subspace only through Monte-Carlo noise, as $B^{-1/2}$, and App. C's step 1 diverges
-#   unless the loss is a mean over coordinates ([section 7](sec-subspace-batches));
+#   unless the loss is a mean over coordinates ([finite batches](sec-subspace-batches));
 # - the induction head drives the loss drop and training it alone reproduces the plateau and its exit
 #   (Hypotheses 1 and 2), with an SGD-noise rebound at the paper's batch that the three-parameter model lacks;
-#   the weights of App. C have the predicted block structure ([sections 8-9](sec-subspace-hypotheses));
+#   the weights of App. C have the predicted block structure ([Hypotheses 1-2](sec-subspace-hypotheses), [App. C](sec-subspace-appc));
 # - Assumption 7's Gaussian motivation needs variance $1/D$ and its list of conditions a stronger quantifier
-#   ([section 10](sec-subspace-assumption7));
+#   ([Assumption 7](sec-subspace-assumption7));
 # - the standard transformer of Sec. 2 learns the task and forms a previous-token head at width 256; at the paper's
 #   width 2048, in a pre-registered deciding run, it learns the task under GPT-2's initialisation and not under
-#   PyTorch's defaults ([section 11](sec-subspace-standard)).
+#   PyTorch's defaults ([the standard transformer](sec-subspace-standard)).
 #
 # **What it assumes.** The model of Eq. 1 with the causal mask of App. B.2, Gaussian data for the training runs
-# (the orthonormal data of Assumption 7 only in section 10), and, where the paper is silent, the readings the
+# (the orthonormal data of Assumption 7 only in {ref}`sec-subspace-assumption7`), and, where the paper is silent, the readings the
 # ledger lists as notes. **Run time.** `quick` (the tests) under a minute, `default` (this page) about two and a
 # half minutes on two cores (152 s in the build timed on 2026-11-24), `full` about two hours (the archived full
 # run of 2026-11-25: 2 h 2 min on two cores); the status page has the measured times. The ledger of
@@ -96,7 +96,7 @@ print(
 
 # %% [markdown]
 # (sec-subspace-model)=
-# ## 1. The model and its parameter count
+# ## The model and its parameter count
 #
 # Rows of $X \in \mathbb R^{(2N+1) \times 2D}$ are $[a_i \mid p_i]$ (item $i$), $[b_i \mid p_i M]$ (its label) and
 # the query $[a_q \mid 0]$; the target is $y = b_q$ (Eqs. 2-5, with
@@ -160,12 +160,14 @@ count = dict(expected=28 * D * D, **CHECKS["parameter-count"])
 check_claim("induction_subspace.parameter-count", n_parameters, **count)
 
 # %% [markdown]
-# ## 2. Nineteen basis directions
+# (sec-subspace-basis)=
+# ## Nineteen basis directions
 #
 # The paper's main result states the form the weights keep:
 #
-# ```{prf:theorem} The weights stay structured: the paper's Theorem 1 and Eqs. 6-8
+# ```{prf:theorem} Theorem 1 of the paper, with Eqs. 6-8: the weights stay structured
 # :label: thm-subspace-theorem1
+# :nonumber:
 # Trained from zero by gradient flow on the population loss of isotropic data, the weights of
 # {eq}`subspace-model` stay for all time of the form
 #
@@ -183,7 +185,7 @@ check_claim("induction_subspace.parameter-count", n_parameters, **count)
 #
 # ```{prf:proof}
 # By induction over time (App. A): at structured weights the gradient is equivariant under the data rotations of
-# section 3, and isotropy makes the population gradient invariant under them; by Propositions 1-3
+# {ref}`sec-subspace-equivariance`, and isotropy makes the population gradient invariant under them; by Propositions 1-3
 # ({prf:ref}`prop-subspace-averages`) an invariant gradient is itself of the form {eq}`subspace-structured`, so
 # the flow never leaves it.
 # ```
@@ -221,7 +223,7 @@ check_claim("induction_subspace.basis", basis_error, **CHECKS["basis"])
 
 # %% [markdown]
 # (sec-subspace-equivariance)=
-# ## 3. The inductive step: how a data rotation moves the gradient
+# ## The inductive step: how a data rotation moves the gradient
 #
 # The proof rotates the data, $a_i \to a_i E$, $b_i \to b_i E$ with $E$ orthogonal and $p_i \to p_i F$ with $F$
 # block-orthogonal (Def. 5: $F = \operatorname{diag}(E', E')$ or $M \operatorname{diag}(E', E')$, which commute
@@ -300,12 +302,14 @@ check_claim("induction_subspace.a4-block-notation", spread, **CHECKS["a4-block-n
 check_claim("induction_subspace.a73-chain-rule", chain_error, **CHECKS["a73-chain-rule"])
 
 # %% [markdown]
-# ## 4. Propositions 1-4 of App. A
+# (sec-subspace-propositions)=
+# ## Propositions 1-4 of App. A
 #
 # The proof rests on four facts about averages and invariants:
 #
-# ```{prf:proposition} Averages over rotations: the paper's Propositions 1-4 of App. A
+# ```{prf:proposition} Propositions 1-4 of the paper's App. A: averages over rotations
 # :label: prop-subspace-averages
+# :nonumber:
 # 1. A $k \times k$ matrix with $EAE^\top = A$ for every orthogonal $E$ is $\alpha I$; equivalently the Haar
 #    average of $EAE^\top$ is $(\operatorname{tr}A/k) I$.
 # 2. Invariance under every block-orthogonal $F$ (Def. 5) leaves $\alpha I + \beta M$, with average
@@ -356,7 +360,7 @@ largest_z = max(z_scores.values())
 check_claim("induction_subspace.propositions-haar", largest_z, **CHECKS["propositions-haar"])
 
 # %% [markdown]
-# Proposition 4 holds on every sample, and the finite set of rotations of section 5 gives Propositions 1 and 3
+# Proposition 4 holds on every sample, and the finite set of rotations of {ref}`sec-subspace-orbit` gives Propositions 1 and 3
 # exactly:
 
 # %%
@@ -364,7 +368,7 @@ prop4_error = float((F_haar @ M_prop @ F_haar.transpose(-1, -2) - M_prop).abs().
 E_orbit, F_orbit = isp.orbit_rotations(D_prop)
 orbit_error = isp.orbit_average_error(A, E_orbit, F_orbit)
 print(f"Prop. 4: max |F M F^T - M| over all samples {prop4_error:.1e}")
-print(f"the {E_orbit.shape[0]} rotations of section 5 on Props. 1 and 3: error {orbit_error:.1e}")
+print(f"the {E_orbit.shape[0]} rotations of the orbit on Props. 1 and 3: error {orbit_error:.1e}")
 exact_error = max(prop4_error, orbit_error)
 check_claim("induction_subspace.proposition4", exact_error, **CHECKS["proposition4"])
 
@@ -404,7 +408,7 @@ check_claim("induction_subspace.propositions-sympy", sympy_holds, **CHECKS["prop
 # too: the block-orthogonal average keeps the $M$ component that the full orthogonal group removes.
 #
 # (sec-subspace-orbit)=
-# ## 5. Exact group averaging with finitely many rotations
+# ## Exact group averaging with finitely many rotations
 #
 # Isotropy (Assumption 3) makes the population gradient invariant under every $h$, so by
 # {eq}`subspace-equivariance` it is a fixed point of $\rho$, i.e. structured (Propositions 1-3: the Haar average of
@@ -458,10 +462,11 @@ check_claim("induction_subspace.expected-gradient-structured", symmetrised_error
 # almost entirely off the subspace. Away from structured weights the symmetrised gradient is not structured:
 # the induction hypothesis (the weights are structured *now*) is what the argument uses.
 #
-# ## 6. Theorem 1 in training, and why only 15 parameters move
+# (sec-subspace-training)=
+# ## Theorem 1 in training, and why only 15 parameters move
 #
 # Now train from zero with SGD on symmetrised batches (fresh Gaussian base batches each step, step $1/D$ on
-# $\|y - z\|^2$, see section 7), and, for comparison, on plain batches of the same total size.
+# $\|y - z\|^2$, see {ref}`sec-subspace-batches`), and, for comparison, on plain batches of the same total size.
 # {prf:ref}`thm-subspace-theorem1` predicts residual 0 at every step for the first. The same runs also record the
 # gradient of the block-row of $W^{(2)}$ that multiplies the *query's* positional part ($\beta_3 \dots \beta_6$
 # live there). Only the last row of the second-layer scores $P = H_1 W^{(2)} H_1^\top$ reaches the read-out, so
@@ -538,7 +543,7 @@ check_claim("induction_subspace.nineteen-nonzero", len(moving), **CHECKS["ninete
 
 # %% [markdown]
 # (sec-subspace-batches)=
-# ## 7. Finite batches: the residual falls as $B^{-1/2}$
+# ## Finite batches: the residual falls as $B^{-1/2}$
 #
 # App. C checks {prf:ref}`thm-subspace-theorem1` with plain SGD, whose batch gradient is structured only on
 # average. The off-subspace part of each step is Monte-Carlo noise of size $\propto B^{-1/2}$ with no restoring
@@ -611,10 +616,11 @@ legend(ax)
 # because at $B = 1024$ the run itself differs ($\alpha_3$ ends at 0.39 rather than 0.34), not only its noise.
 #
 # (sec-subspace-hypotheses)=
-# ## 8. Hypotheses 1 and 2: the three induction-head parameters (Fig. 4)
+# ## Hypotheses 1 and 2: the three induction-head parameters (Fig. 4)
 #
-# ```{prf:conjecture} The induction head drives learning: the paper's Hypotheses 1 and 2
+# ```{prf:conjecture} Hypotheses 1 and 2 of the paper: the induction head drives learning
 # :label: conj-subspace-hypotheses
+# :nonumber:
 # 1. The pseudo-parameters $\alpha_3$, $\beta_2$, $\gamma_3$ (the induction head) dominate the trained weights
 #    and drive the drop in the loss.
 # 2. Training only these three leaves the emergence of the induction head "unaffected, even slightly
@@ -728,7 +734,7 @@ check_claim("induction_subspace.hypothesis1", head_needed, **CHECKS["hypothesis1
 # pseudo-parameters at the end, and the low loss rests on them alone (Hypothesis 1). Training them alone
 # reproduces the plateau and exits it at about the same step, slightly earlier, as the paper reports
 # (Hypothesis 2). Afterwards the full model's loss fluctuates more:
-# with finite batches its other 16 directions carry SGD noise (section 7), which the projected model does not see.
+# with finite batches its other 16 directions carry SGD noise ({ref}`sec-subspace-batches`), which the projected model does not see.
 # (Gaussian inputs make scores scale with $\|p\|^2 \approx D$, so these $\alpha_3$ are not on the scale of the
 # orthonormal theory of the next chapter.)
 #
@@ -822,7 +828,8 @@ if (32, 8) in app_d_runs:
     check_claim("induction_subspace.hypothesis2-after-exit", after_exit, **rebound_check)
 
 # %% [markdown]
-# ## 9. The weights during training (App. C, Figs. 6-14)
+# (sec-subspace-appc)=
+# ## The weights during training (App. C, Figs. 6-14)
 #
 # App. C shows the weights at three steps of standard SGD from zero for each of $N = 4, 8, 16$ ($D = 16$,
 # $B = 512$, $\lambda = 1$, which is our step $1/D$ on $\|y - z\|^2$). We train with exactly these settings
@@ -878,10 +885,11 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
 # At the last step of each $N$ the three induction-head parameters are the largest.
 #
 # (sec-subspace-assumption7)=
-# ## 10. Assumption 7 and its Gaussian motivation
+# ## Assumption 7 and its Gaussian motivation
 #
-# ```{prf:assumption} Orthonormal inputs: the paper's Assumption 7
+# ```{prf:assumption} Assumption 7 of the paper: orthonormal inputs
 # :label: asm-subspace-orthonormal
+# :nonumber:
 # All items, labels and positional embeddings are orthonormal; the paper lists the conditions "for all $i, j$,
 # $i \ne j$".
 # ```
@@ -935,7 +943,7 @@ check_claim("induction_subspace.assumption7-quantifier", gaps[0.5], **quantifier
 
 # %% [markdown]
 # (sec-subspace-standard)=
-# ## 11. The standard transformer of Sec. 2
+# ## The standard transformer of Sec. 2
 #
 # The paper starts from an ordinary two-layer attention-only transformer: token and positional embeddings
 # $e_i, p_i \in \mathbb R^D$ (32 of each), one head per layer with $W_Q, W_K, W_V \in \mathbb R^{D_H \times D}$ and
@@ -1163,57 +1171,170 @@ for row in deciding.EXPERIMENTS["standard-transformer-2048"]["rows"]:
 # $D = 16$, $N = 8$, $B = 512$, 300 steps; Figs. 6-11 and Fig. 16 at the paper's settings; the batch sweep up to
 # $B = 4096$; the standard transformer at width 256 with App. E's recipe (the {doc}`status page </book/status>` has the measured
 # times). `full`: Fig. 4 at the paper's $D = 32$, $N = 16$ with
-# $B = 1024$ (the paper's $B = 256$ gives the rebound shown in section 8), symmetrised training at $D = 16$, the
+# $B = 1024$ (the paper's $B = 256$ gives the rebound shown in {ref}`sec-subspace-hypotheses`), symmetrised training at $D = 16$, the
 # sweep to $B = 16384$, 100000 Haar samples, Figs. 12-15, and, after the checked run at width 256, one run of the
 # standard transformer at the paper's width 2048 (run once on 2026-11-22; the ledger's deciding runs give the
 # costs; the transformer at width 2048 runs on both cores, everything else on one).
 #
 # ## Exercises
 #
+# The exercises run from reproducing a number of the chapter to a question the paper leaves open. Those with a
+# numerical answer check themselves: pass your answer to `check` with the exercise's label, and it says whether
+# the answer is right (with a hint if not), never what the answer is.
+
+# %%
+from icllib.exercises.induction_subspace import check
+
+# %% [markdown]
 # ```{exercise}
-# :label: ex-subspace-15
+# :label: ex-induction-subspace-15
 # Which pseudo-parameters would move if the query token carried a positional embedding $p_{N+1}$ drawn like the
 # others? Which structural zero of $W^{(3)}$ also comes from the query's zero position?
 # ```
 #
-# ```{solution} ex-subspace-15
+# ```{solution} ex-induction-subspace-15
 # :class: dropdown
 # Block 2 of $(H_1)_{2N+1}$ would be $p_{N+1} \ne 0$, so the gradient of block-row 2 of $W^{(2)}$ would no longer
 # vanish and $\beta_3 \dots \beta_6$ would move: all 19 would be live. In $W^{(3)}$ block 2 multiplies $V_2 =
 # X_2$ at the query, which is 0, so its gradient vanishes too; it is already 0 in Eq. 8, so the count 19 is not
 # affected.
+#
+# **A good answer** traces {eq}`subspace-row2` to the query's row of $H_1$, names $\beta_3 \dots \beta_6$ as the
+# parameters a non-zero $p_{N+1}$ would free, and sees that the zero block of $W^{(3)}$ against $X_2$ has the same
+# origin but is already among the zeros of {eq}`subspace-structured`, so the paper's 19 would then be exact.
 # ```
 #
 # ```{exercise}
-# :label: ex-subspace-orbit
+# :label: ex-induction-subspace-orbit
 # Show that averaging $\operatorname{diag}(h_k) A \operatorname{diag}(h_k)$ over the rows $h_k$ of a Hadamard
 # matrix keeps exactly the diagonal of $A$, and that averaging $P_c^\top \Lambda P_c$ over the cyclic shifts
 # $P_c$ of a diagonal $\Lambda$ gives $(\operatorname{tr}\Lambda/d) I$. Why is the sign $\pm E$ needed in
 # `orbit_rotations`, and why does it not disturb the blocks $E^\top A E$?
 # ```
 #
-# ```{solution} ex-subspace-orbit
+# ```{solution} ex-induction-subspace-orbit
 # :class: dropdown
 # Entry $(i,j)$ of the average is $A_{ij} \frac1d\sum_k h_k(i) h_k(j) = A_{ij}\delta_{ij}$, because
 # $H^\top H = dI$. A cyclic shift permutes the diagonal entries, and the $d$ shifts move each entry through every
 # position once, giving the mean $\operatorname{tr}\Lambda/d$ on the diagonal. The blocks that mix contents and
 # positions transform as $E^\top A F$; the pairing of $E$ and $F$ is not a product set, so without the sign they
 # need not average to 0. With $\pm E$ they cancel pairwise, while $(-E)^\top A (-E) = E^\top A E$.
+#
+# **A good answer** uses the orthogonality of the Hadamard rows for the first average and the transitivity of the
+# cyclic shifts for the second, and explains the sign by the mixed blocks: they are linear in $E$, the pure blocks
+# quadratic, so the sign kills the one and leaves the other, which is what Proposition 3 of
+# {prf:ref}`prop-subspace-averages` needs from a finite set.
 # ```
 #
 # ```{exercise}
-# :label: ex-subspace-lr
-# Compute the largest eigenvalue of the Hessian of $\mathbb E\|y - z\|^2$ along $\gamma_1$ at zero weights for
-# $N(0, 1)$ data, and explain why a batch of 512 makes SGD with $\lambda = 1$ diverge while $\lambda = 1/D$ trains.
+# :label: ex-induction-subspace-lr
+# At zero weights, the block of $W^{(3)}$ that reads the query's own content $a_q$ (where $\gamma_1$ lives) gives
+# $z = a_q W^{(3)}_1$. Compute the Hessian of $\mathbb E\|y - z\|^2$ in this block for $N(0, 1)$ data, and then the
+# largest eigenvalue of the Hessian of the *batch mean* of $\|y - z\|^2$ in the same block for one batch of
+# App. C's size, $D = 16$, $B = 512$; pass it to `check("ex-induction-subspace-lr", your_value)`. Explain why SGD
+# with $\lambda = 1$ on $\|y - z\|^2$ diverges at this batch while $\lambda = 1/D$ trains.
 # ```
 #
-# ```{solution} ex-subspace-lr
+# ````{solution} ex-induction-subspace-lr
 # :class: dropdown
-# At zero weights $z = a_q W^{(3)}_1$ on the $\gamma_1$ block, so $\mathbb E\|y - z\|^2$ has Hessian
-# $2\,\mathbb E[a_q^\top a_q] \otimes I = 2 I$ in that block: GD multiplies the error by $1 - 2\lambda$, which is
-# $-1$ at $\lambda = 1$. A finite batch replaces $\mathbb E[a^\top a]$ by its sample mean, whose top eigenvalue
-# exceeds 1 by about $2\sqrt{D/B}$, so the multiplier leaves $[-1, 1]$ and errors grow geometrically. With
-# $\lambda = 1/D$ the multiplier is $1 - 2/D$.
+# In the block, $\mathbb E\|y - z\|^2$ has Hessian $2\,\mathbb E[a_q^\top a_q] \otimes I = 2 I$: gradient descent
+# multiplies the error by $1 - 2\lambda$, which is $-1$ at $\lambda = 1$, the edge of stability. A batch replaces
+# $\mathbb E[a^\top a]$ by its sample mean, whose top eigenvalue is near the Marchenko-Pastur edge
+# $(1 + \sqrt{D/B})^2 \approx 1.39$, so the Hessian's is about 2.7.
+#
+# ```python
+# import torch
+#
+# from icllib import induction_common as ic
+# from icllib.config import torch_generator
+#
+# X, y = ic.sample_icl_batch(16, 4, 512, generator=torch_generator(0))
+# queries = X[:, -1, :16]  # the query row [a_q | 0]
+# answer = 2 * float(torch.linalg.eigvalsh(queries.T @ queries / 512).max())
+# ```
+#
+# **A good answer** finds the population Hessian $2I$, a batch value near 2.7 (2.5 to 2.8 from batch to batch), and
+# concludes that the multiplier $1 - \lambda h$ leaves $[-1, 1]$ at $\lambda = 1$, so errors grow geometrically; by
+# interlacing, the full Hessian's top eigenvalue is at least the block's, so the whole model is unstable too. With
+# $\lambda = 1/D$ the multiplier is about $1 - 2.7/16$.
+# ````
+#
+# ```{exercise}
+# :label: ex-induction-subspace-moving-share
+# The paper says training uses a 19-dimensional subspace of the $28D^2$ weights. Using what
+# {ref}`sec-subspace-training` measured, compute the fraction of the weights' dimensions that training from zero
+# actually explores at the paper's $D = 32$, and pass it to `check("ex-induction-subspace-moving-share", your_fraction)`.
+# How does the fraction scale with $D$?
+# ```
+#
+# ````{solution} ex-induction-subspace-moving-share
+# :class: dropdown
+# ```python
+# from icllib import induction_common as ic
+# from icllib import induction_subspace as isp
+#
+# moving = [name for name in ic.PSEUDO_PARAMETERS if name not in ("beta3", "beta4", "beta5", "beta6")]
+# answer = len(moving) / isp.parameter_count(32)
+# ```
+#
+# **A good answer** counts 15 moving directions (the 19 of {prf:ref}`thm-subspace-theorem1` less
+# $\beta_3 \dots \beta_6$, whose gradient {eq}`subspace-row2` makes exactly zero), divides by $28 \cdot 32^2 = 28672$
+# to get about $5 \cdot 10^{-4}$, and notes that the fraction falls as $15/(28D^2)$: the dimension explored does not
+# grow with the model.
+# ````
+#
+# ```{exercise}
+# :label: ex-induction-subspace-random-share
+# To judge the trained weights, the chapter compares them with random ones. Draw 500 triples
+# $(W^{(1)}, W^{(2)}, W^{(3)})$ with i.i.d. $N(0, 1)$ entries at $D = 8$, and compute the mean share of their *total*
+# squared norm that lies in the subspace, $\sum_i \|\Pi(W)_i\|_F^2 / \sum_i \|W^{(i)}\|_F^2$ (use
+# `isp.project_structured`); pass it to `check("ex-induction-subspace-random-share", your_share)`. Derive the value
+# you should expect, and compare it with the share in the trained weights of {numref}`fig-induction_subspace-weights`.
+# ```
+#
+# ````{solution} ex-induction-subspace-random-share
+# :class: dropdown
+# ```python
+# import torch
+#
+# from icllib import induction_subspace as isp
+# from icllib.config import torch_generator
+#
+# D, generator, shares = 8, torch_generator(0), []
+# for _ in range(500):
+#     W = [torch.randn(*shape, dtype=torch.float64, generator=generator)
+#          for shape in ((2 * D, 2 * D), (4 * D, 4 * D), (8 * D, D))]
+#     projected = isp.project_structured(*W)
+#     shares.append(sum(float(P.norm() ** 2) for P in projected) / sum(float(w.norm() ** 2) for w in W))
+# answer = sum(shares) / len(shares)
+# ```
+#
+# **A good answer** argues that i.i.d. Gaussian entries put the same expected energy on every direction of an
+# orthonormal basis of weight space, so the subspace receives its dimension over the total, $19/(28D^2) \approx
+# 0.0106$ at $D = 8$ (the per-matrix shares $3/(4D^2)$, $12/(16D^2)$, $4/(8D^2)$ weighted by the matrices' sizes),
+# and that the trained weights, with more than half of each matrix's squared norm in the subspace, are about fifty
+# times more concentrated than chance.
+# ````
+#
+# ```{exercise}
+# :label: ex-induction-subspace-plateau
+# The next chapter proves, for orthonormal inputs and gradient flow on three parameters, that the loss drops after a
+# time of order $N^2$. Does the plateau of this chapter's SGD on Gaussian data follow the same law? Train the
+# three-parameter model (`training="three"`) at $D = 16$, $B = 256$ and the step $1/D$ of {ref}`sec-subspace-batches`
+# for $N = 2, 4, 8, 16$, record `isp.plateau_exit`, and fit the exponent of the exit step against $N$ on two seeds.
+# The paper keeps $N$ fixed within each of its figures, so it does not answer this.
+# ```
+#
+# ```{solution} ex-induction-subspace-plateau
+# :class: dropdown
+# **A good answer** reports exits of about 10, 18, 37 and 85 steps (two seeds agree within two steps), local
+# exponents rising from 0.85 to 1.2 over $N = 2 \dots 16$: roughly linear at these sizes, not quadratic. It gives
+# reasons why the orthonormal theory need not transfer, without claiming more than the runs show: Gaussian items and
+# positions have $\|p\|^2 \approx D$, so the scores are on another scale than on orthonormal inputs (the remark
+# closing {ref}`sec-subspace-hypotheses`), the step is discrete and noisy, and at $N = 16 = D$ the inputs
+# are far from orthogonal. A strong answer proposes the deciding
+# experiment, for instance orthonormal inputs (`ic.sample_icl_batch(..., orthonormal=True, query_last=True)`) at
+# $D \ge 2N$, or a sweep of $N$ at several $D$ to see whether the exponent approaches 2 as $N/D$ falls.
 # ```
 #
 # ## Cite this chapter
