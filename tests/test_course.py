@@ -1,0 +1,284 @@
+"""The course pack that ``make course`` adds to a built site (``_ext/course.py``): no solution in anything the
+student edition holds, every solution in the instructor's, every PDF page filled, each chapter page linking its
+PDFs. The solutions' text comes from the chapter sources; the site from ``ICLLIB_COURSE_SITE`` (default
+``_build/html``). Without a built pack the tests that need one skip, saying so."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from functools import cache
+from pathlib import Path
+
+import jupytext
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+import course  # noqa: E402
+
+SITE = Path(os.environ.get("ICLLIB_COURSE_SITE", ROOT / "_build" / "html")).resolve()
+PACK = SITE / course.COURSE_FOLDER
+needs_pack = pytest.mark.skipif(
+    not (PACK / "student" / "index.html").is_file() or not (PACK / "instructor" / "pdf").is_dir(),
+    reason=f"no course pack at {PACK}: `make course` builds one (ICLLIB_COURSE_SITE names another site)")
+
+# A solution is recognised by its phrases: runs of this many words of its prose (never across mathematics, a
+# role or markup, which print differently on a page, in a PDF and in a notebook) that no other text of the
+# chapter holds, so that finding one is finding the solution.
+PHRASE_WORDS = 5
+SOLUTION = re.compile(r"^(`{3,}|:{3,})\{solution\}[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+BREAKS = re.compile(r"^`{3,}[^\n]*$|\$\$.*?\$\$|\$[^$]+\$|\{[\w:-]+\}`[^`]*`|`[^`]*`|^:\w+:[^\n]*$|\*\*|\*|\]\([^)]*\)|[\[\]]",
+                    re.MULTILINE | re.DOTALL)
+# A PDF page is filled when its content reaches this far down the text area (all but a chapter's last page).
+LEAST_FILL = 0.40
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def normalised(text: str) -> str:
+    return " " + " ".join(words(text)) + " "
+
+
+def chapter_markdown(chapter: course.Chapter) -> str:
+    notebook = jupytext.read(ROOT / f"{chapter.page}.py")
+    return "\n\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+
+
+def book_sources() -> dict[str, str]:
+    """Every text of the book a page shows: the chapters (markdown and code), the other pages, the library's
+    docstrings (the API page) and the registry (the ledger and errata pages)."""
+    sources = {}
+    for chapter in course.chapters():
+        notebook = jupytext.read(ROOT / f"{chapter.page}.py")
+        sources[chapter.page] = "\n\n".join(cell.source for cell in notebook.cells)
+    for path in [*ROOT.glob("book/*.md"), *ROOT.glob("src/icllib/**/*.py"), *ROOT.glob("src/icllib/**/*.yaml")]:
+        sources[path.relative_to(ROOT).as_posix()] = path.read_text(encoding="utf-8")
+    return sources
+
+
+@cache
+def solutions() -> dict[str, list[str]]:
+    """Each solution of the book (``<chapter>: solution <n>``) and its phrases that no other text of the book
+    holds."""
+    rest = normalised("\n".join(SOLUTION.sub(" ", text) for text in book_sources().values()))
+    found = {}
+    for chapter in course.chapters():
+        blocks = [match.group(2) for match in SOLUTION.finditer(chapter_markdown(chapter))]
+        for number, block in enumerate(blocks, start=1):
+            phrases = []
+            for segment in BREAKS.split(block):
+                segment_words = words(segment or "")
+                for start in range(len(segment_words) - PHRASE_WORDS + 1):
+                    phrase = " ".join(segment_words[start:start + PHRASE_WORDS])
+                    if f" {phrase} " not in rest and phrase not in phrases:
+                        phrases.append(phrase)
+            found[f"{chapter.name}: solution {number}"] = phrases
+    return found
+
+
+def solutions_in(text: str) -> dict[str, list[str]]:
+    """The solutions of which ``text`` holds a phrase, with the phrases found."""
+    text = normalised(text)
+    found = {name: [phrase for phrase in phrases if f" {phrase} " in text] for name, phrases in solutions().items()}
+    return {name: phrases for name, phrases in found.items() if phrases}
+
+
+def solutions_missing_from(text: str) -> dict[str, list[str]]:
+    """The solutions of which ``text`` lacks a phrase, with the phrases missing."""
+    text = normalised(text)
+    missing = {name: [phrase for phrase in phrases if f" {phrase} " not in text]
+               for name, phrases in solutions().items()}
+    return {name: phrases for name, phrases in missing.items() if phrases}
+
+
+def pdf_pages(path: Path) -> list[str]:
+    import pypdfium2
+
+    document = pypdfium2.PdfDocument(path)
+    try:
+        return [page.get_textpage().get_text_range() for page in document]
+    finally:
+        document.close()
+
+
+def html_text(path: Path) -> str:
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser").get_text("")
+
+
+def notebook_text(path: Path) -> str:
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    parts = []
+    for cell in notebook["cells"]:
+        parts.append("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"])
+        for output in cell.get("outputs", []):
+            for value in [output.get("text", ""), *output.get("data", {}).values()]:
+                parts.append("".join(value) if isinstance(value, list) else str(value))
+    return "\n\n".join(parts)
+
+
+def page_fill(page) -> float:
+    """How far down a printed page's text area its content reaches (0: empty, 1: to the bottom margin). The text
+    area is what Chromium leaves between the margins of ``course.PAPER``; its white background and the header
+    and footer in the margins are not content."""
+    _, height = page.get_size()
+    top = height - course.PAPER["marginTop"] * 72
+    bottom = course.PAPER["marginBottom"] * 72
+    lowest = top
+    for item in page.get_objects(max_depth=8):
+        left, low, right, high = item.get_bounds()
+        if high > top + 1 or low < bottom - 1 or (high - low > 0.98 * (top - bottom)):
+            continue   # in a margin, or the text area's own background
+        lowest = min(lowest, low)
+    return (top - lowest) / (top - bottom)
+
+
+# --- the solutions, from the sources ----------------------------------------------------------------------
+
+def test_every_solution_of_the_sources_is_found_and_has_phrases_of_its_own():
+    found = solutions()
+    assert len(found) >= 3 * len(course.chapters()), f"only {len(found)} solutions in the chapter sources"
+    assert not [name for name, phrases in found.items() if not phrases], \
+        "a solution with no phrase of its own cannot be looked for"
+
+
+def test_the_phrase_search_finds_a_solution_in_its_own_source_and_not_in_the_exercise_alone():
+    chapter = course.chapters()[0]
+    markdown = chapter_markdown(chapter)
+    assert f"{chapter.name}: solution 1" in solutions_in(markdown)
+    assert not [name for name in solutions_in(SOLUTION.sub(" ", markdown)) if name.startswith(f"{chapter.name}:")]
+
+
+# --- the student edition ----------------------------------------------------------------------------------
+
+def student_files() -> list[Path]:
+    return sorted(path for path in (PACK / "student").rglob("*") if path.is_file())
+
+
+@needs_pack
+def test_the_student_edition_holds_no_page_source_no_executed_notebook_and_no_source_archive():
+    names = [path.relative_to(PACK / "student").as_posix() for path in student_files()]
+    assert not [name for name in names if name.endswith((".py", ".md", ".tar.gz"))], names
+    downloads = sorted(name for name in names if name.startswith("_sources/"))
+    assert downloads == sorted(f"_sources/{chapter.page}.ipynb" for chapter in course.chapters())
+
+
+@needs_pack
+def test_no_student_page_search_index_or_notebook_holds_a_solution():
+    leaks = {}
+    for path in student_files():
+        if path.suffix in {".html", ".js", ".json", ".ipynb", ".inv"} and "_static" not in path.parts:
+            text = notebook_text(path) if path.suffix == ".ipynb" else (
+                html_text(path) if path.suffix == ".html" else path.read_text(encoding="utf-8", errors="replace"))
+            if found := solutions_in(text):
+                leaks[path.relative_to(PACK).as_posix()] = found
+    assert not leaks
+
+
+@needs_pack
+def test_no_student_pdf_holds_a_solution_and_every_instructor_pdf_holds_them_all():
+    for edition in course.EDITIONS:
+        book = "\n".join(pdf_pages(PACK / edition / "pdf" / course.BOOK_PDF))
+        chapters = "\n".join(text for chapter in course.chapters()
+                             for text in pdf_pages(PACK / edition / "pdf" / course.pdf_name(chapter)))
+        for text in (book, chapters):
+            if edition == "student":
+                assert not solutions_in(text)
+            else:
+                assert not solutions_missing_from(text)
+
+
+@needs_pack
+def test_the_instructor_notebooks_and_pages_hold_every_solution_and_the_students_none():
+    instructor = "\n".join(notebook_text(PACK / "instructor" / "notebooks" / f"{chapter.name}.ipynb")
+                           for chapter in course.chapters())
+    pages = "\n".join(html_text(SITE / f"{chapter.page}.html") for chapter in course.chapters())
+    student = "\n".join(notebook_text(PACK / "student" / "notebooks" / f"{chapter.name}.ipynb")
+                        for chapter in course.chapters())
+    assert not solutions_missing_from(instructor)
+    assert not solutions_missing_from(pages)
+    assert not solutions_in(student)
+
+
+@needs_pack
+def test_the_search_index_of_the_student_edition_has_no_word_that_only_a_solution_uses():
+    """Sphinx indexes stems, not phrases: the stems of the words that only solutions use (in every source of the
+    book) are in the published site's index and not in the student edition's."""
+    from sphinx.search.en import SearchEnglish
+
+    everything_else = set()
+    solution_words = set()
+    for text in book_sources().values():
+        solution_words |= {word for match in SOLUTION.finditer(text) for word in words(match.group(2))}
+        everything_else |= set(words(SOLUTION.sub(" ", text)))
+    stemmer = SearchEnglish({})
+    only_in_solutions = {stemmer.stem(word) for word in solution_words - everything_else if not word.isdigit()}
+
+    def terms(site: Path) -> set[str]:
+        index = (site / "searchindex.js").read_text(encoding="utf-8")
+        return set(json.loads(index[index.index("(") + 1:index.rindex(")")])["terms"])
+
+    assert only_in_solutions, "no word is the solutions' own: nothing to look for"
+    assert only_in_solutions & terms(SITE)
+    assert not only_in_solutions & terms(PACK / "student")
+
+
+# --- the PDFs ---------------------------------------------------------------------------------------------
+
+@needs_pack
+@pytest.mark.parametrize("edition", course.EDITIONS)
+def test_every_pdf_page_is_at_least_40_percent_full_but_a_chapters_last(edition):
+    import pypdfium2
+
+    empty = []
+    for path in sorted((PACK / edition / "pdf").glob("*.pdf")):
+        document = pypdfium2.PdfDocument(path)
+        for index, page in enumerate(document):
+            number = re.search(r"page (\d+) of (\d+)", page.get_textpage().get_text_range())
+            assert number, f"{path.name} p. {index + 1}: no page number in its footer"
+            if number.group(1) == number.group(2):
+                continue   # a chapter's last page
+            if (fill := page_fill(page)) < LEAST_FILL:
+                empty.append(f"{path.name} p. {index + 1}: {fill:.0%}")
+        document.close()
+    assert not empty
+
+
+@needs_pack
+def test_each_pdf_names_its_chapter_and_the_book_and_the_book_pdf_holds_every_chapter():
+    import pypdfium2
+
+    for edition in course.EDITIONS:
+        for chapter in course.chapters():
+            first = pdf_pages(PACK / edition / "pdf" / course.pdf_name(chapter))[0]
+            assert chapter.title in first and course.book_title() in first and "page 1 of" in first
+        book = pypdfium2.PdfDocument(PACK / edition / "pdf" / course.BOOK_PDF)
+        assert [item.get_title() for item in book.get_toc()] == [
+            f"{chapter.number}. {chapter.title}" for chapter in course.chapters()]
+        book.close()
+
+
+# --- the links --------------------------------------------------------------------------------------------
+
+@needs_pack
+def test_each_chapter_page_links_its_pdfs_and_notebooks_in_both_editions_and_they_exist():
+    from bs4 import BeautifulSoup
+
+    for chapter in course.chapters():
+        for page, prefix in ((SITE / f"{chapter.page}.html", "course-pack"),
+                             (PACK / "student" / f"{chapter.page}.html", "run-it-yourself")):
+            links = [link["href"] for link in BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+                     .select(f"p.{prefix} a")]
+            targets = [(page.parent / link).resolve() for link in links]
+            assert not [link for link, target in zip(links, targets) if not target.is_file()], page
+            pdfs = {target.relative_to(PACK).as_posix() for target in targets if target.suffix == ".pdf"}
+            wanted = {f"student/pdf/{course.pdf_name(chapter)}"}
+            if prefix == "course-pack":
+                wanted.add(f"instructor/pdf/{course.pdf_name(chapter)}")
+            assert wanted <= pdfs, page
