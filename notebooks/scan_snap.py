@@ -32,18 +32,18 @@
 # What this chapter finds:
 #
 # - the $Y/Z$ reparameterisation and Lemma 1's gradient are exact, and the forward pass sees a sequence only
-#   through its token counts, so batches can be drawn as counts ([section 1](sec-scan_snap-model));
+#   through its token counts, so batches can be drawn as counts ([the model](sec-scan_snap-model));
 # - the discrete decoder clock follows the continuous one within Lemma 7's bound; Lemmas 8-12 and Corollary 1 hold,
-#   several with a corrected constant or reading ([section 2](sec-scan_snap-clock));
+#   several with a corrected constant or reading ([the decoder clock](sec-scan_snap-clock));
 # - Theorem 1's structure of the gradient holds for the modified update, not for the plain gradient as a remark
-#   says ({ref}`scan_snap.E2 <scan-snap-e2>`; [section 3](sec-scan_snap-theorem1));
+#   says ({ref}`scan_snap.E2 <scan-snap-e2>`; [Theorem 1](sec-scan_snap-theorem1));
 # - the scan: distinct tokens rise in the order of $P(l|n)$, the common token falls
-#   ([section 4](sec-scan_snap-scan));
+#   ([scan](sec-scan_snap-scan));
 # - the snap: Theorem 4's closed form holds with a corrected constant ({ref}`scan_snap.E1 <scan-snap-e1>`), and its
-#   three insights hold ([section 5](sec-scan_snap-snap));
-# - the authors' synthetic experiments reproduce: Figs. 4-5 ([section 6](sec-scan_snap-fig4)) and the Fig. 6 sweep
+#   three insights hold ([snap](sec-scan_snap-snap));
+# - the authors' synthetic experiments reproduce: Figs. 4-5 ([SGD on Syn-Small](sec-scan_snap-fig4)) and the Fig. 6 sweep
 #   against the authors' released numbers, where the "threshold $\eta_Y/\eta_Z \approx 2$" is a minimum only for
-#   $K \ge 6$ ({ref}`scan_snap.N10 <scan-snap-n10>`; [section 7](sec-scan_snap-fig6)).
+#   $K \ge 6$ ({ref}`scan_snap.N10 <scan-snap-n10>`; [the Syn-Medium sweep](sec-scan_snap-fig6)).
 #
 # **What it assumes.** The paper's model (Eq. 2) without positional encoding, its reparameterisation by $Y$ and $Z$
 # (Eq. 15) and the modified update of the paper's analysis; the synthetic data of the authors' code. The real-text
@@ -64,14 +64,15 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 import sympy as sp
 import torch
-from scipy.integrate import solve_ivp
-from scipy.stats import kruskal, norm, spearmanr
+from scipy.stats import kruskal
 
 from icllib import scan_snap as ss
+from icllib import scan_snap_dynamics as dynamics
+from icllib import scan_snap_lemmas as lemmas
 from icllib import scan_snap_theory as sst
 from icllib.claims import check_claim
 from icllib.config import by_mode, rng, run_line
-from icllib.plotting import PALETTE, figure, legend
+from icllib.plotting import PALETTE, figure, legend, show_table
 
 C = (
     sst.CHECKS | ss.CHECKS
@@ -81,7 +82,7 @@ print(run_line())
 
 # %% [markdown]
 # (sec-scan_snap-model)=
-# ## 1. The model, its gradient, and a fast simulator
+# ## The model, its gradient, and a fast simulator
 #
 # A sample is a sequence of contextual tokens $x_1,\dots,x_{T-1}$, a query token $x_T = m$ and a next
 # token $x_{T+1} = n$. The query attends to the contextual tokens (not to itself), the mixture is
@@ -115,8 +116,9 @@ gap = abs(
 check_claim("scan_snap.reparameterisation", gap, **C["reparameterisation"])
 
 # %% [markdown]
-# ```{prf:lemma} The gradient in closed form: the paper's Lemma 1
+# ```{prf:lemma} Lemma 1 of the paper: the gradient in closed form
 # :label: lem-scan_snap-gradient
+# :nonumber:
 # For the objective {eq}`scan_snap-eq15`, $\partial J/\partial Y = \mathrm{LN}(X^\top b_T)(x_{T+1}-\alpha)^\top$
 # and, for the row $z_m$ of the query, $\partial J/\partial z_m = X^\top\mathrm{diag}(b_T)X\,
 # \frac{P^\perp_{X^\top b_T}}{\|X^\top b_T\|}\,Y(x_{T+1}-\alpha)$ (Eq. 3).
@@ -145,36 +147,23 @@ J_counts, dY_counts, dZ_counts = ss.lemma1_gradient_counts(
 J_seq, dY_seq, dZ_seq = ss.lemma1_gradient_sequences(spec_small, Y_rand, Z_rand, classes, sequences)
 
 # %% [markdown]
-# The reference: PyTorch's autograd of Eq. 15, written out on the one-hot sequences in float64.
+# The reference is independent of both: `lemmas.eq15_autograd` writes Eq. 15 out on the one-hot sequences in
+# float64 and lets PyTorch's autograd differentiate it, with no formula of Lemma 1 in sight.
 
 # %%
-Y_t = torch.tensor(Y_rand, requires_grad=True)
-Z_t = torch.tensor(Z_rand, requires_grad=True)
-X_t = torch.nn.functional.one_hot(torch.tensor(sequences), spec_small.M).double()  # (batch, T-1, M)
-b_t = torch.softmax(torch.einsum("btm,bm->bt", X_t, Z_t[spec_small.query[classes]]), dim=1)
-v_t = torch.einsum("btm,bt->bm", X_t, b_t)
-f_t = v_t / v_t.norm(dim=1, keepdim=True)
-log_alpha_t = torch.log_softmax(f_t @ Y_t, dim=1)
-J_t = log_alpha_t[torch.arange(len(classes)), torch.tensor(spec_small.next_token[classes])].mean()
-J_t.backward()
+reference = lemmas.eq15_autograd(spec_small, Y_rand, Z_rand, classes, sequences)
 
 # %% [markdown]
-# The three routes agree to float64 round-off:
-
+# The three routes agree to float64 round-off, in units of the reference's largest entry:
 
 # %%
-def relative_error(a, b):
-    return float(np.abs(a - b).max() / np.abs(b).max())
-
-
 errors = {
-    "dJ/dY counts vs autograd": relative_error(dY_counts, Y_t.grad.numpy()),
-    "dJ/dZ counts vs autograd": relative_error(dZ_counts, Z_t.grad.numpy()),
-    "dJ/dY Eq. 3 on sequences vs autograd": relative_error(dY_seq, Y_t.grad.numpy()),
-    "dJ/dZ Eq. 4 on sequences vs autograd": relative_error(dZ_seq, Z_t.grad.numpy()),
+    "dJ/dY counts vs autograd": lemmas.relative_error(dY_counts, reference.dY),
+    "dJ/dZ counts vs autograd": lemmas.relative_error(dZ_counts, reference.dZ),
+    "dJ/dY Eq. 3 on sequences vs autograd": lemmas.relative_error(dY_seq, reference.dY),
+    "dJ/dZ Eq. 4 on sequences vs autograd": lemmas.relative_error(dZ_seq, reference.dZ),
 }
-for name, value in errors.items():
-    print(f"{name:40s} {value:.1e}")
+show_table(*lemmas.number_table(errors, "relative error"))
 check_claim("scan_snap.lemma1-gradient", max(errors.values()), **C["lemma1-gradient"])
 
 # %% [markdown]
@@ -185,13 +174,9 @@ check_claim("scan_snap.lemma1-gradient", max(errors.values()), **C["lemma1-gradi
 # check can fail only through a wrong formula, not by chance:
 
 # %%
-XbX = torch.einsum("bti,bt,btj->bij", X_t, b_t, X_t).detach().numpy()
-identity_gap = np.abs(XbX - np.stack([np.diag(v) for v in v_t.detach().numpy()])).max()
+identity_gap = reference.identity_gap  # max |X^T diag(b) X - diag(X^T b)| over the batch
 simulator_gap = max(
     abs(J_counts - J_seq), np.abs(dY_counts - dY_seq).max(), np.abs(dZ_counts - dZ_seq).max()
-)
-print(
-    f"max |X^T diag(b) X - diag(X^T b)| = {identity_gap:.1e}; counts vs sequences: {simulator_gap:.1e}"
 )
 check_claim("scan_snap.count-sufficient", max(identity_gap, simulator_gap), **C["count-sufficient"])
 
@@ -200,8 +185,9 @@ check_claim("scan_snap.count-sufficient", max(identity_gap, simulator_gap), **C[
 # long sequences. With $q_{l|m,n}$ the frequency of token $l$ among the $T-1$ contextual tokens,
 # $X^\top b_T = q\circ e^{z_m}/(q^\top e^{z_m})$ (Eq. 20, 134), and each frequency concentrates:
 #
-# ```{prf:lemma} Token frequencies concentrate: the paper's Lemma 18
+# ```{prf:lemma} Lemma 18 of the paper: token frequencies concentrate
 # :label: lem-scan_snap-hoeffding
+# :nonumber:
 # By Hoeffding's inequality (Eq. 136), with probability at least $1-\delta$,
 #
 # $$\begin{aligned}q_{l|m,n} &\ge \max\Big(0, P(l|m,n) - \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}}\Big),\\ q_{l|m,n} &\le P(l|m,n) + \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}} .\end{aligned}$$ (scan_snap-hoeffding)
@@ -221,46 +207,41 @@ check_claim("scan_snap.count-sufficient", max(identity_gap, simulator_gap), **C[
 # %%
 generator = rng(4)
 z_lemma2 = 0.5 * generator.normal(size=spec_small.M)
-c_lemma2 = ss.attention_distribution(spec_small, np.tile(z_lemma2, (spec_small.K, 1)))[0]
-lengths = np.array([10**2, 10**3, 10**4, 10**5])  # T - 1
-delta_lemma18 = 0.05
-in_support = spec_small.P[0] > 0  # tokens outside supp(n) have q = P = 0
-mixture_error, worst_deviation, outside_band = [], [], []
-for length in lengths:
-    counts_T = ss.sample_class_counts(spec_small, 0, 200, length + 1, generator=generator)
-    mixture_error.append(np.abs(ss.count_mixture(counts_T, z_lemma2) - c_lemma2).max(axis=1).mean())
-    deviation = np.abs(counts_T / length - spec_small.P[0])[:, in_support]
-    worst_deviation.append(deviation.max())
-    outside_band.append(np.mean(deviation > ss.hoeffding_radius(length, delta_lemma18)))
-
-# %% [markdown]
-# Against the Hoeffding radius of {eq}`scan_snap-hoeffding`, and the slope of the mean distance in log-log
-# (Lemma 2 predicts $-1/2$):
-
-# %%
-radii = ss.hoeffding_radius(lengths, delta_lemma18)
-lemma2_slope = np.polyfit(np.log(lengths), np.log(mixture_error), 1)[0]
-print(
-    f"fraction of pairs outside the Eq. 136 band: {np.round(outside_band, 4).tolist()}; "
-    f"largest |q - P| / radius: {max(np.array(worst_deviation) / radii):.2f}"
-)
-print(
-    f"mean ||X^T b_T - c_n||_inf: {np.round(mixture_error, 5).tolist()}; log-log slope {lemma2_slope:.3f}"
+lengths = [10**2, 10**3, 10**4, 10**5]  # T - 1
+concentration = lemmas.token_concentration(
+    spec_small, z_lemma2, lengths, delta=0.05, sequences=200, generator=generator
 )
 
 # %% [markdown]
-# Lemma 18 as a test, the worst frequency outside the band against the binomial ceiling; Lemma 2 as the slope:
+# Per length, the three distances against the Hoeffding radius of {eq}`scan_snap-hoeffding`:
 
 # %%
-worst_outside = max(outside_band)
-ceiling_18 = ss.one_sided_ceiling(delta_lemma18, 200)
+show_table(
+    ["T - 1", "mean ||X^T b_T - c_n||", "max |q - P|", "radius", "share outside"],
+    np.column_stack(
+        [
+            concentration.lengths,
+            concentration.mixture_error,
+            concentration.worst_deviation,
+            concentration.radii,
+            concentration.outside_band,
+        ]
+    )
+    .round(5)
+    .tolist(),
+)
+
+# %% [markdown]
+# Lemma 18 as a test, the worst frequency outside the band against the binomial ceiling; Lemma 2 as the log-log
+# slope of the mean distance, which should be $-1/2$:
+
+# %%
+ceiling_18 = ss.one_sided_ceiling(0.05, 200)
+worst_outside = max(concentration.outside_band)
 check_claim(
-    "scan_snap.lemma18-hoeffding",
-    worst_outside,
-    upper=ceiling_18,
-    **C["lemma18-hoeffding"],
+    "scan_snap.lemma18-hoeffding", worst_outside, upper=ceiling_18, **C["lemma18-hoeffding"]
 )
-check_claim("scan_snap.lemma2-limit", lemma2_slope, **C["lemma2-limit"])
+check_claim("scan_snap.lemma2-limit", concentration.slope, **C["lemma2-limit"])
 
 
 # %% [markdown]
@@ -278,12 +259,22 @@ check_claim("scan_snap.lemma18-binomial", (T_eq137 * q_eq137) % 1, **C["lemma18-
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Lemmas 2 and 18 on Syn-Small class 1: the mean distance of $X^\\top b_T$ from its limit $c_n$ (dots) and the largest deviation of a token frequency from $P(l|n)$ over 200 sequences (squares) both fall like $T^{-1/2}$, parallel to the Hoeffding radius of Eq. 136 (line, $\\delta = 0.05$), which the worst deviation never reaches.", "name": "fig-scan_snap-lemma18"}}
 fig, ax = figure(1, 1, width=5.5)
-ax.loglog(lengths, mixture_error, "o-", color=PALETTE[0], label="mean ||X^T b_T - c_n||_inf")
 ax.loglog(
-    lengths, worst_deviation, "s-", color=PALETTE[1], label="max |q_l - P(l|n)| over 200 sequences"
+    lengths, concentration.mixture_error, "o-", color=PALETTE[0], label="mean ||X^T b_T - c_n||_inf"
 )
 ax.loglog(
-    lengths, radii, "--", color=PALETTE[2], label="Hoeffding radius sqrt(ln(2/delta) / (2(T-1)))"
+    lengths,
+    concentration.worst_deviation,
+    "s-",
+    color=PALETTE[1],
+    label="max |q_l - P(l|n)| over 200 sequences",
+)
+ax.loglog(
+    lengths,
+    concentration.radii,
+    "--",
+    color=PALETTE[2],
+    label="Hoeffding radius sqrt(ln(2/delta) / (2(T-1)))",
 )
 ax.set(xlabel="T - 1 (contextual tokens)", ylabel="deviation")
 legend(ax)
@@ -303,17 +294,18 @@ check_claim("scan_snap.row-sums", row_sum, **C["row-sums"])
 # %% [markdown]
 # **What we saw in this section.** The reparameterisation and the gradient of {prf:ref}`lem-scan_snap-gradient`
 # agree with autograd to float64 round-off, and a sequence enters the forward pass only through its token counts,
-# so the count simulator is exact, not an approximation: the SGD runs of Sections 6 and 7, drawn as counts, are
+# so the count simulator is exact, not an approximation: the SGD runs of the last two sections, drawn as counts, are
 # runs of the model on sequences. The long-sequence limit of Lemma 2 is approached like
 # $T^{-1/2}$ ({numref}`fig-scan_snap-lemma18`), inside the Hoeffding band of {eq}`scan_snap-hoeffding`, whose proof
 # should count $(T-1)q$, not $Tq$.
 
 # %% [markdown]
 # (sec-scan_snap-clock)=
-# ## 2. The decoder clock
+# ## The decoder clock
 #
-# ```{prf:lemma} The decoder clock: the paper's Lemma 5
+# ```{prf:lemma} Lemma 5 of the paper: the decoder clock
 # :label: lem-scan_snap-clock
+# :nonumber:
 # With the attention held fixed (Assumption 1(c), $\eta_Y \gg \eta_Z$), the decoder row of class $n$ moves
 # along one direction, $w_n(s) = (M-1)h^*(s)\zeta_n$ with $\zeta_n = \frac{M}{M-1}(e_n - \frac1M\mathbf 1)$,
 # and the scalar clock obeys (Eq. 33)
@@ -362,41 +354,21 @@ assert closed_residual == 0  # the book's closed form solves Eq. 45
 
 # %%
 t_grid = np.concatenate([[0.0], np.geomspace(1e-3, 1e9, 400)])
-ode_residuals, residuals = [], []
-for M_value in (100, 1000, 10000):
-    rhs = M_value * 0.5 * t_grid + 1
-    h_ode = solve_ivp(
-        lambda t, h: 0.5 / ((M_value - 1) + np.exp(M_value * h)),
-        (0.0, t_grid[-1]),
-        [0.0],
-        method="LSODA",
-        t_eval=t_grid,
-        rtol=1e-12,
-        atol=1e-14,
-    ).y[0]
-    ode_residuals.append(
-        np.abs(np.exp(M_value * h_ode) + (M_value - 1) * M_value * h_ode - rhs) / rhs
-    )
-    h_values = sst.decoder_clock_h(t_grid, M_value, 0.5)
-    residuals.append(
-        np.abs(np.exp(M_value * h_values) + (M_value - 1) * M_value * h_values - rhs) / rhs
-    )
+worst_ode_residual, worst_closed_residual = lemmas.eq45_residuals((100, 1000, 10000), 0.5, t_grid)
 
 # %% [markdown]
-# The largest residuals, of the ODE solution and of the closed form the chapter uses:
+# The largest relative residual on the ODE's solution is the check; the closed form the chapter uses must meet
+# Eq. 45 to round-off:
 
 # %%
-print(
-    "max relative residual of Eq. 45: on the ODE solution"
-    f" {max(r.max() for r in ode_residuals):.1e}, at the closed form {max(r.max() for r in residuals):.1e}"
-)
-worst_ode_residual = max(r.max() for r in ode_residuals)
+print(f"ODE solution: {worst_ode_residual:.1e}; closed form: {worst_closed_residual:.1e}")
 check_claim("scan_snap.eq45-closed-form", worst_ode_residual, **C["eq45-closed-form"])
-assert max(r.max() for r in residuals) < 1e-11  # the closed form the chapter uses: round-off only
+assert worst_closed_residual < 1e-11  # the closed form the chapter uses: round-off only
 
 # %% [markdown]
-# ```{prf:lemma} The discrete and the continuous clock: the paper's Lemma 7
+# ```{prf:lemma} Lemma 7 of the paper: the discrete and the continuous clock
 # :label: lem-scan_snap-gap
+# :nonumber:
 # The staircase $h^*$ of {eq}`scan_snap-clock` leads the smooth $h$ of Eq. 45 by at most $2\eta_Y/M$:
 # $0 \le h^*(s) - h(s) \le 2\eta_Y/M$ for every step $s$; by Remark 2 the gap vanishes as $s$ grows.
 # ```
@@ -406,29 +378,18 @@ assert max(r.max() for r in residuals) < 1e-11  # the closed form the chapter us
 # gap in units of $\eta_Y/M$.
 
 # %%
-gap_rows = []
-for M_value in (100, 1000, 10000):
-    for eta in by_mode(
-        quick=(0.1, 0.5, 0.99), default=(0.01, 0.1, 0.5, 0.99), full=(0.01, 0.1, 0.5, 0.99)
-    ):
-        horizon = int(100 * np.log(M_value) / eta)
-        gaps = sst.decoder_clock_h_star(horizon, M_value, eta) - sst.decoder_clock_h(
-            np.arange(horizon + 1), M_value, eta
-        )
-        gap_rows.append(
-            (M_value, eta, gaps.min(), gaps.max() * M_value / eta, gaps[-1] * M_value / eta)
-        )
-gap_table = np.array(gap_rows)
+eta_lemma7 = by_mode(
+    quick=(0.1, 0.5, 0.99), default=(0.01, 0.1, 0.5, 0.99), full=(0.01, 0.1, 0.5, 0.99)
+)
+gap_table = lemmas.lemma7_gaps((100, 1000, 10000), eta_lemma7)
 
 # %% [markdown]
 # The gap at each $(M, \eta_Y)$, in units of $\eta_Y/M$, against Lemma 7's two bounds and Remark 2's decay:
 
 # %%
-print(
-    "max gap / (eta_Y/M):",
-    gap_table[:, 3].max().round(3),
-    "| final gap / (eta_Y/M):",
-    gap_table[:, 4].max().round(4),
+show_table(
+    ["M", "eta_Y", "min gap", "max gap / (eta_Y/M)", "final gap / (eta_Y/M)"],
+    gap_table.round(5).tolist(),
 )
 check_claim("scan_snap.lemma7-gap", gap_table[:, 2].min(), **C["lemma7-gap"])
 check_claim("scan_snap.lemma7-gap", gap_table[:, 3].max(), **C["lemma7-gap#2"])
@@ -439,22 +400,14 @@ check_claim("scan_snap.lemma7-gap", gap_table[:, 4].max(), **C["lemma7-gap#3"])
 # of Eq. 45 for $M = 100$ and three rates, and the gap between them in units of Lemma 7's bound.
 
 # %%
-M_plot, t_fine, long = 100, np.linspace(0, 60, 300), np.arange(2001)
-clock_curves = {
-    eta: (
-        sst.decoder_clock_h_star(60, M_plot, eta),
-        sst.decoder_clock_h(t_fine, M_plot, eta),
-        (sst.decoder_clock_h_star(2000, M_plot, eta) - sst.decoder_clock_h(long, M_plot, eta))[1:]
-        / (2 * eta / M_plot),
-    )
-    for eta in (0.1, 0.5, 1.0)
-}
+clock_curves = lemmas.clock_curves(100, (0.1, 0.5, 1.0), shown_steps=60, long_steps=2000)
 
 # %% [markdown]
 # Drawn against each other:
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The decoder clock of the paper's Fig. 8: the discrete $h^*$ (steps) hugs the continuous $h$ of Eq. 45 (lines) for every learning rate; the gap (right, in units of the bound $2\\eta_Y/M$) stays below 0.1 of the bound and decays.", "name": "fig-scan_snap-clock"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The decoder clock, as in the paper's Fig. 8: the discrete $h^*$ (steps) hugs the continuous $h$ of Eq. 45 (lines) for every learning rate; the gap (right, in units of the bound $2\\eta_Y/M$) stays below 0.1 of the bound and decays.", "name": "fig-scan_snap-clock"}}
 fig, (ax_h, ax_gap) = figure(1, 2)
+t_fine, long = np.linspace(0, 60, 300), np.arange(2001)  # the grids of lemmas.clock_curves
 for colour, (eta, (h_star, h_smooth, gap)) in zip(PALETTE, clock_curves.items()):
     ax_h.step(
         np.arange(61), h_star, where="post", color=colour, alpha=0.7, label=f"h*(s), eta_Y = {eta}"
@@ -472,8 +425,9 @@ legend(ax_h, ncol=1, fontsize=7)
 legend(ax_gap)
 
 # %% [markdown]
-# ```{prf:lemma} The transition: the paper's Lemma 8
+# ```{prf:lemma} Lemma 8 of the paper: the transition
 # :label: lem-scan_snap-transition
+# :nonumber:
 # The zeros of $e^{Mh} - (M-1)Mh$, written $h = (1+\omega)\ln M/M$, are $\omega_0 \approx 0$ and
 # $\omega_1 = \Theta(\ln\ln M/\ln M)$; the transition time of Theorem 4 is $t_0 = 2(1+\omega_1)K\ln M/\eta_Y$.
 # ```
@@ -485,13 +439,11 @@ legend(ax_gap)
 
 # %%
 for M_value in (100, 1000, 10000):
-    omega0, omega1 = sst.lemma8_omegas(M_value)
-    ratio = omega1 / (np.log(np.log(M_value)) / np.log(M_value))
-    ratio0 = omega0 * M_value**0.99 * np.log(M_value)
-    print(
-        f"M = {M_value:6d}: omega_0 = {omega0:.2e} = {ratio0:.2f} / (M^0.99 ln M), omega_1 = {omega1:.4f}, omega_1 / (ln ln M / ln M) = {ratio:.3f}"
-    )
-    check_claim("scan_snap.lemma8-omega1", ratio, **C["lemma8-omega1"])
+    ratio1, ratio0 = lemmas.lemma8_orders(
+        M_value
+    )  # omega_1 / (ln ln M / ln M), omega_0 M^0.99 ln M
+    print(f"M = {M_value}: {ratio1:.3f}, {ratio0:.2f}")
+    check_claim("scan_snap.lemma8-omega1", ratio1, **C["lemma8-omega1"])
     check_claim("scan_snap.lemma8-omega1", ratio0, **C["lemma8-omega1#2"])
 
 # %% [markdown]
@@ -501,37 +453,15 @@ for M_value in (100, 1000, 10000):
 # $M \in \{1000, 10^4\}$ with $\eta_Y$ from $10M^{-0.99}$ to $0.99$, counting sign changes on $t \in [1, 10^9]$.
 
 # %%
-remark3_rows = []
-for M_value in (1000, 10000):
-    omega0, _ = sst.lemma8_omegas(M_value)
-    for eta in (10 * M_value**-0.99, 0.1, 0.99):
-        t_values = np.geomspace(1.0, 1e9, 4000)
-        h_values = sst.decoder_clock_h(t_values, M_value, eta)
-        sign_changes = int(
-            np.sum(
-                np.diff(np.sign(np.exp(M_value * h_values) - (M_value - 1) * M_value * h_values))
-                != 0
-            )
-        )
-        h1 = float(sst.decoder_clock_h(1.0, M_value, eta))
-        remark3_rows.append(
-            (omega0, h1 * M_value / eta, h1 * M_value ** (2 - omega0), sign_changes)
-        )
+remark3_rows = lemmas.remark3_conditions((1000, 10000), (0.1, 0.99))
 
 # %% [markdown]
 # The conditions of Remark 3 at each setting, each made concrete with a constant:
 
 # %%
-remark3_rows = np.array(remark3_rows)
-print(
-    "omega_0:",
-    remark3_rows[:, 0].max().round(5),
-    "| h(1) M / eta_Y:",
-    remark3_rows[:, 1].round(3).tolist(),
-    "| h(1) M^(2 - omega_0):",
-    remark3_rows[:, 2].round(1).tolist(),
-    "| sign changes:",
-    remark3_rows[:, 3].tolist(),
+show_table(
+    ["omega_0", "h(1) M / eta_Y", "h(1) M^(2 - omega_0)", "sign changes"],
+    remark3_rows.round(5).tolist(),
 )
 check_claim("scan_snap.remark3", remark3_rows[:, 0].max(), **C["remark3"])
 check_claim("scan_snap.remark3", remark3_rows[:, 1].min(), **C["remark3#2"])
@@ -544,8 +474,9 @@ check_claim("scan_snap.remark3", one_zero, expected=True)
 # $\gamma(t) = (M-1)^2 h/((M-1)+e^{Mh})$ at $h = h(t/K)$ (Eq. 85 has $h(\lceil t/K\rceil)$; we use the continuous
 # clock throughout, as the proofs do, {ref}`scan_snap.N5 <scan-snap-n5>`).
 #
-# ```{prf:lemma} The speed control: the paper's Lemma 9
+# ```{prf:lemma} Lemma 9 of the paper: the speed control
 # :label: lem-scan_snap-gamma
+# :nonumber:
 # $\gamma(t) = O(\eta_Y t/K)$ before the transition, and $\gamma(t) = O\big(K\ln(M\eta_Y t/K)/(\eta_Y t)\big)$ for
 # $t \ge t_0$.
 # ```
@@ -555,55 +486,27 @@ check_claim("scan_snap.remark3", one_zero, expected=True)
 # the logarithm; we measure the ratio to both forms.
 
 # %%
-K_gamma, eta_gamma = 10, 1.0
-phase1_ratios, phase2_ratios, phase2_printed = [], [], []
-for M_value in (100, 1000, 10000):
-    t_values = np.geomspace(1e-2, 1e8, 2000)
-    gamma = sst.speed_control_gamma(t_values, K_gamma, M_value, eta_gamma)
-    early = t_values <= K_gamma * np.log(M_value) / eta_gamma
-    late = t_values >= sst.transition_time(K=K_gamma, M=M_value, eta_Y=eta_gamma)
-    phase1_ratios.append(gamma[early] / (eta_gamma * t_values[early] / K_gamma))
-    lemma9 = (
-        K_gamma
-        * np.log(M_value * eta_gamma * t_values[late] / K_gamma)
-        / (eta_gamma * t_values[late])
-    )
-    printed = K_gamma * np.log(eta_gamma * t_values[late] / K_gamma) / (eta_gamma * t_values[late])
-    phase2_ratios.append(gamma[late] / lemma9)
-    phase2_printed.append(gamma[late] / printed)
+speed = lemmas.speed_control_ratios(K=10, eta_Y=1.0, M_values=(100, 1000, 10000))
 
 # %% [markdown]
-# Pooled over the three vocabulary sizes, the ratio of $\gamma$ to Lemma 9's rate in each phase:
+# Pooled over the three vocabulary sizes, phase 1 must stay within a factor 2 below the linear rate, phase 2 within
+# a factor 2 of Lemma 9's rate and close to it at the end ($t = 10^8$):
 
 # %%
-phase1 = np.concatenate(phase1_ratios)
-phase2 = np.concatenate(phase2_ratios)
-print(f"phase 1: gamma / (eta_Y t/K) in [{phase1.min():.3f}, {phase1.max():.3f}]")
 print(
-    f"phase 2: gamma / (K ln(M eta_Y t/K)/(eta_Y t)) in [{phase2.min():.3f}, {phase2.max():.3f}], "
-    f"at t = 1e8: {[round(float(r[-1]), 4) for r in phase2_ratios]}"
+    f"phase 1 in [{speed.phase1.min():.3f}, {speed.phase1.max():.3f}]; phase 2 in [{speed.phase2.min():.3f}, {speed.phase2.max():.3f}]"
 )
-print(
-    "phase 2 against the printed ln(eta_Y t/K): ratio in"
-    f" [{min(r.min() for r in phase2_printed):.3f}, {max(r.max() for r in phase2_printed):.3f}]"
-)
-
-# %% [markdown]
-# Phase 1 must stay within a factor 2 below the linear rate, phase 2 within a factor 2 of Lemma 9's rate and close
-# to it at the end:
-
-# %%
-check_claim("scan_snap.lemma9-phase1", phase1.min(), **C["lemma9-phase1"])
-check_claim("scan_snap.lemma9-phase1", phase1.max(), **C["lemma9-phase1#2"])
-check_claim("scan_snap.lemma9-phase2", phase2.max(), **C["lemma9-phase2"])
-phase2_end_gap = max(abs(r[-1] - 1) for r in phase2_ratios)
+check_claim("scan_snap.lemma9-phase1", speed.phase1.min(), **C["lemma9-phase1"])
+check_claim("scan_snap.lemma9-phase1", speed.phase1.max(), **C["lemma9-phase1#2"])
+check_claim("scan_snap.lemma9-phase2", speed.phase2.max(), **C["lemma9-phase2"])
+phase2_end_gap = max(abs(r[-1] - 1) for r in speed.phase2_by_M)
 check_claim("scan_snap.lemma9-phase2", phase2_end_gap, **C["lemma9-phase2#2"])
 
 # %% [markdown]
 # Against the form of phase 2 as the paper prints it, the ratio exceeds 2 at every $M$ and grows with $M$:
 
 # %%
-printed_peak = [float(r.max()) for r in phase2_printed]
+printed_peak = [float(r.max()) for r in speed.printed_by_M]
 print("largest ratio to the printed form, M = 100, 1000, 10000:", np.round(printed_peak, 3))
 check_claim("scan_snap.lemma9-phase2", min(printed_peak), **C["lemma9-phase2#3"])
 check_claim("scan_snap.lemma9-phase2", bool(np.all(np.diff(printed_peak) > 0)), expected=True)
@@ -615,11 +518,12 @@ check_claim("scan_snap.lemma9-phase2", bool(np.all(np.diff(printed_peak) > 0)), 
 
 # %% [markdown]
 # **Many classes, one clock each.** With $K$ classes drawn uniformly, the decoupled dynamics (Lemma 3, revisited
-# in Section 3) run the clock of class $n$ only on its own $N_n$ of the $N$ steps, so the classes' clocks drift apart
+# in {ref}`sec-scan_snap-theorem1`) run the clock of class $n$ only on its own $N_n$ of the $N$ steps, so the classes' clocks drift apart
 # as far as their step counts do.
 #
-# ```{prf:lemma} Balanced class counts: the paper's Lemma 10
+# ```{prf:lemma} Lemma 10 of the paper: balanced class counts
 # :label: lem-scan_snap-counts
+# :nonumber:
 # With $K$ classes drawn uniformly for $N$ steps, with probability at least $1-\delta$ (Eq. 58),
 # $|N_n - \lceil N/K\rceil| \le \sqrt{\tfrac N2\ln\tfrac2\delta} + 1$.
 # ```
@@ -634,21 +538,16 @@ check_claim("scan_snap.lemma9-phase2", bool(np.all(np.diff(printed_peak) > 0)), 
 # $\delta$ would pass with probability below 1%.
 
 # %%
-lemma10_rows, remark4_rows = [], []
-for K_value in (2, 10):
-    counts_runs = sst.uniform_class_counts(1000, K_value, 2000, generator=rng(5))
-    N_bar = np.ceil(1000 / K_value)
-    for delta in (0.01, 0.1, 0.5):
-        ceiling = ss.one_sided_ceiling(delta, 2000)
-        missed = np.abs(counts_runs - N_bar) > 1000 * ss.hoeffding_radius(1000, delta) + 1
-        lemma10_rows.append(missed.any(axis=1).mean() / ceiling)
-        Delta = np.ceil(np.sqrt(1000 * np.log(1 / delta)))
-        remark4_rows.append((np.abs(counts_runs - N_bar) > Delta).any(axis=1).mean() / ceiling)
-        print(
-            f"K = {K_value:2d}, delta = {delta:4}: Lemma 10 broken in {missed.any(axis=1).mean():.4f} of runs for some class, Remark 4 in {remark4_rows[-1] * ceiling:.4f} (ceiling {ceiling:.4f}); Delta / N_bar = {Delta / N_bar:.2f}"
-        )
-check_claim("scan_snap.lemma10-counts", max(lemma10_rows), **C["lemma10-counts"])
-check_claim("scan_snap.remark4", max(remark4_rows), **C["remark4"])
+class_counts_10 = lemmas.class_count_failures(1000, (2, 10), (0.01, 0.1, 0.5), runs=2000, seed=5)
+
+# %% [markdown]
+# Each rate is shown divided by its ceiling, so that a bound holds where the ratio stays below 1; the rows run over
+# $K = 2, 10$ and, within each, $\delta = 0.01, 0.1, 0.5$:
+
+# %%
+show_table(list(class_counts_10), np.column_stack(list(class_counts_10.values())).round(4).tolist())
+check_claim("scan_snap.lemma10-counts", max(class_counts_10["lemma10"]), **C["lemma10-counts"])
+check_claim("scan_snap.remark4", max(class_counts_10["remark4"]), **C["remark4"])
 
 # %% [markdown]
 # Eq. 58 then simplifies the radius: $\sqrt{\tfrac N2\ln\tfrac2\delta} + 1 < \sqrt{N\ln\tfrac2\delta}$. With
@@ -681,58 +580,20 @@ check_claim("scan_snap.lemma10-simplified", gap_58, **C["lemma10-simplified"])
 # it), $\delta = 0.1$, and count the runs in which some class breaks each bound (constants 1).
 
 # %%
-delta_11, runs_11 = 0.1, 1000
-ceiling_11, floor_11 = ss.one_sided_ceiling(delta_11, runs_11), ss.one_sided_floor(
-    delta_11, runs_11
+rates, late = lemmas.clock_noise_failures(
+    (3, 10, 30), ((1000, 0.5), (20000, 0.01)), runs=1000, delta=0.1, steps_per_K2=200, seed=11
 )
+ceiling_11, floor_11 = ss.one_sided_ceiling(0.1, 1000), ss.one_sided_floor(0.1, 1000)
 
 # %% [markdown]
-# For each clock and each $K$, the failure rates of the three general bounds and, past the transition ($M = 1000$),
-# those of the three competing readings, with the 90 % quantile of $\sigma$ against the printed $\Delta/N$:
+# The failure rates of the three general bounds, per clock and $K$ (ceiling printed above the table), and, past the
+# transition ($M = 1000$), those of the three competing readings with the 90 % quantile of
+# $\sigma/(\Delta/N)$:
 
 # %%
-rates = {"Eq. 61": [], "Eq. 62": [], "Corollary 1": []}  # failure rates of the general bounds
-late = {
-    "printed": [],
-    "proof": [],
-    "corollary": [],
-    "printed_q90": [],
-}  # past the transition, M = 1000
-for M_value, eta in ((1000, 0.5), (20000, 0.01)):
-    for K_value in (3, 10, 30):
-        N_value = 200 * K_value**2
-        counts_runs = sst.uniform_class_counts(N_value, K_value, runs_11, generator=rng(11))
-        N_bar = -(-N_value // K_value)
-        Delta = np.ceil(np.sqrt(N_value * np.log(1 / delta_11)))
-        h_bar = sst.decoder_clock_h(N_bar, M_value, eta)
-        h_gap = np.abs(sst.decoder_clock_h(counts_runs, M_value, eta) - h_bar)
-        sigma = np.abs(sst.class_count_sigma(counts_runs, M_value, eta)).max(axis=1)
-        rates["Eq. 61"].append(np.mean((h_gap > h_bar * Delta / N_bar).any(axis=1)))
-        rates["Eq. 62"].append(np.mean(sigma > eta * Delta / 3))
-        rates["Corollary 1"].append(np.mean(sigma > eta * np.sqrt(N_value * np.log(1 / delta_11))))
-        if (
-            N_value >= 2 * K_value * (1 + sst.lemma8_omegas(M_value)[1]) * np.log(M_value) / eta
-            and M_value == 1000
-        ):
-            late["printed"].append(np.mean(sigma > Delta / N_value))
-            late["printed_q90"].append(np.quantile(sigma / (Delta / N_value), 0.9))
-            late["proof"].append(np.mean(sigma > Delta / N_bar))
-            late["corollary"].append(
-                np.mean(sigma > K_value / np.sqrt(N_value) * np.sqrt(np.log(1 / delta_11)))
-            )
-
-# %% [markdown]
-# The largest failure rates of the general bounds and, past the transition, of the three competing readings:
-
-# %%
-print(
-    "largest failure rates of the general bounds:",
-    {name: round(float(max(v)), 4) for name, v in rates.items()},
-    f"(ceiling {ceiling_11:.3f})",
-)
-print(
-    f"past the transition, K = 3, 10, 30: Delta/N fails in {np.round(late['printed'], 3).tolist()} of runs (90% quantile of sigma / (Delta/N): {np.round(late['printed_q90'], 2).tolist()}); Delta/N_bar fails in {np.round(late['proof'], 3).tolist()}, Corollary 1's K sqrt(ln(1/delta)/N) in {np.round(late['corollary'], 3).tolist()}"
-)
+print(f"binomial ceiling {ceiling_11:.3f}, floor {floor_11:.3f}")
+show_table(list(rates), np.column_stack(list(rates.values())).round(4).tolist())
+show_table(list(late), np.column_stack(list(late.values())).round(3).tolist())
 
 # %% [markdown]
 # Each rate against the binomial ceiling (and, for the printed $\Delta/N$, against the floor):
@@ -750,8 +611,9 @@ check_claim("scan_snap.lemma11-late", bool(np.all(np.diff(late["printed_q90"]) >
 # **Corollary 1: how many steps until the decoder is right?** By Lemma 5, after $s$ steps of class $n$,
 # $e_n - \alpha_n = \frac{M-1}{(M-1)+e^{Mh^*(s)}}\zeta_n$ with $\|\zeta_n\| = \sqrt{M/(M-1)}$ (Eq. 71).
 #
-# ```{prf:corollary} Steps to a small decoder residual: the paper's Corollary 1
+# ```{prf:corollary} Corollary 1 of the paper: steps to a small decoder residual
 # :label: cor-scan_snap-steps
+# :nonumber:
 # The steps $S_n$ of class $n$ needed for $\|e_n - \alpha_n\| \le \epsilon$ are
 # $O(\frac{1}{\epsilon\eta_Y}\ln\frac M\epsilon)$ (Eq. 73), and the steps until every one of the $K$ classes has had
 # its $S_n$ are, with probability at least $1-\delta$, $O(\frac{K}{\epsilon\eta_Y}\ln\frac M\epsilon)$.
@@ -767,23 +629,14 @@ check_claim("scan_snap.lemma11-late", bool(np.all(np.diff(late["printed_q90"]) >
 # We count $S_n$ on the discrete clock for 27 settings.
 
 # %%
-corollary_rows = []
-for M_value in (100, 1000, 10000):
-    for eta in (0.1, 0.5, 0.99):
-        for eps in (0.1, 0.01, 0.001):
-            corollary_rows.append(
-                (
-                    sst.steps_to_residual(eps, M_value, eta),
-                    sst.residual_time(eps, M_value, eta),
-                    np.log(M_value / eps) / (eps * eta),
-                )
-            )
+S_measured, t_eps, bound_73 = lemmas.corollary1_steps(
+    (100, 1000, 10000), (0.1, 0.5, 0.99), (0.1, 0.01, 0.001)
+)
 
 # %% [markdown]
 # Each count against Eq. 73's bound and against the inverted clock $t_\epsilon$:
 
 # %%
-S_measured, t_eps, bound_73 = np.array(corollary_rows).T
 print(
     f"S_n / (ln(M/eps) / (eps eta_Y)) in [{(S_measured / bound_73).min():.3f}, {(S_measured / bound_73).max():.3f}]; S_n / t_eps in [{(S_measured / t_eps).min():.3f}, {(S_measured / t_eps).max():.3f}]"
 )
@@ -797,17 +650,11 @@ check_claim("scan_snap.corollary1-steps", (S_measured / t_eps).min(), **C["corol
 # class has had its $S_n$ steps, over 200 runs; Corollary 1 speaks of the $(1-\delta)$ quantile, $\delta = 0.1$.
 
 # %%
-K_cor, M_cor, eta_cor = 10, 1000, 0.5
-total_rows = []
-for eps in (0.1, 0.01, 0.001):
-    S_n = sst.steps_to_residual(eps, M_cor, eta_cor)
-    needed = np.quantile(sst.steps_until_every_class(S_n, K_cor, 200, generator=rng(6)), 0.9)
-    bound = K_cor / (eps * eta_cor) * np.log(M_cor / eps)
-    total_rows.append((needed / bound, needed / (K_cor * sst.residual_time(eps, M_cor, eta_cor))))
-    print(
-        f"eps = {eps}: S_n = {S_n}, 90% of runs done after {needed:.0f} steps = {needed / bound:.3f} of K ln(M/eps)/(eps eta_Y), {total_rows[-1][1]:.2f} K t_eps"
-    )
-total_ratio = max(row[0] for row in total_rows)
+totals = lemmas.corollary1_totals((0.1, 0.01, 0.001), K=10, M=1000, eta_Y=0.5, runs=200, seed=6)
+show_table(
+    ["S_n", "steps (90%)", "/ (K ln(M/eps)/(eps eta_Y))", "/ (K t_eps)"], totals.round(3).tolist()
+)
+total_ratio = totals[:, 2].max()
 check_claim("scan_snap.corollary1-steps", total_ratio, **C["corollary1-steps#4"])
 
 # %% [markdown]
@@ -816,14 +663,7 @@ check_claim("scan_snap.corollary1-steps", total_ratio, **C["corollary1-steps#4"]
 
 # %%
 eps_grid = np.geomspace(0.5, 1e-3, 12)
-corollary1_curves = {
-    eta: (
-        [sst.steps_to_residual(eps, 1000, eta) for eps in eps_grid],
-        sst.residual_time(eps_grid, 1000, eta),
-        np.log(1000 / eps_grid) / (eps_grid * eta),
-    )
-    for eta in (0.1, 0.5, 0.99)
-}
+corollary1_curves = lemmas.corollary1_curves(1000, (0.1, 0.5, 0.99), eps_grid)
 
 # %% [markdown]
 # The three against $1/\epsilon$:
@@ -851,10 +691,11 @@ legend(ax, fontsize=7)
 
 # %% [markdown]
 # (sec-scan_snap-theorem1)=
-# ## 3. Theorem 1: the structure of the back-propagated gradient
+# ## Theorem 1: the structure of the back-propagated gradient
 #
-# ```{prf:theorem} The structure of the back-propagated gradient: the paper's Theorem 1
+# ```{prf:theorem} Theorem 1 of the paper: the structure of the back-propagated gradient
 # :label: thm-scan_snap-theorem1
+# :nonumber:
 # For a fixed attention output $F = [f_1,\dots,f_K]$ with $F^\top F = I + E$, the gradient that reaches the
 # attention layer has the form
 #
@@ -936,16 +777,12 @@ assert (
 # Assumption 2). Each statement is written as a slack that must be $\le 0$, or as the error of an identity.
 
 # %%
-generator = rng(8)
-E_random = [
-    sst.random_overlap_matrices(K_value, 250, generator=generator) for K_value in (2, 3, 5, 10)
-]
-checks_by_size = [sst.e_prime_checks(E) for E in E_random]
-lemma_checks = {
-    name: np.concatenate([checks[name] for checks in checks_by_size]) for name in checks_by_size[0]
-}
-for name, values in lemma_checks.items():
-    print(f"{name:18s} max over matrices {values.max():+.2e}")
+E_random, lemma_checks = lemmas.overlap_lemma_checks((2, 3, 5, 10), 250, generator=rng(8))
+show_table(
+    *lemmas.number_table(
+        {k: v.max() for k, v in lemma_checks.items()}, "max over matrices", digits="+.2e"
+    )
+)
 print("rows without a positive entry:", sum(int((~(E > 0).any(axis=-1)).sum()) for E in E_random))
 
 # %% [markdown]
@@ -978,28 +815,11 @@ check_claim("scan_snap.theorem1a-bound", printed_fails, **C["theorem1a-bound#2"]
 # $E$, in units of its norm ({ref}`scan_snap.E4 <scan-snap-e4>`):
 
 # %%
-readings = {
-    "I - (I+E)^-1": lambda E: sst.e_prime(E),
-    "(I+E)^-1 (printed)": lambda E: np.linalg.inv(np.eye(E.shape[-1]) + E),
-    "(I+E)^-1 - I (printed, minus restored)": (
-        lambda E: np.linalg.inv(np.eye(E.shape[-1]) + E) - np.eye(E.shape[-1])
-    ),
-}
-lemma14_miss = {}
-for name, definition in readings.items():
-    misses = []
-    for E in E_random:
-        lam, vectors = np.linalg.eigh(E)
-        spectral = np.einsum("...ik,...k,...jk->...ij", vectors, lam / (1 + lam), vectors)
-        misses.append(
-            np.linalg.norm(definition(E) - spectral, axis=(-2, -1))
-            / np.linalg.norm(spectral, axis=(-2, -1))
-        )
-    lemma14_miss[name] = np.concatenate(misses)
-    print(
-        f"E' := {name:40s} misses Lemma 14's E' by {lemma14_miss[name].min():.2e} to "
-        f"{lemma14_miss[name].max():.2e} of its norm"
-    )
+lemma14_miss = lemmas.e_prime_misses(E_random)
+show_table(
+    ["E' :=", "smallest miss", "largest miss"],
+    [[name, f"{miss.min():.2e}", f"{miss.max():.2e}"] for name, miss in lemma14_miss.items()],
+)
 
 # %% [markdown]
 # The corrected definition matches Lemma 14; both printed readings miss it by at least the size of $E'$:
@@ -1022,21 +842,15 @@ check_claim("scan_snap.e-prime-definition", printed_miss, **C["e-prime-definitio
 # $|\lambda_i| \ge 6/\sqrt M = 0.042$), then run both updates for 4000 batch-1 steps.
 
 # %%
-K_th, M_th, rho_th, n_distinct_th = 3, 20000, 0.16, 20
-profile = np.linspace(0.1, 1.0, n_distinct_th)
-common_weight = np.sqrt(rho_th / (1 - rho_th) * np.sum(profile**2))
-F_th = np.zeros((M_th, K_th))
-for n in range(K_th):
-    F_th[0, n] = common_weight
-    F_th[1 + n_distinct_th * n : 1 + n_distinct_th * (n + 1), n] = profile
-F_th /= np.linalg.norm(F_th, axis=0)
+K_th, M_th = 3, 20000
+F_th = lemmas.overlapping_attention(K_th, M_th, overlap=0.16, n_distinct=20)
 E_th = F_th.T @ F_th - np.eye(K_th)
 E_prime = sst.e_prime(E_th)
 predicted_ratio = E_prime[0, 1] / (1 - E_prime[0, 0])
 print(
     "eigenvalues of E:",
     np.linalg.eigvalsh(E_th).round(4),
-    "| predicted beta/iota =",
+    "| beta/iota:",
     round(predicted_ratio, 5),
 )
 
@@ -1045,21 +859,11 @@ print(
 # and the plain gradient, and the ratio $\beta_{nn'}/\iota_n$ is read off its coefficients:
 
 # %%
-theorem1, decoder_runs = {}, {}
-for update in ("modified", "plain"):
-    for eta in (0.1, 0.5):
-        decoder_runs[update, eta] = sst.decoder_run(
-            F_th, eta_Y=eta, steps=4000, update=update, generator=rng(3)
-        )
-        coef = decoder_runs[update, eta].coef
-        # g_n = F coef[n]: iota_n is proportional to coef[n, n] and beta_nn' to -coef[n, n'].
-        ratios = np.array(
-            [-coef[n, m] / coef[n, n] for n in range(K_th) for m in range(K_th) if m != n]
-        )
-        theorem1[update, eta] = ratios
-        print(
-            f"{update:8s} eta_Y = {eta}: beta/iota over all (n, n') in [{ratios.min():.3e}, {ratios.max():.3e}]"
-        )
+decoder_runs, theorem1 = lemmas.theorem1_ratios(F_th, (0.1, 0.5), steps=4000, seed=3)
+show_table(
+    ["update", "eta_Y", "smallest beta/iota", "largest beta/iota"],
+    [[*key, f"{r.min():.3e}", f"{r.max():.3e}"] for key, r in theorem1.items()],
+)
 
 # %% [markdown]
 # Pooled over both learning rates, the modified update against the prediction, and the sign of $\xi_n$:
@@ -1073,8 +877,9 @@ smallest_ratio = min(modified.min(), plain.min())
 check_claim("scan_snap.theorem1-xi-positive", smallest_ratio, **C["theorem1-xi-positive"])
 
 # %% [markdown]
-# ```{prf:lemma} The modified update decouples the classes: the paper's Lemma 3
+# ```{prf:lemma} Lemma 3 of the paper: the modified update decouples the classes
 # :label: lem-scan_snap-decouple
+# :nonumber:
 # Under the modified update of Eq. 26, $W = F^\top Y$ moves only in row $n$, by $\eta_Y(e_n - \alpha_n)$ with
 # $\alpha_n = \mathrm{softmax}(w_n)$ (Eq. 8), because $F^\top(f_n - FE'e_n) = e_n$ (Eq. 27-30).
 # ```
@@ -1085,32 +890,14 @@ check_claim("scan_snap.theorem1-xi-positive", smallest_ratio, **C["theorem1-xi-p
 # Eq. 7, which moves every row of $W$ by $\eta_Y (f_j^\top f_n)(e_n - \alpha_n)$:
 
 # %%
-M_l3, n_l3 = 200, 1
-used = 1 + n_distinct_th * K_th  # F_th is zero beyond its common and distinct tokens
-F_l3 = np.zeros((M_l3, K_th))
-F_l3[:used] = F_th[:used]  # the same overlaps, so the same E'
-Y_l3 = rng(12).normal(size=(M_l3, M_l3))
-alpha_l3 = np.exp(Y_l3.T @ F_l3[:, n_l3] - (Y_l3.T @ F_l3[:, n_l3]).max())
-alpha_l3 /= alpha_l3.sum()
-residual_l3 = np.eye(M_l3)[n_l3] - alpha_l3
-W_step = {
-    "modified": F_l3.T @ np.outer(F_l3[:, n_l3] - F_l3 @ E_prime[:, n_l3], residual_l3),
-    "plain": F_l3.T @ np.outer(F_l3[:, n_l3], residual_l3),
-}
-lemma3_target = np.outer(np.eye(K_th)[n_l3], residual_l3)  # eta_Y = 1
-w_row = F_l3[:, n_l3] @ Y_l3  # alpha_n = softmax(w_n)
-alpha_from_w = np.exp(w_row - w_row.max()) / np.exp(w_row - w_row.max()).sum()
+lemma3_gaps = lemmas.lemma3_one_step(F_th, E_prime, M=200, n=1, generator=rng(12))
 
 # %% [markdown]
-# The gaps between each update and Lemma 3's target:
+# The gaps between each update and Lemma 3's target $e_n(e_n - \alpha_n)^\top$, and between the two softmaxes:
 
 # %%
-lemma3_gaps = {name: np.abs(step - lemma3_target).max() for name, step in W_step.items()}
-print(
-    f"|dW - e_n (e_n - alpha_n)^T|: modified {lemma3_gaps['modified']:.1e}, plain {lemma3_gaps['plain']:.2e}; |softmax(Y^T f_n) - softmax(w_n)| = {np.abs(alpha_l3 - alpha_from_w).max():.1e}"
-)
-lemma3_gap = max(lemma3_gaps["modified"], np.abs(alpha_l3 - alpha_from_w).max())
-check_claim("scan_snap.lemma3", lemma3_gap, **C["lemma3"])
+show_table(*lemmas.number_table(lemma3_gaps, "largest gap"))
+check_claim("scan_snap.lemma3", max(lemma3_gaps["modified"], lemma3_gaps["softmax"]), **C["lemma3"])
 assert lemma3_gaps["plain"] > 1e-3  # without the modification the other rows move
 
 # %% [markdown]
@@ -1118,8 +905,9 @@ assert lemma3_gaps["plain"] > 1e-3  # without the modification the other rows mo
 # (Lemma 3), so row $n$ runs Lemma 5's clock on its own $N_n$ steps: $w_n = (M-1)h^*(N_n)\zeta_n$. With
 # $\bar N = \lceil N/K\rceil$, $1 + \theta_n := h^*(N_n)/h^*(\bar N)$ and $Y$ staying in the span of $F$:
 #
-# ```{prf:theorem} The decoder in closed form: the paper's Theorem 5
+# ```{prf:theorem} Theorem 5 of the paper: the decoder in closed form
 # :label: thm-scan_snap-decoder
+# :nonumber:
 # After $N$ steps of the modified update (Eq. 70),
 #
 # $$\begin{aligned}Y &= (F^\dagger)^\top(I+\Theta)\bar W(N)\\ &= F(I - E')(I+\Theta)\bar W(N),\\ \bar w_n &= (M-1)h^*(\bar N)\zeta_n .\end{aligned}$$ (scan_snap-decoder)
@@ -1152,25 +940,19 @@ check_claim("scan_snap.theorem5", max(theorem5_gap, pinv_gap), **C["theorem5"])
 # logarithmic clock shrinks it.
 
 # %%
-theta_rows = []
-for K_value in (3, 10):
-    N_value = 20 * K_value**2
-    counts_runs = sst.uniform_class_counts(N_value, K_value, 1000, generator=rng(9))
-    theta_bound = K_value / np.sqrt(N_value) * np.sqrt(np.log(K_value / 0.1))
-    for M_value, eta in ((20000, 0.01), (1000, 0.5)):
-        theta_max = np.abs(sst.class_count_theta(counts_runs, M_value, eta)).max(axis=1)
-        theta_rows.append(
-            (np.mean(theta_max > theta_bound), np.quantile(theta_max, 0.9) / theta_bound)
-        )
-        print(
-            f"K = {K_value:2d}, N = {N_value}, M = {M_value}, eta_Y = {eta}: bound broken in {theta_rows[-1][0]:.3f} of runs; 90% quantile of max |theta_n| = {theta_rows[-1][1]:.2f} of the bound"
-        )
+theta_rows = lemmas.lemma12_theta(
+    (3, 10), ((20000, 0.01), (1000, 0.5)), runs=1000, delta=0.1, steps_per_K2=20, seed=9
+)
+show_table(
+    ["K", "N", "M", "eta_Y", "bound broken in", "90% quantile / bound"],
+    np.round(theta_rows, 3).tolist(),
+)
 
 # %% [markdown]
 # The largest failure rate against the binomial ceiling:
 
 # %%
-theta_failure = max(row[0] for row in theta_rows)
+theta_failure = max(row[4] for row in theta_rows)
 ceiling_12 = ss.one_sided_ceiling(0.1, 1000)
 check_claim("scan_snap.lemma12-theta", theta_failure, upper=ceiling_12, **C["lemma12-theta"])
 
@@ -1184,39 +966,7 @@ check_claim("scan_snap.lemma12-theta", theta_failure, upper=ceiling_12, **C["lem
 # class counts ($\sigma$ and $\gamma$ cancel in $\beta/\iota$) we evaluate both forms against the simulation.
 
 # %%
-coef = sst.span_coefficients(F_th, A_modified)
-h_counts = sst.decoder_clock_h_star(int(class_counts.max()), M_th, 0.5)[class_counts]
-zeta_gram = (M_th / (M_th - 1)) ** 2 * (
-    np.eye(K_th) - 1.0 / M_th
-)  # zeta_k^T zeta_n: q_1 on, q_0 off the diagonal
-residual_scale = (M_th - 1) / (
-    (M_th - 1) + np.exp(M_th * h_counts)
-)  # e_n - alpha_n = this times zeta_n
-closed_form = (
-    (np.eye(K_th) - E_prime)
-    @ ((M_th - 1) * h_counts[:, None] * zeta_gram * residual_scale[None, :])
-).T
-identity_gap = np.abs(coef - closed_form).max() / np.abs(coef).max()
-
-# %% [markdown]
-# Eq. 88 class by class, with the sign of $q_0$ as printed and as corrected:
-
-# %%
-q_1, q_0 = M_th / (M_th - 1), -M_th / (M_th - 1) ** 2
-eq88_miss = {"printed": [], "corrected": []}
-for n in range(K_th):
-    others = [k for k in range(K_th) if k != n]
-    iota = q_1 * h_counts[n] * (1 - E_prime[n, n]) - q_0 * sum(
-        h_counts[k] * E_prime[k, n] for k in others
-    )  # Eq. 86
-    for m in others:
-        shared = q_1 * h_counts[n] * E_prime[n, m] + q_0 * sum(
-            h_counts[k] * E_prime[k, m] for k in others
-        )
-        simulated = -coef[n, m] / coef[n, n]
-        flip = 2 * abs(q_0) * h_counts[m] / iota  # the size of the sign error
-        eq88_miss["printed"].append(abs(simulated - (shared + q_0 * h_counts[m]) / iota) / flip)
-        eq88_miss["corrected"].append(abs(simulated - (shared - q_0 * h_counts[m]) / iota) / flip)
+identity_gap, eq88_miss = lemmas.eq88_readings(F_th, A_modified, class_counts, E_prime, eta_Y=0.5)
 
 # %% [markdown]
 # The span coefficients against the closed form, and Eq. 88 with each sign of $q_0$:
@@ -1252,7 +1002,7 @@ check_claim("scan_snap.theorem1-plain", plain.max() / predicted_ratio, **C["theo
 
 # %% [markdown]
 # (sec-scan_snap-scan)=
-# ## 4. Scan: distinct tokens rise, the common token falls
+# ## Scan: distinct tokens rise, the common token falls
 #
 # For long sequences ($T\to\infty$) the attention of class $n$ becomes $c_n \propto P(l|n)e^{z_{ml}}$ (Eq. 5),
 # $f_n = c_n/\|c_n\|$, and the attention logits follow Eq. 10:
@@ -1261,8 +1011,9 @@ check_claim("scan_snap.theorem1-plain", plain.max() / predicted_ratio, **C["theo
 #
 # The section tests the scan in the form the paper proves it:
 #
-# ```{prf:theorem} Scan: the paper's Theorem 2
+# ```{prf:theorem} Theorem 2 of the paper: scan
 # :label: thm-scan_snap-scan
+# :nonumber:
 # Under Assumption 2, along {eq}`scan_snap-eq10` the logit of a distinct token $l$ of class $n$ grows,
 # $\dot z_{ml} = \eta_Z f_{nl}^2\xi_n > 0$ (Eq. 98), and the logit of a single common token falls,
 # $\dot z_{ml} = -\eta_Z\sum_n(1-f_{nl}^2)\xi_n < 0$ (Eq. 100).
@@ -1273,54 +1024,29 @@ check_claim("scan_snap.theorem1-plain", plain.max() / predicted_ratio, **C["theo
 # removes the $\iota_n$ term (Eq. 94-96). We take sequences whose token counts are exactly proportional to $P(l|n)$
 # (so $X^\top b_T = c_n$ exactly), a decoder $Y = FA$ in the span of $F$ with a random $A$, so that every $g_n$ has
 # the form of Eq. 9, and compare the literal Eq. 4 on the one-hot sequences (`lemma1_gradient_sequences`, checked
-# against autograd in Section 1) with Eq. 10 written out, for one query token shared by $K = 3$ classes.
+# against autograd in {ref}`sec-scan_snap-model`) with Eq. 10 written out, for one query token shared by $K = 3$ classes.
 
 # %%
-K_l4, weights_l4 = 3, np.array(
-    [1, 2, 3, 4, 5]
-)  # one common token (weight 3), five distinct tokens per class
-M_l4 = 1 + 5 * K_l4 + 1 + K_l4  # contextual tokens, the query token, the next tokens
-P_l4 = np.zeros((K_l4, M_l4))
-P_l4[:, 0] = 3
-for n in range(K_l4):
-    P_l4[n, 1 + 5 * n : 6 + 5 * n] = weights_l4
-sequences_l4 = np.array([np.repeat(np.arange(M_l4), 2 * P_l4[n].astype(int)) for n in range(K_l4)])
-spec_l4 = ss.make_classes(
-    P_l4 / P_l4.sum(axis=1, keepdims=True), np.full(K_l4, 16), np.arange(17, 17 + K_l4)
-)
+spec_l4, sequences_l4 = dynamics.lemma4_classes(3)  # one query token, 16, shared by the 3 classes
+query_l4 = spec_l4.query[0]
 
 # %% [markdown]
-# A random $Z$, a decoder $Y = FA$ in the span of the attention outputs, Lemma 1's gradient on the sequences, and
-# Eq. 10's prediction of it:
+# A random $Z$, a decoder $Y = FA$ in the span of the attention outputs, and Lemma 1's gradient on the sequences:
 
 # %%
 generator = rng(13)
-Z_l4 = 0.5 * generator.normal(size=(M_l4, M_l4))
-F_l4 = sst.normalised_attention(spec_l4.P, Z_l4[16]).T  # (M, K): f_n = c_n / ||c_n||
-A_l4 = generator.normal(size=(K_l4, M_l4))
-Y_l4 = F_l4 @ A_l4
-_, _, dZ_l4 = ss.lemma1_gradient_sequences(spec_l4, Y_l4, Z_l4, np.arange(K_l4), sequences_l4)
+Z_l4 = 0.5 * generator.normal(size=(spec_l4.M, spec_l4.M))
+F_l4 = sst.normalised_attention(spec_l4.P, Z_l4[query_l4]).T  # (M, K): f_n = c_n / ||c_n||
+A_l4 = generator.normal(size=(spec_l4.K, spec_l4.M))
+_, _, dZ_l4 = ss.lemma1_gradient_sequences(spec_l4, F_l4 @ A_l4, Z_l4, np.arange(3), sequences_l4)
 
 # %% [markdown]
-# Eq. 10, summed class by class, is the prediction:
+# Eq. 10, summed class by class (`dynamics.eq10_drift`), is the prediction; the batch gradient averages over the
+# $K$ classes:
 
 # %%
-eq10 = np.zeros(M_l4)
-for n in range(K_l4):
-    decoded = Y_l4.T @ F_l4[:, n]
-    alpha = np.exp(decoded - decoded.max()) / np.exp(decoded - decoded.max()).sum()
-    coef_l4 = A_l4 @ (
-        np.eye(M_l4)[spec_l4.next_token[n]] - alpha
-    )  # g_n = F coef: gamma beta_nn' = -coef[n']
-    f_n = F_l4[:, n]
-    eq10 += f_n * sum(
-        -coef_l4[m] * (f_n * (f_n @ F_l4[:, m]) - F_l4[:, m]) for m in range(K_l4) if m != n
-    )
-lemma4_gap = np.abs(dZ_l4[16] - eq10 / K_l4).max() / np.abs(dZ_l4[16]).max()
-print(
-    "Eq. 4 on sequences with counts proportional to P against Eq. 10: relative gap"
-    f" {lemma4_gap:.1e}"
-)
+eq10 = dynamics.eq10_drift(spec_l4, F_l4, A_l4)
+lemma4_gap = np.abs(dZ_l4[query_l4] - eq10 / 3).max() / np.abs(dZ_l4[query_l4]).max()
 check_claim("scan_snap.lemma4", lemma4_gap, **C["lemma4"])
 
 # %% [markdown]
@@ -1332,12 +1058,8 @@ check_claim("scan_snap.lemma4", lemma4_gap, **C["lemma4"])
 # $B_n(t) = \eta_Z\int_0^t \xi_n$.
 
 # %%
-K_scan, n_dt_scan, M_scan = 3, 5, 20000
-P_scan = np.zeros((K_scan, 1 + K_scan * n_dt_scan))
-P_scan[:, 0] = 0.15
-dt_weights = np.linspace(0.05, 0.25, n_dt_scan)
-for n in range(K_scan):
-    P_scan[n, 1 + n_dt_scan * n : 1 + n_dt_scan * (n + 1)] = 0.85 * dt_weights / dt_weights.sum()
+K_scan, M_scan, dt_weights = 3, 20000, np.linspace(0.05, 0.25, 5)
+P_scan = dynamics.one_query_probabilities([0.15], dt_weights, K_scan)
 t_scan = np.concatenate([[0.0], np.geomspace(1e-2, 2e4, 400)])
 z_scan, B_scan, zdot_scan, xi_scan = sst.integrate_scan(
     P_scan, t_scan, K_clock=K_scan, M_decoder=M_scan, eta_Y=1.0, eta_Z=0.5
@@ -1348,19 +1070,13 @@ z_scan, B_scan, zdot_scan, xi_scan = sst.integrate_scan(
 # {eq}`scan_snap-eq10` predicts:
 
 # %%
-distinct_columns = np.arange(1, P_scan.shape[1])
-eigenvalues = np.array(
-    [
-        np.linalg.eigvalsh(F.T @ F - np.eye(K_scan))
-        for F in (sst.normalised_attention(P_scan, z).T for z in z_scan)
-    ]
+eigenvalues = np.abs(dynamics.overlap_eigenvalues(P_scan, z_scan))
+assumption2 = (eigenvalues.max(axis=1) < 1 / K_scan) & (
+    eigenvalues.min(axis=1) >= 6 / np.sqrt(M_scan)
 )
-assumption2 = (np.abs(eigenvalues).max(axis=1) < 1 / K_scan) & (
-    np.abs(eigenvalues).min(axis=1) >= 6 / np.sqrt(M_scan)
-)
+last_time = t_scan[np.argmin(assumption2) - 1] if not assumption2.all() else t_scan[-1]
 print(
-    f"eigenvalues of E at Z = 0: {eigenvalues[0].round(4).tolist()}; Assumption 2 holds up to t = {t_scan[np.argmin(assumption2) - 1] if not assumption2.all() else t_scan[-1]:.0f} (common"
-    " token shrinking)"
+    f"|eigenvalues| at Z = 0: {eigenvalues[0].round(4)}; Assumption 2 holds up to t = {last_time:.0f}"
 )
 assert assumption2[0]
 
@@ -1368,11 +1084,11 @@ assert assumption2[0]
 # The signs Theorem 2 predicts, distinct tokens up and the common token down, at every output time:
 
 # %%
-print(
-    f"min dz/dt over distinct tokens: {zdot_scan[1:, distinct_columns].min():.2e}; "
-    f"max dz/dt of the common token: {zdot_scan[1:, 0].max():.2e}"
-)
+distinct_columns = np.arange(1, P_scan.shape[1])  # column 0 is the common token
 slowest_distinct = zdot_scan[1:, distinct_columns].min()
+print(
+    f"slowest distinct token {slowest_distinct:.2e}; fastest common token {zdot_scan[1:, 0].max():.2e}"
+)
 check_claim("scan_snap.theorem2-distinct", slowest_distinct, **C["theorem2-distinct"])
 check_claim("scan_snap.theorem2-common", zdot_scan[1:, 0].max(), **C["theorem2-common"])
 
@@ -1382,10 +1098,7 @@ check_claim("scan_snap.theorem2-common", zdot_scan[1:, 0].max(), **C["theorem2-c
 # Both are exact rewritings of Eq. 10.
 
 # %%
-f_scan = np.array([sst.normalised_attention(P_scan, z) for z in z_scan])  # (time, K, M)
-owner = np.argmax(P_scan[:, distinct_columns] > 0, axis=0)
-eq98 = 0.5 * f_scan[:, owner, distinct_columns] ** 2 * xi_scan[:, owner]
-eq100 = -0.5 * np.sum((1 - f_scan[:, :, 0] ** 2) * xi_scan, axis=1)
+eq98, eq100 = dynamics.theorem2_rates(P_scan, z_scan, xi_scan, eta_Z=0.5)
 closed_form_gap = max(
     np.abs(eq98 - zdot_scan[:, distinct_columns]).max(), np.abs(eq100 - zdot_scan[:, 0]).max()
 )
@@ -1393,8 +1106,9 @@ scale = np.abs(zdot_scan).max()
 check_claim("scan_snap.theorem2-distinct", closed_form_gap / scale, **C["theorem2-distinct#2"])
 
 # %% [markdown]
-# ```{prf:theorem} The order of the scan: the paper's Theorem 3
+# ```{prf:theorem} Theorem 3 of the paper: the order of the scan
 # :label: thm-scan_snap-order
+# :nonumber:
 # Along {eq}`scan_snap-eq10`, the relative gain $r_{l/l'|n} = f_{nl}^2/f_{nl'}^2 - 1$ of two distinct tokens of
 # class $n$ satisfies $r(t) = r(0)e^{2(z_{ml}(t)-z_{ml}(0))}$ (Eq. 11), and the growth factor of the dominant
 # distinct token $l_0$ is bracketed by $e^{2f_{nl_0}^2(0)B_n(t)} \le \chi_{l_0}(t) \le e^{2B_n(t)}$ (Eq. 12).
@@ -1427,41 +1141,22 @@ assert eq11_residual == 0
 # Then on the ODE trajectory, for every ordered pair of distinct tokens of every class:
 
 # %%
-eq11_errors, lower_ok, upper_ok = [], [], []
-for n in range(K_scan):
-    columns = distinct_columns[owner == n]
-    top = columns[np.argmax(P_scan[n, columns])]
-    for l in columns:
-        for l_other in columns:
-            if l == l_other:
-                continue
-            r_t = f_scan[:, n, l] ** 2 / f_scan[:, n, l_other] ** 2 - 1
-            predicted = r_t[0] * np.exp(2 * (z_scan[:, l] - z_scan[0, l]))
-            eq11_errors.append(np.abs(r_t - predicted).max() / np.abs(r_t).max())
-    chi = np.exp(2 * (z_scan[:, top] - z_scan[0, top]))
-    lower_ok.append(np.min(chi - np.exp(2 * f_scan[0, n, top] ** 2 * B_scan[:, n])))
-    upper_ok.append(np.min(np.exp(2 * B_scan[:, n]) - chi))
+eq11_error, eq12_lower, eq12_upper = dynamics.theorem3_along(P_scan, z_scan, B_scan)
 
 # %% [markdown]
-# Eq. 11 along the integrated trajectories, and the two inequalities of Eq. 12:
+# Eq. 11's largest relative error over every ordered pair of distinct tokens, and the smaller margin of the two
+# inequalities of Eq. 12:
 
 # %%
-print(
-    f"Eq. 11: max relative error {max(eq11_errors):.1e}; Eq. 12 margins: lower {min(lower_ok):.2e}, upper {min(upper_ok):.2e}; final chi = {chi[-1]:.3f} in [{np.exp(2 * f_scan[0, n, top] ** 2 * B_scan[-1, n]):.3f}, {np.exp(2 * B_scan[-1, n]):.3f}]"
-)
-check_claim("scan_snap.eq11", max(eq11_errors), **C["eq11"])
-check_claim("scan_snap.eq12", min(min(lower_ok), min(upper_ok)), **C["eq12"])
+print(f"Eq. 11: {eq11_error:.1e}; Eq. 12 margins: lower {eq12_lower:.2e}, upper {eq12_upper:.2e}")
+check_claim("scan_snap.eq11", eq11_error, **C["eq11"])
+check_claim("scan_snap.eq12", min(eq12_lower, eq12_upper), **C["eq12"])
 
 # %% [markdown]
 # The scanning order (Sec. 5): within a class, a distinct token with larger $P(l|n)$ gains more at every time.
 
 # %%
-order_ok = []
-for n in range(K_scan):
-    columns = distinct_columns[owner == n]
-    gains = z_scan[1:, columns] - z_scan[0, columns]
-    order_ok.append(np.all(np.diff(gains[:, np.argsort(P_scan[n, columns])], axis=1) > 0))
-check_claim("scan_snap.scan-order", bool(all(order_ok)), expected=True)
+check_claim("scan_snap.scan-order", dynamics.scan_order_holds(P_scan, z_scan), expected=True)
 
 # %% [markdown]
 # **Several common tokens: Corollary 2.** With several common tokens "things can be quite involved" (line 1026);
@@ -1471,25 +1166,20 @@ check_claim("scan_snap.scan-order", bool(all(order_ok)), expected=True)
 # the five distinct weights above (Assumption 2 holds at $Z = 0$ with $M = 20000$).
 
 # %%
-P_cor2 = np.zeros((K_scan, 3 + K_scan * n_dt_scan))
-P_cor2[:, :3] = (0.1, 0.05, 0.025)
-for n in range(K_scan):
-    P_cor2[n, 3 + n_dt_scan * n : 3 + n_dt_scan * (n + 1)] = 0.825 * dt_weights / dt_weights.sum()
+P_cor2 = dynamics.one_query_probabilities([0.1, 0.05, 0.025], dt_weights, K_scan)
 z_cor2, _, zdot_cor2, _ = sst.integrate_scan(
     P_cor2, t_scan, K_clock=K_scan, M_decoder=M_scan, eta_Y=1.0, eta_Z=0.5
-)
-E_cor2 = (lambda F: F.T @ F - np.eye(K_scan))(
-    sst.normalised_attention(P_cor2, np.zeros(P_cor2.shape[1])).T
 )
 
 # %% [markdown]
 # The common tokens' rates, and the symmetry between mirrored distinct tokens:
 
 # %%
-mirrored = z_cor2[:, 3:].reshape(len(t_scan), K_scan, n_dt_scan)
+mirrored = z_cor2[:, 3:].reshape(len(t_scan), K_scan, len(dt_weights))
 asymmetry = np.abs(mirrored - mirrored[:, :1]).max()
+print(f"eigenvalues of E at Z = 0: {dynamics.overlap_eigenvalues(P_cor2, z_cor2[:1])[0].round(4)}")
 print(
-    f"eigenvalues of E at Z = 0: {np.linalg.eigvalsh(E_cor2).round(4).tolist()}; largest dz/dt of a common token after t = 0: {zdot_cor2[1:, :3].max():.2e}; largest |z_l - z_phi(l)|: {asymmetry:.1e}"
+    f"fastest common token after t = 0: {zdot_cor2[1:, :3].max():.2e}; largest |z_l - z_phi(l)|: {asymmetry:.1e}"
 )
 check_claim("scan_snap.corollary2", zdot_cor2[1:, :3].max(), **C["corollary2"])
 check_claim("scan_snap.corollary2", asymmetry, **C["corollary2#2"])
@@ -1502,13 +1192,7 @@ check_claim("scan_snap.corollary2", asymmetry, **C["corollary2#2"])
 # whatever its probabilities), and outside Corollary 2's condition (3); the paper leaves this case open.
 
 # %%
-P_control = np.zeros((2, 2 + 2 * 5))
-P_control[:, 0] = 0.3
-P_control[:, 1] = (0.01, 0.40)
-for n in range(2):
-    P_control[n, 2 + 5 * n : 2 + 5 * (n + 1)] = (
-        (1 - P_control[n, :2].sum()) * dt_weights / dt_weights.sum()
-    )
+P_control = dynamics.one_query_probabilities([[0.3, 0.01], [0.3, 0.40]], dt_weights, 2)
 zdot_control, _ = sst.population_zdot(P_control, np.zeros(P_control.shape[1]), gamma=1.0, eta_Z=1.0)
 print(f"dz/dt at z = 0: common token A {zdot_control[0]:.3f}, common token B {zdot_control[1]:.3f}")
 check_claim("scan_snap.theorem2-hypothesis", zdot_control[1], **C["theorem2-hypothesis"])
@@ -1523,10 +1207,11 @@ check_claim("scan_snap.theorem2-hypothesis", zdot_control[0], **C["theorem2-hypo
 
 # %% [markdown]
 # (sec-scan_snap-snap)=
-# ## 5. Snap: the transition and the frozen composition
+# ## Snap: the transition and the frozen composition
 #
-# ```{prf:theorem} Snap: the paper's Theorem 4
+# ```{prf:theorem} Theorem 4 of the paper: snap
 # :label: thm-scan_snap-snap
+# :nonumber:
 # With a single common token, Eq. 13 reduces the dynamics to $\dot B_n = C_0^{-1}\eta_Z\gamma(t)e^{-4B_n}$,
 # $B_n(0) = 0$, whose solution, with its constant corrected ({ref}`scan_snap.E1 <scan-snap-e1>`), is
 # {eq}`scan_snap-snap` with $\Gamma(t) = \eta_Z\int_0^t\gamma$: $B_n$ grows like
@@ -1546,10 +1231,7 @@ check_claim("scan_snap.theorem2-hypothesis", zdot_control[0], **C["theorem2-hypo
 
 # %%
 K_ct = 10
-P_ct = np.zeros((K_ct, 1 + K_ct * n_dt_scan))
-P_ct[:, 0] = 0.3
-for n in range(K_ct):
-    P_ct[n, 1 + n_dt_scan * n : 1 + n_dt_scan * (n + 1)] = 0.7 * dt_weights / dt_weights.sum()
+P_ct = dynamics.one_query_probabilities([0.3], dt_weights, K_ct)
 t_ct = np.geomspace(1.0, 1e6, 60)
 z_ct, _, _, _ = sst.integrate_scan(
     P_ct,
@@ -1622,33 +1304,20 @@ assert sp.simplify(sp.expand_log(integral - (printed - sp.log(C0_s) / 4))) == 0
 snap = sst.SNAP_FIGURES  # K = 10, M = 1000; Fig. 3 fixes eta_Z = 0.5, Fig. 9 eta_Y / eta_Z = 2
 t_snap = np.concatenate([[0.0], np.geomspace(1e-2, 1e7, 300)])
 eta_Y_values = (0.5, 1.0, 2.0, 5.0, 10.0)
-snap_errors, printed_errors = [], []
-for C0 in (1.0, 4.0):
-    for eta_Y in eta_Y_values:
-        B_ode = sst.snap_B_ode(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z, C0=C0)
-        B_closed = sst.snap_B(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z, C0=C0)
-        snap_errors.append(np.abs(B_ode - B_closed).max())
-        Gamma = sst.snap_Gamma(t_snap, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z)
-        printed_form = 0.25 * np.log(C0 + 4 * Gamma)
-        printed_errors.append(np.abs(B_ode - printed_form).max())
+snap_errors, printed_errors = dynamics.snap_closed_form_errors(
+    t_snap, C0_values=(1.0, 4.0), eta_Y_values=eta_Y_values
+)
 
 # %% [markdown]
-# The ODE against the corrected closed form at $C_0 = 1$ and $4$, and the printed Eq. 129 at $C_0 = 4$:
+# The ODE against the corrected closed form at $C_0 = 1$ and $4$, and the printed Eq. 129 at $C_0 = 4$, whose
+# gap should be the dropped $\frac14\ln 4$:
 
 # %%
-printed_at_4 = printed_errors[len(eta_Y_values) :]  # C_0 = 4
-print(
-    f"ODE vs corrected Eq. 129: {max(snap_errors):.1e}; ODE vs printed Eq. 129 at C_0 = 4: "
-    f"{min(printed_at_4):.4f} to {max(printed_at_4):.4f} (ln(4)/4 = {np.log(4) / 4:.4f})"
-)
-check_claim("scan_snap.snap-closed-form", max(snap_errors), **C["snap-closed-form"])
-printed_C0_4 = min(printed_at_4)
-quarter_ln4 = np.log(4) / 4
+print(f"corrected: {snap_errors.max():.1e}; printed at C_0 = 4: {printed_errors[1].round(4)}")
+check_claim("scan_snap.snap-closed-form", snap_errors.max(), **C["snap-closed-form"])
+printed_C0_4 = printed_errors[1].min()
 check_claim(
-    "scan_snap.snap-closed-form",
-    printed_C0_4,
-    expected=quarter_ln4,
-    **C["snap-closed-form#2"],
+    "scan_snap.snap-closed-form", printed_C0_4, expected=np.log(4) / 4, **C["snap-closed-form#2"]
 )
 
 # %% [markdown]
@@ -1657,18 +1326,7 @@ check_claim(
 # for $t \ge t_0$) against the exact curve:
 
 # %%
-branch_errors = {"early": [], "late": []}
-for eta_Y in eta_Y_values:
-    t_values = np.geomspace(1e-1, 1e7, 2000)
-    exact = sst.snap_B(t_values, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z)
-    early = t_values < 10 * np.log(1000) / eta_Y
-    late = t_values >= sst.transition_time(K=snap.K, M=snap.M, eta_Y=eta_Y)
-    B_early = 0.25 * np.log(1 + 2 * 999**2 / (10 * 1000**2) * eta_Y * 0.5 * t_values**2)
-    B_late = 0.25 * np.log(
-        1 + 2 * 10 * 999**2 / 1000**2 * 0.5 / eta_Y * np.log(1000 * eta_Y * t_values / 10) ** 2
-    )
-    branch_errors["early"].append(np.abs(B_early - exact)[early].max())
-    branch_errors["late"].append(np.abs(B_late - exact)[late].max())
+branch_errors = dynamics.snap_branch_errors(eta_Y_values)
 print({key: round(float(max(value)), 3) for key, value in branch_errors.items()})
 branch_error = max(branch_errors["early"] + branch_errors["late"])
 check_claim("scan_snap.snap-asymptotics", branch_error, **C["snap-asymptotics"])
@@ -1682,18 +1340,7 @@ check_claim("scan_snap.snap-asymptotics", branch_error, **C["snap-asymptotics"])
 # independent of the closed form.
 
 # %%
-final_B = [
-    float(sst.snap_B(1e7, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z))
-    for eta_Y in eta_Y_values
-]
-insight_c = [
-    np.min(
-        sst.snap_B(t_grid_c, K=snap.K, M=snap.M, eta_Y=small, eta_Z=snap.eta_Z)
-        - sst.snap_B(t_grid_c, K=snap.K, M=snap.M, eta_Y=large, eta_Z=snap.eta_Z)
-    )
-    for small, large in zip(eta_Y_values[:-1], eta_Y_values[1:])
-    for t_grid_c in [np.geomspace(sst.transition_time(K=snap.K, M=snap.M, eta_Y=large), 1e7, 400)]
-]
+final_B, insight_c = dynamics.insight_c_margins(eta_Y_values)
 
 # %% [markdown]
 # Insight (b) starts from the invariance: at $\nu = 2$, $B_n(t_0)$ should be the same for every $\eta_Z$, here
@@ -1701,59 +1348,24 @@ insight_c = [
 
 # %%
 eta_Z_fig9 = (0.1, 0.5, 1.0, 2.0)
-t0_fig9 = [
-    sst.transition_time(K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z) for eta_Z in eta_Z_fig9
-]
-B_at_t0 = [
-    float(sst.snap_B(t0, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z))
-    for t0, eta_Z in zip(t0_fig9, eta_Z_fig9)
-]
-B_at_t0_ode = [
-    float(
-        sst.snap_B_ode(
-            np.array([0.0, t0]), K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z
-        )[-1]
-    )
-    for t0, eta_Z in zip(t0_fig9, eta_Z_fig9)
-]
+t0_fig9, B_at_t0, B_at_t0_ode = dynamics.fixed_ratio_transitions(eta_Z_fig9)
 
 # %% [markdown]
 # Then (b) past the latest transition: along the same ratio, the larger rates must end higher at every $t$; the
 # last cell checks (c) and (b) together.
 
 # %%
-t_grid_b = np.geomspace(max(t0_fig9), 1e7, 400)
-insight_b = np.diff(
-    [
-        sst.snap_B(t_grid_b, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)
-        for eta_Z in eta_Z_fig9
-    ],
-    axis=0,
-).min()
-B_late_fig9 = [
-    float(sst.snap_B(1e6, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z))
-    for eta_Z in eta_Z_fig9
-]
+insight_b = dynamics.insight_b_margin(eta_Z_fig9)
 
 # %% [markdown]
 # The margins of (c) and (b), and the spread of $B_n(t_0)$ across rates:
 
 # %%
 print(
-    "B(1e7) for eta_Y =",
-    eta_Y_values,
-    ":",
-    np.round(final_B, 3),
-    "| (c) smallest margin after t_0:",
-    round(min(insight_c), 4),
+    f"B(1e7) for eta_Y = {eta_Y_values}: {np.round(final_B, 3)}; (c) smallest margin {min(insight_c):.4f}"
 )
 print(
-    "nu = 2: B(t_0) from the ODE =",
-    np.round(B_at_t0_ode, 8),
-    "| B(1e6) =",
-    np.round(B_late_fig9, 3),
-    "| (b) smallest margin after t_0:",
-    round(insight_b, 4),
+    f"nu = 2: B(t_0) from the ODE {np.round(B_at_t0_ode, 8)}; (b) smallest margin {insight_b:.4f}"
 )
 
 # %% [markdown]
@@ -1774,13 +1386,7 @@ check_claim("scan_snap.snap-insights", insight_b, **C["snap-insights#2"])
 
 # %%
 eta_Y_transition = (0.1, 0.2, 0.5, 1.0)
-measured_t0 = []
-for eta_Y in eta_Y_transition:
-    horizon = int(2 * sst.transition_time(K=snap.K, M=snap.M, eta_Y=eta_Y) / snap.K)
-    row = sst.decoder_row_dynamics(horizon, snap.M, eta_Y)
-    gap = row[:, 0] - row[:, 1]  # M h(s): the class's logit over any other token
-    before_switch = np.flatnonzero(np.exp(gap) < (snap.M - 1) * gap)
-    measured_t0.append(snap.K * (before_switch[-1] + 1))  # K steps of the clock per class step
+measured_t0 = dynamics.measured_transitions(eta_Y_transition)
 
 # %% [markdown]
 # Lemma 8's $t_0$ for the same rates, against the measured switches:
@@ -1800,19 +1406,12 @@ check_claim("scan_snap.snap-insight-a", t0_mismatch, **C["snap-insight-a#2"])
 
 # %%
 t_plot = np.geomspace(1, 1e6, 400)
-chi_curves = {
-    eta_Y: np.exp(2 * sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=eta_Y, eta_Z=snap.eta_Z))
-    for eta_Y in eta_Y_values
-}
-B_curves = {
-    eta_Z: sst.snap_B(t_plot, K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z, eta_Z=eta_Z)
-    for eta_Z in eta_Z_fig9
-}
+chi_curves, B_curves = dynamics.snap_figure_curves(t_plot, eta_Y_values, eta_Z_fig9)
 
 # %% [markdown]
 # Drawn on a logarithmic time axis, with the transition times marked:
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Figs. 3 and 9, from the corrected closed form ($C_0 = 1$, $K = 10$, $M = 1000$). Left: the growth factor $\\chi = e^{2B_n}$ for $\\eta_Z = 0.5$; a larger $\\eta_Y$ rises first but snaps earlier (dotted: $t_0$) and ends lower. Right: at fixed $\\nu = \\eta_Y/\\eta_Z = 2$ all curves pass through the same $B_n(t_0)$ (dots) and separate only after the transition.", "name": "fig-scan_snap-snap"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The snap from the corrected closed form ($C_0 = 1$, $K = 10$, $M = 1000$), as in the paper's Figs. 3 and 9. Left: the growth factor $\\chi = e^{2B_n}$ for $\\eta_Z = 0.5$; a larger $\\eta_Y$ rises first but snaps earlier (dotted: $t_0$) and ends lower. Right: at fixed $\\nu = \\eta_Y/\\eta_Z = 2$ all curves pass through the same $B_n(t_0)$ (dots) and separate only after the transition.", "name": "fig-scan_snap-snap"}}
 fig, (ax_chi, ax_B) = figure(1, 2)
 for colour, (eta_Y, chi_t) in zip(PALETTE, chi_curves.items()):
     ax_chi.plot(t_plot, chi_t, color=colour, label=f"eta_Y = {eta_Y}")
@@ -1844,7 +1443,7 @@ legend(ax_B)
 
 # %% [markdown]
 # (sec-scan_snap-fig4)=
-# ## 6. SGD on Syn-Small (Fig. 4)
+# ## SGD on Syn-Small (Fig. 4)
 #
 # Now the real thing: finite sequences ($T = 128$), batches of 128, Y and Z trained jointly by SGD with
 # momentum 0.9 from $Y = Z = 0$, 100 iterations, exactly as in the authors' code. Syn-Small has two classes,
@@ -1859,29 +1458,20 @@ legend(ax_B)
 # %%
 f_small = sst.normalised_attention(spec_small.P, np.zeros(spec_small.M))
 print(
-    f"Syn-Small: M = {spec_small.M}, f_1^T f_2 at z = 0: {f_small[0] @ f_small[1]:.3f} (Assumption"
-    " 2 needs < 1/K = 0.5)"
+    f"Syn-Small: M = {spec_small.M}, f_1^T f_2 at z = 0: {f_small[0] @ f_small[1]:.3f} (Assumption 2: < 0.5)"
 )
-seeds_small = range(5)
-runs_small = {
-    eta_Y: [
-        ss.train_yz(
-            spec_small,
-            eta_Y=eta_Y,
-            eta_Z=1.0,
-            run=ss.AUTHORS_RUN,
-            generator=rng(seed),
-            record_every=2,
-        )
-        for seed in seeds_small
-    ]
-    for eta_Y in (1.0, 10.0)
-}
+
+# %% [markdown]
+# Five seeds at each of the two decoder rates of the figure, $\eta_Z = 1$, recording the query rows of $Z$ every
+# two iterations:
+
+# %%
+runs_small = dynamics.fig4_runs(spec_small, (1.0, 10.0), seeds=range(5), eta_Z=1.0, record_every=2)
 
 # %% [markdown]
 # {numref}`fig-scan_snap-fig4` shows the attention of class 1 along the two runs of seed 0.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 4 (seed 0): attention $c_n$ of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing $P(l|n)$) during SGD. With $\\eta_Y = \\eta_Z = 1$ (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with $\\eta_Y = 10$ (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Attention $c_n$ of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing $P(l|n)$) during SGD, seed 0, as in the paper's Fig. 4. With $\\eta_Y = \\eta_Z = 1$ (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with $\\eta_Y = 10$ (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}}
 show_steps = (0, 2, 4, 6, 10, 20, 100)
 fig, axes = figure(2, 1, height=4.2, width=8.4)
 columns_class1 = np.arange(20)
@@ -1914,43 +1504,17 @@ fig.colorbar(image, ax=axes, label="attention c_{l|n}")
 # order of ten gains reaches it with probability $10^{-4}$). The entropy on the distinct tokens moves in the first
 # 50 iterations and then stops, $\eta_Y = 10$ leaves it less sparse (higher entropy), and the loss converges faster.
 
-
-# %%
-def summary(result):
-    c0, c = (ss.attention_distribution(spec_small, result.Z_query[i]) for i in (0, -1))
-    distinct, P = spec_small.distinct, spec_small.P
-    top_share = [
-        (c[n, np.argmax(np.where(distinct[n], P[n], -1))] / c[n, distinct[n]].sum())
-        - (c0[n, np.argmax(np.where(distinct[n], P[n], -1))] / c0[n, distinct[n]].sum())
-        for n in range(spec_small.K)
-    ]
-    gains = result.Z_query[-1] - result.Z_query[0]  # (K, M): logit gains of each class's query row
-    rank = min(spearmanr(P[n, distinct[n]], gains[n, distinct[n]])[0] for n in range(spec_small.K))
-    entropy = [
-        ss.distinct_token_entropy(spec_small, result.Z_query[list(result.steps).index(s)])
-        for s in (0, 50, 100)
-    ]
-    loss_hit = int(np.argmax(result.losses < 1e-2)) + 1
-    return dict(
-        common_mass=c[:, spec_small.common].sum(axis=1).mean(),
-        share_gain=min(top_share),
-        rank=rank,
-        moved=abs(entropy[1] - entropy[0]),
-        drift=abs(entropy[2] - entropy[1]),
-        entropy=entropy[2],
-        loss_hit=loss_hit,
-    )
-
-
 # %% [markdown]
-# Each run summarised, seed by seed:
+# `dynamics.fig4_summary` measures these quantities for one run (the share gained by the most likely distinct token,
+# the Spearman correlation of gains with $P(l|n)$, the entropy's move and drift, the first iteration with a loss
+# below $10^{-2}$); the table gathers them per rate, over the five seeds:
 
 # %%
-stats = {eta_Y: [summary(r) for r in runs] for eta_Y, runs in runs_small.items()}
-for eta_Y, rows in stats.items():
-    print(
-        f"eta_Y = {eta_Y:4g}: H_DT = {np.mean([r['entropy'] for r in rows]):.3f} +- {np.std([r['entropy'] for r in rows]):.3f}, common mass {np.mean([r['common_mass'] for r in rows]):.3f}, loss < 1e-2 at iteration {[r['loss_hit'] for r in rows]}; top distinct share gained at least {min(r['share_gain'] for r in rows):.3f}; |H(50) - H(0)| >= {min(r['moved'] for r in rows):.3f}, |H(100) - H(50)| <= {max(r['drift'] for r in rows):.4f}"
-    )
+stats = {
+    eta_Y: [dynamics.fig4_summary(spec_small, r) for r in runs]
+    for eta_Y, runs in runs_small.items()
+}
+show_table(*dynamics.fig4_table(stats))
 
 # %% [markdown]
 # Over all runs of both rates, the findings of Fig. 4 as checks:
@@ -1976,19 +1540,12 @@ check_claim("scan_snap.fig4-faster", faster_always, **C["fig4-faster"])
 # only its top token. We measure the entropy of $c_n$ over the class's 20 contextual tokens at $Z = 0$ and after
 # training, and $e^{H}$, the number of tokens the attention effectively spreads over.
 
-
 # %%
-def attention_entropy(result, step_index):
-    c = ss.attention_distribution(spec_small, result.Z_query[step_index])
-    return np.array([-(row[row > 0] * np.log(row[row > 0])).sum() for row in c])
-
-
-entropy_fall = np.array(
-    [attention_entropy(r, 0) - attention_entropy(r, -1) for r in runs_small[1.0]]
-)
-spread = np.exp(np.array([attention_entropy(r, -1) for r in runs_small[1.0]]))
+entropy_start = np.array([dynamics.attention_entropy(spec_small, r, 0) for r in runs_small[1.0]])
+entropy_end = np.array([dynamics.attention_entropy(spec_small, r, -1) for r in runs_small[1.0]])
+entropy_fall = entropy_start - entropy_end
 print(
-    f"eta_Y = eta_Z = 1: entropy of c_n falls by {entropy_fall.min():.3f} to {entropy_fall.max():.3f} nats; exp(H) from {np.exp(attention_entropy(runs_small[1.0][0], 0)).round(1).tolist()} at Z = 0 to {spread.min():.1f}-{spread.max():.1f} after {ss.AUTHORS_RUN.steps} iterations"
+    f"exp(H) from {np.exp(entropy_start[0]).round(1)} at Z = 0 to {np.exp(entropy_end).min():.1f}-{np.exp(entropy_end).max():.1f}"
 )
 check_claim("scan_snap.fig4-winner", entropy_fall.min(), **C["fig4-winner#3"])
 
@@ -1999,18 +1556,9 @@ check_claim("scan_snap.fig4-winner", entropy_fall.min(), **C["fig4-winner#3"])
 
 # %%
 for eta_Y, runs in runs_small.items():
-    errors = []
-    for result in runs:
-        for n in range(spec_small.K):
-            dz = result.Z_query[-1][n] - result.Z_query[0][n]
-            distinct = np.flatnonzero(spec_small.distinct[n])
-            top = distinct[np.argmax(spec_small.P[n, distinct])]
-            ratio_sq = (spec_small.P[n, distinct] / spec_small.P[n, top]) ** 2
-            predicted = -0.5 * np.log1p((np.exp(-2 * dz[top]) - 1) * ratio_sq)
-            errors.append(np.abs(dz[distinct] - predicted).max() / abs(dz[top]))
+    errors = [error for result in runs for error in dynamics.eq110_errors(spec_small, result)]
     print(
-        f"eta_Y = {eta_Y:4g}, eta_Z = 1: Eq. 110 prediction error {np.mean(errors):.1%} of the"
-        " dominant gain"
+        f"eta_Y = {eta_Y:4g}, eta_Z = 1: Eq. 110 misses by {np.mean(errors):.1%} of the dominant gain"
     )
 
 # %% [markdown]
@@ -2027,15 +1575,7 @@ for eta_Y, runs in runs_small.items():
 # prior winner every time; the first is 10% by chance and 0 for an untrained model.
 
 # %%
-weights_equal = np.zeros_like(spec_small.P)
-weights_equal[:, :10] = 1.0
-weights_equal[spec_small.distinct] = 0.55
-spec_equal = ss.make_classes(
-    weights_equal / weights_equal.sum(axis=1, keepdims=True),
-    spec_small.query,
-    spec_small.next_token,
-    name="Syn-Small, equal distinct tokens",
-)
+spec_equal = dynamics.equal_distinct_classes(spec_small, weight=0.55)
 
 # %% [markdown]
 # Over ten, twenty or fifty seeds (by mode), each from its own random $Z_0$, we ask for each class whether the
@@ -2045,34 +1585,19 @@ spec_equal = ss.make_classes(
 prior_seeds = by_mode(quick=range(10), default=range(20), full=range(50))
 hits = {}
 for eta_Y in (10.0, 1.0):
-    matches = []
-    for seed in prior_seeds:
-        Z0 = 0.3 * rng(1000 + seed).normal(size=(spec_equal.M, spec_equal.M))
-        result = ss.train_yz(
-            spec_equal,
-            eta_Y=eta_Y,
-            eta_Z=1.0,
-            run=ss.AUTHORS_RUN,
-            generator=rng(seed),
-            init=(np.zeros_like(Z0), Z0),
-        )
-        c_final = ss.attention_distribution(spec_equal, result.Z)
-        for n in range(spec_equal.K):
-            mask, query = spec_equal.distinct[n], spec_equal.query[n]
-            prior_winner = np.argmax(np.where(mask, spec_equal.P[n] * np.exp(Z0[query]), -1))
-            largest_gain = np.argmax(np.where(mask, result.Z[query] - Z0[query], -np.inf))
-            matches.append(
-                (
-                    largest_gain == prior_winner,
-                    np.argmax(np.where(mask, c_final[n], -1)) == prior_winner,
-                )
-            )
-    hits[eta_Y] = np.mean(matches, axis=0)
-    print(
-        f"eta_Y = {eta_Y:4g}: the prior winner gains the most in {hits[eta_Y][0]:.0%} and still wins in {hits[eta_Y][1]:.0%} of {len(matches)} cases"
+    hits[eta_Y], cases = dynamics.initial_prior(
+        spec_equal, eta_Y=eta_Y, seeds=prior_seeds, z_scale=0.3
     )
+    print(
+        f"eta_Y = {eta_Y:4g}: gains the most in {hits[eta_Y][0]:.0%}, still wins in {hits[eta_Y][1]:.0%} of {cases} cases"
+    )
+
+# %% [markdown]
+# The rate at which the prior winner gains the most, against the binomial floor of chance (10 %):
+
+# %%
 prior_rate = min(h[0] for h in hits.values())
-prior_floor = ss.one_sided_floor(0.1, len(matches))
+prior_floor = ss.one_sided_floor(0.1, cases)
 check_claim("scan_snap.initial-prior", prior_rate, lower=prior_floor, **C["initial-prior"])
 
 # %% [markdown]
@@ -2082,25 +1607,8 @@ check_claim("scan_snap.initial-prior", prior_rate, lower=prior_floor, **C["initi
 # untrained model, or SGD, picks token 19 every time).
 
 # %%
-adam_winners = {}
-adam_maps = {}
-for eta in (0.1, 0.5, 1.0):
-    winners = []
-    for seed in range(5):
-        result = ss.train_yz(
-            spec_small,
-            eta_Y=eta,
-            eta_Z=eta,
-            run=ss.AUTHORS_RUN,
-            generator=rng(seed),
-            optimizer="adam",
-        )
-        c = ss.attention_distribution(spec_small, result.Z)
-        winners.append(int(np.argmax(np.where(spec_small.distinct[0], c[0], -1))))
-        if seed == 0:
-            adam_maps[eta] = c[0, :20]
-    adam_winners[eta] = winners
-    print(f"Adam, eta = {eta}: winning distinct token of class 1 over seeds 0-4: {winners}")
+adam_winners, adam_maps = dynamics.adam_winners(spec_small, (0.1, 0.5, 1.0), seeds=range(5))
+print("winning distinct token of class 1 over seeds 0-4, by rate:", adam_winners)
 
 # %% [markdown]
 # Does the winner depend on the rate? A Kruskal-Wallis test across the three rates:
@@ -2120,7 +1628,7 @@ check_claim("scan_snap.fig5-adam", other_winner, **C["fig5-adam#2"])
 # %% [markdown]
 # {numref}`fig-scan_snap-adam` shows the final attention of class 1 for each Adam rate.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 5 (seed 0): final attention of class 1 under Adam with $\\eta_Y = \\eta_Z \\in \\{0.1, 0.5, 1\\}$. Unlike SGD (the paper's Fig. 4), the winning distinct token depends on the learning rate and is not always the most likely token 19.", "name": "fig-scan_snap-adam"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Final attention of class 1 under Adam with $\\eta_Y = \\eta_Z \\in \\{0.1, 0.5, 1\\}$, seed 0, as in the paper's Fig. 5. Unlike SGD (the paper's Fig. 4), the winning distinct token depends on the learning rate and is not always the most likely token 19.", "name": "fig-scan_snap-adam"}}
 fig, ax = figure(1, 1, width=6.0)
 for offset, (colour, (eta, c_map)) in enumerate(zip(PALETTE, adam_maps.items())):
     ax.bar(
@@ -2147,7 +1655,7 @@ legend(ax)
 
 # %% [markdown]
 # (sec-scan_snap-fig6)=
-# ## 7. The Syn-Medium sweep (Fig. 6)
+# ## The Syn-Medium sweep (Fig. 6)
 #
 # Fig. 6 scales the number of classes: `num_last` query tokens with two next tokens each,
 # $K \in \{2, 6, 10, 20\}$ ($M = 33, 79, 125, 240$), $\eta_Z \in \{0.5, 1, 2, 3\}$, $\eta_Y/\eta_Z \in \{1, 2, 5, 10\}$,
@@ -2176,37 +1684,22 @@ print(f"{sweep.entropy.size} runs")
 # at $K = 2$ and 0.005 at $K = 20$ with 10 seeds) fails the test with probability above 99%.
 
 # %%
-cells_ref = np.ix_(
-    [ss.FIG6.num_last.index(n) for n in num_last_values],
-    [ss.FIG6.eta_Z.index(eta) for eta in eta_Z_values],
-)
-ref_mean, ref_std = ss.FIG6_AUTHORS_MEAN[cells_ref], ss.FIG6_AUTHORS_STD[cells_ref]
-our_mean = sweep.entropy.mean(axis=-1)
-our_std = sweep.entropy.std(axis=-1, ddof=1)
-n_seeds = sweep.entropy.shape[-1]
+fig6 = dynamics.fig6_against_authors(sweep)
+our_mean, our_std, ref_mean, n_seeds = fig6.our_mean, fig6.our_std, fig6.ref_mean, fig6.n_seeds
 
 # %% [markdown]
-# Each cell's mean against the authors': a two-sample z-score, with a Bonferroni threshold over all cells:
+# Each cell's mean against the authors': the largest z-score against the Bonferroni threshold over all cells, and
+# the worst cell (size, $\eta_Z$, ratio):
 
 # %%
-z_scores = np.maximum(np.abs(our_mean - ref_mean) - 0.0005, 0) / (
-    ref_std * np.sqrt(1 / 10 + 1 / n_seeds)
-)
-threshold = norm.ppf(1 - 0.05 / (2 * z_scores.size))
-worst = np.unravel_index(np.argmax(z_scores), z_scores.shape)
+worst = fig6.worst
 print(
-    f"{z_scores.size} cells, {n_seeds} seeds: max z = {z_scores.max():.2f} (Bonferroni threshold {threshold:.2f}); max |difference| = {np.abs(our_mean - ref_mean).max():.3f}"
+    f"{fig6.z_scores.size} cells, {n_seeds} seeds: max z = {fig6.z_scores.max():.2f} (threshold {fig6.threshold:.2f})"
 )
 print(
-    "worst cell: num_last =",
-    num_last_values[worst[0]],
-    "eta_Z =",
-    eta_Z_values[worst[1]],
-    "ratio =",
-    ratio_values[worst[2]],
-    f"ours {our_mean[worst]:.3f} vs {ref_mean[worst]:.3f} +- {ref_std[worst]:.3f}",
+    f"worst cell {num_last_values[worst[0]], eta_Z_values[worst[1]], ratio_values[worst[2]]}: ours {our_mean[worst]:.3f}, theirs {ref_mean[worst]:.3f}"
 )
-check_claim("scan_snap.fig6-cells", z_scores.max(), upper=threshold, **C["fig6-cells"])
+check_claim("scan_snap.fig6-cells", fig6.z_scores.max(), upper=fig6.threshold, **C["fig6-cells"])
 
 # %% [markdown]
 # The caption calls the error bars "standard derivation of the mean", but our seed-to-seed spread matches the
@@ -2215,7 +1708,7 @@ check_claim("scan_snap.fig6-cells", z_scores.max(), upper=threshold, **C["fig6-c
 # boundary at the geometric midpoint 1.8.
 
 # %%
-spread_ratio = float(np.median(our_std / ref_std))
+spread_ratio = float(np.median(our_std / fig6.ref_std))
 print(f"median over cells of (our std over seeds) / (released error bar) = {spread_ratio:.2f}")
 check_claim("scan_snap.fig6-spread", spread_ratio, **C["fig6-spread"])
 
@@ -2257,7 +1750,7 @@ check_claim("scan_snap.fig6-threshold", k2_lowest_at_1, **C["fig6-threshold#3"])
 # %% [markdown]
 # {numref}`fig-scan_snap-fig6` sets the sweep's means beside the authors' released numbers.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 6: entropy of the attention on distinct tokens after 100 SGD iterations against $\\eta_Y/\\eta_Z$, one panel per size, one colour per $\\eta_Z$. Lines with error bars: this chapter (mean $\\pm$ standard deviation over seeds); open circles: the authors' released means. Entropy falls with $\\eta_Z$ everywhere; the dip at ratio 2 appears for $K \\ge 6$ only.", "name": "fig-scan_snap-fig6"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Entropy of the attention on distinct tokens after 100 SGD iterations against $\\eta_Y/\\eta_Z$, as in the paper's Fig. 6, one panel per size, one colour per $\\eta_Z$. Lines with error bars: this chapter (mean $\\pm$ standard deviation over seeds); open circles: the authors' released means. Entropy falls with $\\eta_Z$ everywhere; the dip at ratio 2 appears for $K \\ge 6$ only.", "name": "fig-scan_snap-fig6"}}
 fig, axes = figure(1, len(num_last_values))
 for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
     for j, (colour, eta_Z) in enumerate(zip(PALETTE, eta_Z_values)):
@@ -2290,15 +1783,8 @@ legend(np.atleast_1d(axes)[0])
 # learning-rate settings of each size.
 
 # %%
-for i, num_last in enumerate(num_last_values):
-    spec_i = ss.syn_medium(num_last)
-    taus = np.geomspace(0.5, 4.0, 8) / spec_i.M
-    recall = ss.distinct_token_recall(spec_i, sweep.attention[i], taus).mean(axis=2)  # over seeds
-    area = recall.mean(axis=-1).ravel()
-    rho = spearmanr(area, our_mean[i].ravel())[0]
-    print(
-        f"K = {spec_i.K:2d}: Spearman(area under recall, entropy) over learning rates = {rho:+.2f}"
-    )
+recall_correlation = dynamics.recall_entropy_correlation(sweep)
+print({f"K = {K}": round(float(rho), 2) for K, rho in recall_correlation.items()})
 
 # %% [markdown]
 # A positive correlation means: flatter attention over the distinct tokens (higher entropy) keeps more of them
@@ -2313,7 +1799,7 @@ for i, num_last in enumerate(num_last_values):
 # above it in every cell; for $K = 2$ the entropy is lowest at ratio 1 and only rises from there, so the
 # "threshold" of the paper is a minimum for the larger sizes only ({ref}`scan_snap.N10 <scan-snap-n10>`).
 # The sweep is the chapter's largest computation; the exact count simulator of
-# [section 1](sec-scan_snap-model) is what makes all 640 runs affordable on two cores.
+# {ref}`sec-scan_snap-model` is what makes all 640 runs affordable on two cores.
 
 # %% [markdown]
 # ## What we saw
@@ -2375,7 +1861,7 @@ for i, num_last in enumerate(num_last_values):
 #
 # ```{exercise}
 # :label: ex-scan_snap-asymmetric
-# In the negative control of Section 4, lower the probability of common token B in class 1 from 0.40 towards
+# In the negative control of {ref}`sec-scan_snap-scan`, lower the probability of common token B in class 1 from 0.40 towards
 # 0.01. At which value does $\dot z_B$ at $z = 0$ change sign? Relate the answer to Corollary 2.
 # ```
 #
