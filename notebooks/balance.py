@@ -312,18 +312,10 @@ flow = balance.conservation_summary(gd_runs, midpoint, params64)
 # along the same midpoint path (it must move, or conserving the difference says nothing).
 
 # %%
-print(
-    f"loss {gd_runs[1e-3]['loss'][0]:.3f} -> {gd_runs[1e-3]['loss'][-1]:.3f} over t = {flow_time}; {midpoint['iterations'].mean():.1f} fixed-point iterations per midpoint step"
-)
-show_table(
-    ["integrator", "max_i |ΔD_i|", "drift / step"],
-    [
-        [f"gradient descent, lr {lr:g}", f"{d:.2e}", f"{d / lr:.3f}"]
-        for lr, d in flow["gd_drift"].items()
-    ]
-    + [[f"implicit midpoint, h {midpoint_step:g}", f"{flow['midpoint_drift']:.1e}", ""]]
-    + [["control: |W_K^i|² alone, midpoint path", f"{flow['norm_moves']:.1e}", ""]],
-)
+loss_path = gd_runs[1e-3]["loss"]
+print(f"loss {loss_path[0]:.3f} -> {loss_path[-1]:.3f} over t = {flow_time}")
+print(f"{midpoint['iterations'].mean():.1f} fixed-point iterations per midpoint step")
+show_table(*theory.conservation_rows(flow, midpoint_step=midpoint_step))
 
 # %% [markdown]
 # The midpoint rule conserves the 12 $D_i$ to round-off:
@@ -697,13 +689,7 @@ check_claim("balance.b11-sign", p_value, **CHECKS["balance.b11-sign"])
 # The drifts pair by pair (rows: layers; columns: the six pairs):
 
 # %%
-show_table(
-    ["pair", *(f"{layer + 1}.{column + 1}" for layer in range(2) for column in range(6))],
-    [
-        [name, *(f"{value:.3f}" for value in np.ravel(values))]
-        for name, values in (("law", predicted), ("measured", measured), ("noise part", noise_part))
-    ],
-)
+show_table(*theory.law_rows(predicted, measured, noise_part))
 
 # %% [markdown]
 # Then the size: the measured drift summed over the pairs is a finite-step part plus the noise part, whose

@@ -495,3 +495,17 @@ def test_eq7_band_shares():
     with pytest.raises(ValueError, match="generator"):
         theory.eq7_band_shares(range(2, 4), 10, generator=rng(0))
 
+
+
+def test_chapter_tables():
+    header, rows = theory.law_rows(-np.arange(12.0).reshape(2, 6), np.zeros((2, 6)), np.ones((2, 6)))
+    assert header[:3] == ["pair", "1.1", "1.2"] and header[-1] == "2.6"
+    assert [row[0] for row in rows] == ["law", "measured", "noise part"] and rows[0][-1] == "-11.000"
+    with pytest.raises(ValueError, match="noise_part"):
+        theory.law_rows(np.zeros((2, 6)), np.zeros((2, 6)), np.zeros((2, 5)))
+    flow = {"gd_drift": {4e-3: 8e-5, 1e-3: 2e-5}, "midpoint_drift": 3e-16, "norm_moves": 0.2}
+    header, rows = theory.conservation_rows(flow, midpoint_step=2.5e-3)
+    assert len(header) == 3 and len(rows) == 4
+    assert rows[0] == ["gradient descent, lr 0.004", "8.00e-05", "0.020"] and rows[2][0].endswith("h 0.0025")
+    with pytest.raises(ValueError, match="flow"):
+        theory.conservation_rows({"gd_drift": {}}, midpoint_step=1e-3)

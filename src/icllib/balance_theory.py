@@ -11,7 +11,8 @@ This module holds what the chapter computes without the attention network (that 
 
 1. the two noise terms of the law from per-sample gradients (:func:`noise_terms`), the band of Eq. 7
    (:func:`eq7_bounds`) and random stationary points to test its derivation (section 2 of the chapter);
-   the law's drift along a run of the attention network (:func:`law_prediction`, section 5);
+   the law's drift along a run of the attention network (:func:`law_prediction`, section 5), and the tables
+   of sections 3 and 5 (:func:`conservation_rows`, :func:`law_rows`);
 2. the width-one two-layer linear model whose C1, C2 are closed forms, its SGD runs and the law's ODE
    (section 4 of the chapter, :func:`linear_balance_experiment`);
 3. the steps of the proof as SymPy identities (:func:`sympy_identities`, section 2 of the chapter).
@@ -206,6 +207,33 @@ def law_prediction(run, *, lr, batch_size, skip=1):
     measured = run["D"][last] - run["D"][first]
     return predicted, measured, run["dD_noise"][first:last].sum(0)
 
+
+def law_rows(predicted, measured, noise_part):
+    """The rows of the chapter's table of section 5: the law's drift, the measured one and its noise part (the
+    three arrays of :func:`law_prediction`, shape ``(2, width)``), one column per query/key pair."""
+    arrays = [real_array(name, a) for name, a in (("predicted", predicted), ("measured", measured),
+                                                  ("noise_part", noise_part))]
+    if arrays[0].ndim != 2 or any(a.shape != arrays[0].shape for a in arrays):
+        raise ValueError(f"predicted, measured and noise_part must share one (layers, width) shape, got "
+                         f"{[a.shape for a in arrays]}")
+    header = ["pair", *(f"{layer + 1}.{column + 1}" for layer, column in np.ndindex(arrays[0].shape))]
+    rows = [[name, *(f"{value:.3f}" for value in np.ravel(a))]
+            for name, a in zip(("law", "measured", "noise part"), arrays)]
+    return header, rows
+
+
+def conservation_rows(flow, *, midpoint_step):
+    """The rows of the chapter's table of section 3 from ``flow``, the dict of
+    :func:`icllib.balance.conservation_summary`: how far each integrator moved the ``D_i``, and the control."""
+    if not isinstance(flow, dict) or not {"gd_drift", "midpoint_drift", "norm_moves"} <= set(flow):
+        raise ValueError("flow must be the dict of icllib.balance.conservation_summary")
+    midpoint_step = positive_number("midpoint_step", midpoint_step)
+    header = ["integrator", "max_i |ΔD_i|", "drift / step"]
+    rows = [[f"gradient descent, lr {lr:g}", f"{drift:.2e}", f"{drift / lr:.3f}"] for lr, drift in
+            flow["gd_drift"].items()]
+    rows.append([f"implicit midpoint, h {midpoint_step:g}", f"{flow['midpoint_drift']:.1e}", ""])
+    rows.append(["control: |W_K^i|² alone, midpoint path", f"{flow['norm_moves']:.1e}", ""])
+    return header, rows
 
 
 # ---------------------------------------------------------------------------------------------------
