@@ -321,6 +321,10 @@ VALID = {
     "balance_theory.sympy_identities": lambda: dict(n_samples=2),
     "balance_theory.eq7_band_shares": lambda: dict(sizes=[2, 3], count=5, generator=lambda size: rng(size)),
     "balance_theory.ratio_on_minimum": lambda: dict(D=0.5),
+    "balance_theory.law_rows": lambda: dict(predicted=-np.ones((2, 6)), measured=-np.ones((2, 6)),
+                                            noise_part=-np.ones((2, 6))),
+    "balance_theory.conservation_rows": lambda: dict(flow=dict(gd_drift={1e-3: 2e-5}, midpoint_drift=1e-15,
+                                                               norm_moves=0.1), midpoint_step=1e-3),
     "balance_theory.linear_mc_noise_terms": lambda: dict(u=np.ones(2), w=np.ones(3), M_star=np.ones((2, 3)),
                                                          sigma=0.5, samples=10, generator=rng(0)),
     "balance_theory.linear_balance_experiment": lambda: dict(
@@ -592,6 +596,7 @@ POSITIVE_REALS = {
     "balance_theory.linear_sgd_runs": "sigma lr",
     "balance_theory.linear_balance_experiment": "sigma ratio0",
     "balance_theory.linear_mc_noise_terms": "sigma",
+    "balance_theory.conservation_rows": "midpoint_step",
     "scan_snap.train_yz": "eta_Y eta_Z",
     "scan_snap_theory.decoder_clock_h_star": "eta_Y",
     "scan_snap_theory.decoder_row_dynamics": "eta_Y",
