@@ -627,7 +627,7 @@ print(
 
 # %% [markdown]
 # Then we confirm the point independently with Monte Carlo through the literal model: its loss and each of the
-# $2(d+1)^2$ relevant gradient entries, as z-scores.
+# $(d+1)^2$ relevant gradient entries, as z-scores.
 
 # %%
 n_spur = by_mode(quick=50_000, default=200_000, full=2_000_000)

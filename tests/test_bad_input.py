@@ -496,6 +496,33 @@ VALID = {
     "lsa_theory.random_cov_loss": lambda: dict(U=np.eye(3), c=0.5, **dict(zip(("gamma", "xi", "zeta"), _moments()))),
     "lsa_theory.random_cov_gradient": lambda: dict(U=np.eye(3), c=0.5,
                                                    **dict(zip(("gamma", "xi", "zeta"), _moments()))),
+    "lsa_experiments.fill_irrelevant": lambda: dict(zip(("W_KQ", "W_PV"), _lsa_pair()), generator=rng(0)),
+    "lsa_experiments.negative_eigenvalue_counts": lambda: dict(zip(("X", "y", "x_query"), _prompts())),
+    "lsa_experiments.on_invariant_set": lambda: dict(zip(("W_KQ", "W_PV"), _lsa_pair()), U=np.eye(3), c=0.5),
+    "lsa_experiments.invariant_set_gradient": lambda: dict(U=np.eye(3), c=0.5, Lam=LAM, N=4),
+    "lsa_experiments.gradient_z_scores": lambda: dict(
+        mc=lsa.mc_loss_and_gradient(*lsat.global_minimum(LAM, 4), LAM, 4, n=16, generator=torch_generator(0)),
+        grad_KQ=np.zeros((4, 4)), grad_PV=np.zeros((4, 4))),
+    "lsa_experiments.theorem41_flows": lambda: dict(cases=[(LAM, 4)], scales=[0.5], generator=rng(0), T=1.0),
+    "lsa_experiments.corollary_a2_errors": lambda: dict(Lam=LAM, N=4, generator=rng(0), points=2),
+    "lsa_experiments.sgd_table": lambda: dict(runs=[_lsa_pair()], Lam=LAM, N=4),
+    "lsa_experiments.lemma_c1_c3_errors": lambda: dict(zip(("gamma", "xi", "zeta"), _moments()), generator=rng(0),
+                                                       points=2),
+    "lsa_experiments.lemma_c4_errors": lambda: dict(zip(("gamma", "xi", "zeta"), _moments()), generator=rng(0),
+                                                    points=2),
+    "lsa_experiments.mc_random_cov_loss": lambda: dict(U=np.eye(3), c=0.5, N=4, n=8, generator=torch_generator(0),
+                                                       chunk=4),
+    "lsa_experiments.lemma_c6_c8_runs": lambda: dict(fractions=[0.5], sigma_bound=0.1, W_KQ11=np.eye(3) / 3 ** 0.5,
+                                                     **dict(zip(("gamma", "xi", "zeta"), _moments())), K_410=30.0,
+                                                     T=1.0),
+    "lsa_experiments.one_third_estimates": lambda: dict(D_diag=[0.3, 0.3, 0.3], M=4, n=8, w=np.ones(3),
+                                                        x_query=np.ones(3),
+                                                        generators=[torch_generator(0), torch_generator(1)]),
+    "lsa_experiments.corollary43_audit": lambda: dict(cases=[("d=3, Λ=I", np.eye(3), 0.1)]),
+    "lsa_experiments.lemma_d1_errors": lambda: dict(generator=rng(0)),
+    "lsa_experiments.lemma_d2_error": lambda: dict(Lam=LAM, A=np.eye(3)),
+    "lsa_experiments.lemma_d3_slack": lambda: dict(generator=rng(0), pairs=3),
+    "lsa_experiments.lemma_d4_ratios": lambda: dict(generator=rng(0), pairs=3),
     # the coverage script
     "coverage.named_results": lambda: dict(text="Theorem 1 and Lemma 2"),
     "coverage.paper_results": lambda: dict(text="Theorem 1. The loss decreases."),
@@ -552,6 +579,9 @@ ACCEPTED = {
     "lsa.restricted_gd": {"c0": REAL},
     "lsa.random_cov_flow": {"c0": REAL},
     "lsa_theory.manifold_point": {"delta": REAL},  # the balance gap delta is any real
+    "lsa_experiments.on_invariant_set": {"c": REAL},  # the scalar c of W_PV's corner is any real
+    "lsa_experiments.invariant_set_gradient": {"c": REAL},
+    "lsa_experiments.mc_random_cov_loss": {"c": REAL, "U": {"numpy"}},  # U: a 2 x 2 block, for d = 2
     "induction_common.three_param_loss": {"alpha": REAL | {"numpy"}, "beta": REAL | {"numpy"},  # vectorised
                                           "gamma": REAL | {"numpy"}, "N": {"numpy"}},  # N: whole floats count
     "induction_common.three_param_grad": {"alpha": REAL | {"numpy"}, "beta": REAL | {"numpy"},
@@ -627,6 +657,7 @@ POSITIVE_REALS = {
     "lsa.random_cov_flow": "T",
     "lsa_theory.pl_constant": "sigma",
     "lsa_theory.corollary43_thresholds": "eps",
+    "lsa_experiments.lemma_c6_c8_runs": "K_410",
 }
 for _function, _names in POSITIVE_REALS.items():
     for _name in _names.split():

@@ -427,3 +427,122 @@ def test_weights_411_and_gauss_hermite_helpers():
     assert lsat.isserlis_error(LAM, 3) < 1e-12 < 0.1 < lsat.isserlis_error(LAM, 2)
     with pytest.raises(ValueError, match="D_diag"):
         lsat.weights_411([1.0, -1.0])
+
+
+# --- icllib.lsa_experiments: the chapter's loops -------------------------------------------------------------
+
+
+def test_junk_in_the_irrelevant_entries_changes_nothing_and_only_those_entries():
+    from icllib import lsa_experiments as lsx
+
+    K, P = random_params(1)
+    junk_K, junk_P = lsx.fill_irrelevant(K, P, generator=rng(2), scale=10.0)
+    mask_K, mask_P = (m.numpy() for m in lsa.relevant_mask(D))
+    assert np.array_equal(junk_K[mask_K], K[mask_K]) and np.array_equal(junk_P[mask_P], P[mask_P])
+    assert np.abs(junk_K[~mask_K] - K[~mask_K]).min() > 0 and np.abs(junk_P[~mask_P]).max() > 1
+    X, w, x_q = lsa.sample_prompts(5, 6, LAM, generator=torch_generator(0))
+    y = (X @ w[:, :, None])[..., 0]
+    assert torch.allclose(lsa.predict(junk_K, junk_P, X, y, x_q), lsa.predict(K, P, X, y, x_q), atol=1e-10)
+    with pytest.raises(ValueError, match="W_KQ and W_PV"):
+        lsx.fill_irrelevant(np.eye(3), np.eye(4), generator=rng(0))
+
+
+def test_hessian_of_the_quadratic_form_has_d_plus_1_negative_eigenvalues():
+    from icllib import lsa_experiments as lsx
+
+    X, w, x_q = lsa.sample_prompts(4, 6, LAM, generator=torch_generator(3))
+    counts = lsx.negative_eigenvalue_counts(X, (X @ w[:, :, None])[..., 0], x_q)
+    assert counts.shape == (4,) and int(counts.min()) >= D + 1
+
+
+def test_invariant_set_point_and_gradient_agree_with_the_general_loss():
+    from icllib import lsa_experiments as lsx
+
+    K, P = random_params(4)
+    U, c = np.random.default_rng(5).standard_normal((D, D)), 0.7
+    K_inv, P_inv = lsx.on_invariant_set(K, P, U, c)
+    assert float(lsat.population_loss(K_inv, P_inv, LAM, N)) == pytest.approx(lsat.restricted_loss(U, c, LAM, N))
+    K_t, P_t = (torch.tensor(W, requires_grad=True) for W in (K_inv, P_inv))
+    g_K, g_P = torch.autograd.grad(lsat.population_loss(K_t, P_t, LAM, N), (K_t, P_t))
+    grad_K, grad_P = lsx.invariant_set_gradient(U, c, LAM, N)
+    mask_K, mask_P = (m.numpy() for m in lsa.relevant_mask(D))
+    assert np.allclose(g_K.numpy()[mask_K], grad_K[mask_K]) and np.allclose(g_P.numpy()[mask_P], grad_P[mask_P])
+
+
+def test_gradient_z_scores_are_zero_against_the_monte_carlo_mean_itself():
+    from icllib import lsa_experiments as lsx
+
+    K, P = random_params(6)
+    mc = lsa.mc_loss_and_gradient(K, P, LAM, N, n=64, generator=torch_generator(1))
+    z = lsx.gradient_z_scores(mc, mc["grad_KQ"].numpy(), mc["grad_PV"].numpy())
+    assert z.shape == ((D + 1) ** 2,)  # the first d columns of W_KQ and the last row of W_PV
+    assert np.array_equal(z, np.zeros_like(z))
+    with pytest.raises(ValueError, match="mc"):
+        lsx.gradient_z_scores({"grad_KQ": 1}, np.zeros((4, 4)), np.zeros((4, 4)))
+
+
+def test_theorem41_flows_share_theta_and_reach_the_minimum():
+    from icllib import lsa_experiments as lsx
+
+    flows, summary = lsx.theorem41_flows([(LAM, N)], [0.5, 3.0], generator=rng(7), T=1500)
+    assert set(flows) == {(D, N, 0.5), (D, N, 3.0)}
+    first, second = summary
+    assert np.allclose(first["K0"] / first["sigma"], second["K0"] / second["sigma"])  # one direction Theta
+    assert max(first["err_KQ"], second["err_PV"]) < 1e-8 and first["balance"] < 1e-8
+
+
+def test_lemma_checks_hold_to_round_off_and_their_controls_fail():
+    from icllib import lsa_experiments as lsx
+
+    assert max(lsx.corollary_a2_errors(LAM, N, generator=rng(0), points=5)) < 1e-10
+    moments = lsat.exp1_moments(3, 20)
+    assert max(lsx.lemma_c1_c3_errors(*moments, generator=rng(1), points=3)) < 1e-12
+    assert max(lsx.lemma_c4_errors(*moments, generator=rng(2), points=3)) < 1e-10
+    assert max(lsx.lemma_d1_errors(generator=rng(3)).values()) < 1e-12
+    A = np.random.default_rng(4).standard_normal((3, 3))
+    assert lsx.lemma_d2_error(LAM, A, n_nodes=3) < 1e-12 < 0.1 < lsx.lemma_d2_error(LAM, A, n_nodes=2)
+    assert lsx.lemma_d3_slack(generator=rng(5), pairs=30).min() > -1e-12
+    trace_ratio, eig_ratio = lsx.lemma_d4_ratios(generator=rng(6), pairs=30)
+    assert trace_ratio.min() > -1e-12 and eig_ratio.min() > -1e-12
+
+
+def test_lemma_c6_c8_runs_respect_the_bounds_and_refuse_a_scale_outside_c10():
+    from icllib import lsa_experiments as lsx
+
+    moments = lsat.exp1_moments(3, 20)
+    theta = np.eye(3) / np.sqrt(3)  # Theta Theta^T with unit Frobenius norm
+    (row,) = lsx.lemma_c6_c8_runs([0.5], 0.2, theta, *moments, K_410=30.0, T=3000)
+    assert row["min_c"] >= max(row["printed"], row["proven"]) and row["pl"] >= 1 and abs(row["final_gap"]) < 1e-10
+    with pytest.raises(ValueError, match="sigma_bound"):
+        lsx.lemma_c6_c8_runs([1.0], 1.0, theta, *moments, K_410=30.0)
+
+
+def test_corollary43_audit_finds_the_printed_sizes_too_small():
+    from icllib import lsa_experiments as lsx
+
+    (row,) = lsx.corollary43_audit([("d=10", np.eye(10), 0.01)])
+    assert row["N_paper"] < row["N_corrected"]
+    assert row["error_paper"] > row["eps"] >= row["error_corrected"]
+
+
+def test_one_third_estimates_at_n_infinity():
+    from icllib import lsa_experiments as lsx
+
+    est = lsx.one_third_estimates(np.full(3, 1 / 3), 20, n=20_000, w=np.ones(3), x_query=np.array([1.0, 0.5, 1.0]),
+                                  generators=[torch_generator(0), torch_generator(1)])
+    assert abs(est["ratio"] - 1 / 3) < 5 * est["ratio_se"]
+    assert abs(est["joint"] - 2 / 3) < 5 * est["joint_se"]
+
+
+def test_mc_random_cov_loss_matches_c5_and_sgd_table_reads_the_minimum():
+    from icllib import lsa_experiments as lsx
+
+    gamma, xi, zeta = lsat.exp1_moments(3, 20)
+    U, c = np.diag(xi / gamma) / 0.8, 0.8
+    mc = lsx.mc_random_cov_loss(U, c, 20, n=40_000, generator=torch_generator(2), chunk=20_000)
+    exact = lsat.random_cov_loss(U, c, gamma, xi, zeta) + 3 / 2
+    assert abs(mc["mean"] - exact) < 5 * mc["se"]
+    with pytest.raises(ValueError, match="chunk"):
+        lsx.mc_random_cov_loss(U, c, 20, n=10, generator=torch_generator(2), chunk=4)
+    (row,) = lsx.sgd_table([lsat.global_minimum(LAM, N)], LAM, N)
+    assert row[1] == "0.00%" and row[3] == row[5]

@@ -32,13 +32,21 @@ from icllib.validation import (non_empty, numpy_generator_arg, positive_int, pos
 # 1. The model and its reduction
 
 
+def _matrix_pair(W_KQ, W_PV) -> tuple[np.ndarray, np.ndarray]:
+    """Copies of ``W_KQ`` and ``W_PV`` as float64 (d+1, d+1) matrices of one shape (d >= 1)."""
+    K, P = (real_array(n, W).copy() for n, W in (("W_KQ", W_KQ), ("W_PV", W_PV)))
+    for name, W in (("W_KQ", K), ("W_PV", P)):
+        if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 2:
+            raise ValueError(f"{name} must be a (d+1, d+1) matrix with d >= 1, got shape {W.shape}")
+    if K.shape != P.shape:
+        raise ValueError(f"W_KQ and W_PV must have the same shape, got {K.shape} and {P.shape}")
+    return K, P
+
+
 def fill_irrelevant(W_KQ, W_PV, *, generator: np.random.Generator, scale=10.0) -> tuple[np.ndarray, np.ndarray]:
     """Copies of ``W_KQ`` and ``W_PV`` whose entries outside Eq. (3.6) (:func:`~icllib.lsa.relevant_mask`) are
     replaced by i.i.d. N(0, scale^2) "junk" (the chapter's test of Eq. 3.6: y-hat must not change)."""
-    K, P = (real_array(n, W).copy() for n, W in (("W_KQ", W_KQ), ("W_PV", W_PV)))
-    for name, W in (("W_KQ", K), ("W_PV", P)):
-        if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 2 or W.shape != K.shape:
-            raise ValueError(f"{name} must be a (d+1, d+1) matrix matching the other, got shape {W.shape}")
+    K, P = _matrix_pair(W_KQ, W_PV)
     scale = positive_number("scale", scale)
     gen = numpy_generator_arg("generator", generator)
     mask_KQ, mask_PV = lsa.relevant_mask(K.shape[0] - 1)
@@ -63,10 +71,7 @@ def negative_eigenvalue_counts(X, y, x_query) -> torch.Tensor:
 def on_invariant_set(W_KQ, W_PV, U, c) -> tuple[np.ndarray, np.ndarray]:
     """Copies of ``W_KQ``, ``W_PV`` moved onto the invariant set of Lemma 5.2 at (U_11, u_{-1}) = (U, c): the first
     d columns of W_KQ become [U; 0], the last row of W_PV becomes (0, c); the entries outside Eq. (3.6) are kept."""
-    K, P = (real_array(n, W).copy() for n, W in (("W_KQ", W_KQ), ("W_PV", W_PV)))
-    for name, W in (("W_KQ", K), ("W_PV", P)):
-        if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 2 or W.shape != K.shape:
-            raise ValueError(f"{name} must be a (d+1, d+1) matrix matching the other, got shape {W.shape}")
+    K, P = _matrix_pair(W_KQ, W_PV)
     d = K.shape[0] - 1
     U = lsat.square("U", U, d)
     c = real_number("c", c)
@@ -90,7 +95,7 @@ def invariant_set_gradient(U, c, Lam, N) -> tuple[np.ndarray, np.ndarray]:
 
 def gradient_z_scores(mc, grad_KQ, grad_PV) -> np.ndarray:
     """z-scores of the Monte-Carlo gradient ``mc`` (:func:`~icllib.lsa.mc_loss_and_gradient`) against an expected
-    gradient, over the 2(d+1)^2 entries of Eq. (3.6): first those of W_KQ, then those of W_PV."""
+    gradient, over the (d+1)^2 entries of Eq. (3.6): first those of W_KQ, then those of W_PV."""
     if not isinstance(mc, dict) or not {"grad_KQ", "grad_PV", "se_KQ", "se_PV"} <= mc.keys():
         raise ValueError("mc must be the dict of lsa.mc_loss_and_gradient (keys grad_KQ, grad_PV, se_KQ, se_PV)")
     d = mc["grad_KQ"].shape[-1] - 1
@@ -294,8 +299,11 @@ def lemma_c6_c8_runs(fractions, sigma_bound, W_KQ11, gamma, xi, zeta, K_410, *, 
     rows = []
     for fraction in fractions:
         sig = fraction * sigma_bound
-        run = lsa.random_cov_flow(sig * TT, sig, gamma, xi, zeta, T=T)
         bracket = 2 * ELT - np.sqrt(d) * sig**2 * K_410
+        if not bracket > 0:
+            raise ValueError(f"sigma_bound * fractions must satisfy (C.10) (2 ||E Lambda Theta||_F^2 > sqrt(d) "
+                             f"sigma^2 K_410), got sigma = {sig:.4g}")
+        run = lsa.random_cov_flow(sig * TT, sig, gamma, xi, zeta, T=T)
         printed = np.sqrt(sig**2 * bracket / (2 * np.sqrt(d) * ELT))  # (C.12)
         proven = np.sqrt(sig**2 * bracket / (2 * np.sqrt(d) * EL2_op))  # line 1191
         nu = eta * sig**2 * bracket / (2 * np.sqrt(d) * EL2_op)  # (C.13)
