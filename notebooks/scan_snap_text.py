@@ -130,6 +130,13 @@ d_model = by_mode(quick=32, default=64, full=200)
 lm_steps = by_mode(quick=60, default=1000, full=1500)
 deep_steps = by_mode(quick=10, default=500, full=1500)
 record_every = by_mode(quick=20, default=100, full=100)
+# every transformer of the chapter: the tutorial's model at this width, trained on the same text
+new_lm = partial(
+    st.make_transformer_lm, corpus.vocab_size, d_model=d_model, d_hidden=d_model, dropout=0.3
+)
+train_lm = partial(
+    st.train_transformer_lm, train_source=train_source, valid_source=valid_source[:400]
+)
 
 # %% [markdown]
 # A fixed validation window is the probe whose attention entropy is recorded; each model starts from seed 0:
@@ -139,30 +146,14 @@ probe = valid_source[:35].T
 trajectories = {}
 for n_layers, n_steps in ((1, lm_steps), (3, deep_steps)):
     generator = torch_generator(0)
-    model = st.make_transformer_lm(
-        corpus.vocab_size,
-        d_model=d_model,
-        d_hidden=d_model,
-        n_layers=n_layers,
-        dropout=0.3,
+    model = new_lm(n_layers=n_layers, generator=generator)
+    lm_run = train_lm(
+        model, steps=n_steps, lr=5.0, lr_ffn=10.0, record_every=record_every, probe=probe,
         generator=generator,
-    )
-    lm_run = st.train_transformer_lm(
-        model,
-        train_source,
-        valid_source[:400],
-        steps=n_steps,
-        lr=5.0,
-        lr_ffn=10.0,
-        record_every=record_every,
-        probe=probe,
-        generator=generator,
-    )
-    steps, entropies, valid_loss = lm_run.steps, lm_run.entropies, lm_run.valid_loss
-    trajectories[n_layers] = (steps, entropies, model)
-    print(
-        f"{n_layers} layer(s): entropy {np.round(entropies, 3).tolist()}; validation loss {valid_loss:.3f}"
-    )
+    )  # fmt: skip
+    trajectories[n_layers] = (lm_run.steps, lm_run.entropies, model)
+    print(f"{n_layers} layer(s): entropy {np.round(lm_run.entropies, 3).tolist()}")
+    print(f"validation loss {lm_run.valid_loss:.3f}")
 
 # %% [markdown]
 # {numref}`fig-scan_snap_text-entropy` draws the recorded entropies of both models against the step.
@@ -286,27 +277,11 @@ lr_steps = by_mode(quick=10, default=250, full=800)
 valid_entropy = {}
 for lr in lr_values:
     generator = torch_generator(0)
-    model = st.make_transformer_lm(
-        corpus.vocab_size,
-        d_model=d_model,
-        d_hidden=d_model,
-        n_layers=1,
-        dropout=0.3,
-        generator=generator,
-    )
-    lm_run = st.train_transformer_lm(
-        model,
-        train_source,
-        valid_source[:400],
-        steps=lr_steps,
-        lr=lr,
-        record_every=lr_steps,
-        generator=generator,
-    )
-    valid_entropy[lr], valid_loss = lm_run.valid_entropy, lm_run.valid_loss
-    print(
-        f"eta = {lr}: validation attention entropy {valid_entropy[lr]:.3f}, validation loss {valid_loss:.3f}"
-    )
+    model = new_lm(n_layers=1, generator=generator)
+    lm_run = train_lm(model, steps=lr_steps, lr=lr, record_every=lr_steps, generator=generator)
+    valid_entropy[lr] = lm_run.valid_entropy
+    print(f"eta = {lr}: validation attention entropy {valid_entropy[lr]:.3f}", end=", ")
+    print(f"validation loss {lm_run.valid_loss:.3f}")
 
 # %% [markdown]
 # The learning rates' order against the entropies':
