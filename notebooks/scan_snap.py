@@ -1829,49 +1829,196 @@ print({f"K = {K}": round(float(rho), 2) for K, rho in recall_correlation.items()
 # from `default` only by 50 seeds for the prior experiment (a `full` run on 2026-11-22 passed every check).
 
 # %% [markdown]
+# (sec-scan_snap-exercises)=
 # ## Exercises
 #
+# The exercises run from reproducing a number of this chapter to questions the paper leaves open. Those with a
+# checkable answer come with a self-check: `check(label, your_answer)` says whether the answer is right and, if
+# not, gives a hint, never the answer.
+
+# %%
+from icllib.exercises.scan_snap import check
+
+# %% [markdown]
 # ```{exercise}
-# :label: ex-scan_snap-counts
+# :label: ex-scan-snap-counts
 # Show that the gradient of Eq. 15 with respect to $z_m$ is $f \circ (g - (f^\top g) f)$ with $f = v/\|v\|$,
-# $v = k\circ e^{z_m}/(k^\top e^{z_m})$ and $g = Y(e_n - \alpha)$, and explain why its entries sum to zero.
+# $v = k\circ e^{z_m}/(k^\top e^{z_m})$ and $g = Y(e_n - \alpha)$, and explain why its entries sum to zero. Why does
+# this make the count simulator of {ref}`sec-scan_snap-model` exact rather than an approximation?
 # ```
 #
-# ```{solution} ex-scan_snap-counts
+# ```{solution} ex-scan-snap-counts
 # :class: dropdown
 # $\partial v/\partial z_m = \mathrm{diag}(v) - vv^\top$ and $\partial f/\partial v = (I - ff^\top)/\|v\|$, so
 # $\partial J/\partial z_m = (\mathrm{diag}(v) - vv^\top)(I - ff^\top)g/\|v\|$. Since $v \parallel f$,
 # $v^\top(I - ff^\top) = 0$, leaving $\mathrm{diag}(v)(I-ff^\top)g/\|v\| = f\circ(g - (f^\top g)f)$. Its sum is
 # $f^\top g - (f^\top g)\|f\|^2 = 0$.
+#
+# **A good answer** differentiates the softmax and the normalisation separately, uses $v \parallel f$ to drop the
+# rank-one term, and notes that the sequence enters only through the counts $k$: two sequences with the same counts
+# give the same objective and gradient, so drawing counts from the multinomial law is drawing sequences, exactly.
+# The zero row sums follow from $f^\top f = 1$, and with $(e_n - \alpha)^\top\mathbf 1 = 0$ they keep every row of
+# $Y$ and $Z$ at sum zero from a zero start.
 # ```
 #
 # ```{exercise}
-# :label: ex-scan_snap-t0
-# Show that $B_n(t_0)$ depends on $K$, $M$ and $\nu = \eta_Y/\eta_Z$ only, and compute it for $K = 10$,
-# $M = 1000$, $\nu = 2$ with `sst.snap_B`.
+# :label: ex-scan-snap-omega1
+# {prf:ref}`lem-scan_snap-transition` writes the zeros of $e^{Mh} - (M-1)Mh$ as $h = (1+\omega)\ln M/M$. For
+# $M = 1000$, find the larger zero $\omega_1$ numerically and pass it to `check("ex-scan-snap-omega1", omega_1)`.
+# Compare it with the leading order $\ln\ln M/\ln M$: by what factor does the transition time $t_0$ of the chapter
+# differ from $2K\ln M/\eta_Y$?
 # ```
 #
-# ```{solution} ex-scan_snap-t0
+# ````{solution} ex-scan-snap-omega1
+# :class: dropdown
+# In terms of $\omega$ the equation reads $M^{1+\omega} = (M-1)(1+\omega)\ln M$. At $\omega = 0.01$ the right side
+# is larger, at $\omega = 1$ the left side, so a bracketing root finder on $[0.01, 1]$ finds $\omega_1$ and leaves
+# out $\omega_0$, which is of order $1/(M\ln M)$.
+#
+# ```python
+# import numpy as np
+# from scipy.optimize import brentq
+#
+# M = 1000
+# answer = brentq(lambda omega: M ** (1 + omega) - (M - 1) * (1 + omega) * np.log(M), 0.01, 1.0)
+# ```
+#
+# **A good answer** gives $\omega_1 \approx 0.32$, about 1.14 times the leading order 0.28 (the constant of
+# Lemma 8's $\Theta$, which the chapter checks within a factor 1.5), explains why the bracket must exclude
+# $\omega_0$, and concludes that $t_0 = 2(1+\omega_1)K\ln M/\eta_Y$ is about 1.32 times $2K\ln M/\eta_Y$ at this
+# $M$, a factor that tends to 1 only as slowly as $\ln\ln M/\ln M$.
+# ````
+#
+# ```{exercise}
+# :label: ex-scan-snap-steps
+# Corollary 1 for one class ({prf:ref}`cor-scan_snap-steps`): with $M = 1000$ and $\eta_Y = 0.5$, iterate the
+# decoder clock {eq}`scan_snap-clock` from $h^* = 0$ until the residual
+# $\|e_n - \alpha_n\| = \frac{M-1}{(M-1)+e^{Mh^*}}\sqrt{M/(M-1)}$ is at most $\epsilon = 0.01$, and pass the number
+# of steps to `check("ex-scan-snap-steps", steps)`. How does it compare with the corollary's
+# $\ln(M/\epsilon)/(\epsilon\eta_Y)$ and with $t_\epsilon$, the time at which the continuous clock of Eq. 45 gets
+# there?
+# ```
+#
+# ````{solution} ex-scan-snap-steps
+# :class: dropdown
+# The recursion is sequential, so a loop is the honest way to count:
+#
+# ```python
+# import numpy as np
+#
+# M, eta_Y, eps = 1000, 0.5, 0.01
+# h, steps = 0.0, 0
+# while (M - 1) / ((M - 1) + np.exp(M * h)) * np.sqrt(M / (M - 1)) > eps:
+#     h += eta_Y / ((M - 1) + np.exp(M * h))
+#     steps += 1
+# answer = steps
+# ```
+#
+# **A good answer** finds $S_n = 219$ steps, about a tenth of the corollary's $\ln(M/\epsilon)/(\epsilon\eta_Y)
+# \approx 2303$ and just below $t_\epsilon \approx 221$; it explains the first gap by the logarithm, which adds to
+# $1/(\epsilon\eta_Y)$ in $t_\epsilon$ rather than multiplying it, and the second by Lemma 7: the discrete clock
+# leads the continuous one, so it reaches the residual first.
+# ````
+#
+# ```{exercise}
+# :label: ex-scan-snap-t0
+# Show that $B_n(t_0)$ of {eq}`scan_snap-snap` depends on $K$, $M$ and $\nu = \eta_Y/\eta_Z$ only. Then compute it
+# for $K = 10$, $M = 1000$, $\eta_Y = 2$, $\eta_Z = 1$ (so $\nu = 2$, $C_0 = 1$) with `sst.snap_B` and
+# `sst.transition_time`, and pass it to `check("ex-scan-snap-t0", B_t0)`.
+# ```
+#
+# ````{solution} ex-scan-snap-t0
 # :class: dropdown
 # $B_n(t) = \frac14\ln(1 + 2\nu^{-1}K(M-1)^2h^2(t/K)/C_0)$ and $h$ depends on $t$ only through $M\eta_Yt/K$
 # (Eq. 45 with $s = t/K$). At $t_0 = 2(1+\omega_1)K\ln M/\eta_Y$ that product is $2(1+\omega_1)M\ln M$,
-# free of the rates. `sst.snap_B(sst.transition_time(K=10, M=1000, eta_Y=2.0), K=10, M=1000, eta_Y=2.0, eta_Z=1.0)` gives 1.6806, the
-# common height of the dots in the right panel of the snap figure.
+# free of the rates.
+#
+# ```python
+# from icllib import scan_snap_theory as sst
+#
+# t0 = sst.transition_time(K=10, M=1000, eta_Y=2.0)
+# answer = float(sst.snap_B(t0, K=10, M=1000, eta_Y=2.0, eta_Z=1.0))
+# ```
+#
+# **A good answer** makes the substitution explicit, so that the only rate left is the prefactor $\eta_Z/\eta_Y$,
+# gives $B_n(t_0) \approx 1.681$, the common height of the dots in the right panel of {numref}`fig-scan_snap-snap`,
+# and says what this means for the snap: at a fixed ratio every pair of rates arrives at the transition with the
+# same attention, and only the time after it separates them.
+# ````
+#
+# ```{exercise}
+# :label: ex-scan-snap-asymmetric
+# In the negative control of {ref}`sec-scan_snap-scan`, lower the probability of common token B in class 1 from
+# 0.40 towards 0.01 (renormalising the distinct tokens, as `dynamics.one_query_probabilities` does). At which value
+# does $\dot z_B$ at $z = 0$ change sign? Pass it to `check("ex-scan-snap-asymmetric", p)` and relate the answer to
+# Corollary 2.
+# ```
+#
+# ````{solution} ex-scan-snap-asymmetric
+# :class: dropdown
+# The drift of B is positive while B is much more likely in class 1 than in class 0 (+0.094 at 0.40, +0.009 at
+# 0.10) and turns negative between 0.05 and 0.03; a root finder places the sign change precisely.
+#
+# ```python
+# import numpy as np
+# from scipy.optimize import brentq
+#
+# from icllib import scan_snap_dynamics as dynamics
+# from icllib import scan_snap_theory as sst
+#
+# weights = np.linspace(0.05, 0.25, 5)
+#
+#
+# def drift_of_B(p):
+#     P = dynamics.one_query_probabilities([[0.3, 0.01], [0.3, p]], weights, 2)
+#     return sst.population_zdot(P, np.zeros(P.shape[1]), gamma=1.0, eta_Z=1.0)[0][1]
+#
+#
+# answer = brentq(drift_of_B, 0.011, 0.4)
+# ```
+#
+# **A good answer** finds the sign change near $p = 0.041$, four times B's probability in class 0, and reads it as
+# the point where B stops acting like a distinct token of class 1. At equal probabilities (0.01) the symmetric case
+# of Corollary 2 holds and every common token is suppressed; "common" is not a property of the support alone: a
+# token needs comparable probabilities across classes to be pushed down, a case the paper leaves open.
+# ````
+#
+# ```{exercise}
+# :label: ex-scan-snap-momentum
+# The paper's analysis is gradient flow; the authors' runs, and the Fig. 4 runs of {ref}`sec-scan_snap-fig4`, use
+# SGD with momentum 0.9. Rerun them without momentum (`ss.train_yz(..., momentum=0.0)`), once at the same rates and
+# once at rates ten times larger (momentum 0.9 multiplies a constant gradient's step by $1/(1-0.9) = 10$), and
+# summarise each run with `dynamics.fig4_summary`. Does the attention still scan in the order of $P(l|n)$, and does
+# it still freeze? Which comparison isolates the effect of momentum?
+# ```
+#
+# ```{solution} ex-scan-snap-momentum
+# :class: dropdown
+# **A good answer** runs several seeds at both settings, reports the Spearman correlation of the gains with
+# $P(l|n)$ and the ratio of the entropy's drift over iterations 50-100 to its move over the first 50 (the chapter's
+# freezing check), and compares at matched effective rate, since at the same nominal rate a momentum-free run
+# simply moves ten times slower and may not have reached its transition after 100 iterations. It ties the freezing
+# to the decay of the speed control $\gamma$ after $t_0$ ({prf:ref}`lem-scan_snap-gamma`), which holds for
+# gradient flow without momentum, and says whether the measured $t_0$ moves as Lemma 8 predicts for the effective
+# $\eta_Y$.
 # ```
 #
 # ```{exercise}
-# :label: ex-scan_snap-asymmetric
-# In the negative control of {ref}`sec-scan_snap-scan`, lower the probability of common token B in class 1 from 0.40 towards
-# 0.01. At which value does $\dot z_B$ at $z = 0$ change sign? Relate the answer to Corollary 2.
+# :label: ex-scan-snap-threshold
+# The paper reads Fig. 6 as a threshold at $\eta_Y/\eta_Z \approx 2$; {ref}`sec-scan_snap-fig6` finds it a minimum
+# only for $K \ge 6$ ({ref}`scan_snap.N10 <scan-snap-n10>`). Design a sweep that decides where, between $K = 2$ and
+# $K = 6$, the minimum over ratios moves to 2: which sizes (the Syn-Medium layout has $K = 2\,$`num_last`, so
+# `ss.syn_medium(2)` gives $K = 4$), which ratios, how many seeds, and what test tells a real minimum from seed noise?
 # ```
 #
-# ```{solution} ex-scan_snap-asymmetric
+# ```{solution} ex-scan-snap-threshold
 # :class: dropdown
-# Scan `P_control[1, 1]` (renormalising the distinct tokens) and evaluate `sst.population_zdot` at $z = 0$.
-# $\dot z_B$ is positive while B is much more likely in class 1 than in class 0 (+0.094 at 0.40, +0.009 at 0.10)
-# and turns negative between 0.05 and 0.03; at equal probabilities (0.01) the symmetric case of Corollary 2
-# holds and every common token is suppressed. "Common" is not a property of the support alone: a token needs
-# comparable probabilities across classes to be pushed down.
+# **A good answer** adds $K = 4$ (and, with a layout of one next token per query, odd sizes) to the chapter's
+# sizes, refines the ratios around 1-5 (for instance 1, 1.5, 2, 3, 5), keeps the authors' 10 seeds or more, and
+# states the test before running it: for each $(K, \eta_Z)$, the ratio of lowest mean entropy and a paired comparison
+# of the neighbours of 2 against 2, with a correction for the number of cells, as the chapter's Bonferroni test does
+# for Fig. 6. It estimates the cost from the chapter's run time (640 runs in about two minutes on two cores) and
+# says which outcome would make "threshold 2" a statement about large $K$ only.
 # ```
 
 # %% [markdown]
