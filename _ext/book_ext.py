@@ -25,6 +25,7 @@ from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+import course
 import executions
 import ledger_page
 import notebook_download
@@ -332,6 +333,7 @@ def setup(app):
     # whether the course pack will lie beside it (make book builds it last): the chapters' links follow.
     app.add_config_value("course_edition", "", "env")
     app.add_config_value("course_pack", os.environ.get("ICLLIB_COURSE_PACK") == "1", "env")
+    app.connect("config-inited", course.tag_the_edition)
     app.add_js_file("ledger.js")
     app.add_js_file("fit_equations.js")
     app.add_directive("cite-this-chapter", CiteThisChapter)
@@ -350,5 +352,6 @@ def setup(app):
     app.connect("build-finished", site_assets.bibliography_roles)
     app.connect("build-finished", source_archive.archive_at_build_end)
     app.connect("build-finished", notebook_download.wheel_at_build_end)
+    app.connect("build-finished", notebook_download.drop_the_text_sources)
     app.connect("build-finished", ledger_page.copy_paper_scale_records)
     return {"parallel_read_safe": False, "parallel_write_safe": True}

@@ -854,15 +854,35 @@ def colab_url(repository: str, branch: str, pagename: str) -> str | None:
 
 
 def launch_the_download(app, pagename, templatename, context, doctree):
-    """Sphinx ``html-page-context``, after the theme's launch buttons: its Colab button opens the chapter's
-    plain notebook (the theme's would open the jupytext ``.py``, which Colab cannot read)."""
+    """Sphinx ``html-page-context``, after the theme's buttons, on a page with a download: the Colab button opens
+    the chapter's plain notebook (the theme's would open the jupytext ``.py``, which Colab cannot read), and the
+    download menu offers that notebook but not the ``.py`` source (MyST that Jupyter shows raw; the source archive
+    holds it, and :func:`drop_the_text_sources` takes its 0.4 MB of copies off the site)."""
+    if not context.get("ipynb_source"):
+        return
     options = app.config.html_theme_options
     branch = (options.get("launch_buttons", {}).get("colab_branch") or "gh-pages").strip()
     url = colab_url(options.get("repository_url", "") or "", branch, pagename)
     for group in context.get("header_buttons", []):
-        for button in group.get("buttons", []) if isinstance(group, dict) else []:
+        if not isinstance(group, dict):
+            continue
+        kept = []
+        for button in group.get("buttons", []):
             if button.get("text") == "Colab":
-                if url is None or not context.get("ipynb_source"):
-                    group["buttons"].remove(button)
-                else:
-                    button["url"] = url
+                if url is None:
+                    continue
+                button["url"] = url
+            if button.get("label") == "download-source-button" and button.get("text") == ".py":
+                continue
+            kept.append(button)
+        if "buttons" in group:
+            group["buttons"] = kept
+
+
+def drop_the_text_sources(app, exception):
+    """Sphinx ``build-finished``: the ``_sources/`` copy of each chapter's jupytext ``.py`` goes where the page offers
+    its notebook instead (:func:`launch_the_download`): nothing links to it any more."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for notebook in (Path(app.outdir) / "_sources").rglob("*.ipynb"):
+        notebook.with_suffix(".py").unlink(missing_ok=True)

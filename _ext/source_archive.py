@@ -1,9 +1,12 @@
-"""The book's source as one download, so that a reader with only the site can re-execute any chapter offline.
+"""The book's source as one download, so that a reader with only the site can run any chapter, and an instructor
+can rebuild the book, its paper-scale archives and its course editions.
 
-``icl-book-source.tar.gz`` (at the root of the built site) holds the library with its registry, the chapter
-notebooks, the pins and licences, and a README with the commands that run a chapter. It is written at the
-end of every HTML build and is byte-for-byte the same for the same sources (sorted members, no dates, no
-owners), so an unchanged book publishes an unchanged archive.
+``icl-book-source.tar.gz`` (at the root of the built site) holds the repository as git tracks it (:data:`MEMBERS`:
+the library with its registry, the chapter notebooks, the build's extensions and configuration, the book's pages,
+the Makefile, the tools, the benchmarks, the archived paper-scale runs, the tests, the pins and licences), with a
+README whose two commands run a chapter. It is written at the end of every HTML build and is byte-for-byte the
+same for the same sources (sorted members, no dates, no owners), so an unchanged book publishes an unchanged
+archive.
 
 It packs what git tracks (``git ls-files``, the index: a staged new file counts), never what merely lies in
 the folders: a generated ``.ipynb``, an editor's backup or a ``.env`` holding a secret stays out. Outside a git
@@ -21,33 +24,54 @@ from pathlib import Path
 
 ARCHIVE_NAME = "icl-book-source.tar.gz"
 TOP_FOLDER = "icl-book-source"
-MEMBERS = ("src", "notebooks", "requirements.txt", "pyproject.toml", "environment.yml", "LICENSE",
-           "LICENSE-TEXT", "CITATION.cff")
+# Everything the site tells a reader to use (make paper-scale, benchmarks/, _ext/, tools/, ...) and what `make book`,
+# `make test`, `make paper-scale` and `make course` read; the repository's own README.md gives way to README below,
+# and hidden files (.ci/, .gitignore) stay out.
+MEMBERS = ("src", "notebooks", "_ext", "book", "benchmarks", "tools", "results", "tests", "site_tests",
+           "Makefile", "_config.yml", "_toc.yml", "conftest.py", "requirements.txt", "pyproject.toml",
+           "environment.yml", "CONTRIBUTING.md", "LICENSE", "LICENSE-TEXT", "CITATION.cff")
 SKIPPED = {"__pycache__", ".ipynb_checkpoints", "_build"}
 # The walk outside git leaves these out: what editors, notebooks and builds leave beside the sources.
 SKIPPED_SUFFIXES = (".pyc", ".ipynb", "~", ".swp", ".swo", ".bak", ".orig", ".rej", ".tmp")
-EXAMPLE_CHAPTER = "induction_emergence"
+# The chapter the README runs: the shortest in quick mode (9 s on the book's machines), and the one that needs the
+# `text` extra (gensim), so that running it from the README also proves the extra.
+EXAMPLE_CHAPTER = "scan_snap_text"
 
 README = f"""# How Transformers Learn In Context: the book's source
 
-This archive holds what the book's chapters execute: the library `icllib` (`src/`, with the claims registry in
-`src/icllib/registry/`), the chapter notebooks (`notebooks/*.py`, jupytext text notebooks) and the exact pins
-(`requirements.txt`; `environment.yml` for conda). It needs Python 3.11 and, to install, the package
-registries; running a chapter needs no network.
+This archive is the book's repository as its website was built from it: the library `icllib` (`src/`, with the
+claims registry in `src/icllib/registry/`), the chapter notebooks (`notebooks/*.py`, jupytext text notebooks),
+the site's pages (`book/`, `_config.yml`, `_toc.yml`) and Sphinx extensions (`_ext/`), the `Makefile`, `tools/`,
+`benchmarks/`, the archived paper-scale runs (`results/`), the tests and the exact pins (`requirements.txt`;
+`environment.yml` for conda).
 
-Run a chapter (here `{EXAMPLE_CHAPTER}`; any name in `notebooks/` works) in `quick` mode, from this folder:
+## Run a chapter
+
+Two commands, from this folder, with Python 3.11 or later (the first needs the package index; running needs no
+network). They install `icllib` with only what the chapters import (torch, NumPy, SciPy, SymPy, matplotlib,
+tqdm, PyYAML, and gensim for the text chapter), at the book's exact versions, plus a notebook runner, and run
+`{EXAMPLE_CHAPTER}` (any name in `notebooks/` works) in `quick` mode:
 
 ```bash
-python3 -m venv .venv
-.venv/bin/python -m pip install -r requirements.txt
-.venv/bin/python -m pip install --no-deps -e .
-ICLLIB_MODE=quick .venv/bin/python -c "import jupytext, nbclient; nb = jupytext.read('notebooks/{EXAMPLE_CHAPTER}.py'); nbclient.NotebookClient(nb, kernel_name='python3', resources={{'metadata': {{'path': 'notebooks'}}}}).execute(); jupytext.write(nb, 'notebooks/{EXAMPLE_CHAPTER}.ipynb')"
+python3 -m venv .venv && .venv/bin/python -m pip install -c requirements.txt ".[text]" jupytext nbclient ipykernel
+ICLLIB_MODE=quick .venv/bin/jupytext --execute --to ipynb notebooks/{EXAMPLE_CHAPTER}.py
 ```
 
-The last command writes the executed notebook `notebooks/{EXAMPLE_CHAPTER}.ipynb`; every claim the chapter
-checks is asserted as it runs (a failed check stops it with the measured and expected values). Open it with
-`.venv/bin/pip install jupyterlab && .venv/bin/jupyter lab`. `ICLLIB_MODE=default` gives the numbers on the
-website (minutes per chapter), `ICLLIB_MODE=full` the papers' sizes (hours).
+The second writes the executed notebook `notebooks/{EXAMPLE_CHAPTER}.ipynb`; every claim the chapter checks is
+asserted as it runs (a failed check stops it with the measured and expected values). Open it with
+`.venv/bin/pip install jupyterlab && .venv/bin/jupyter lab`; the website's download of the chapter (its `.ipynb`
+button) is the same notebook in plain Jupyter Markdown, with its cross-references as links.
+`ICLLIB_MODE=default` gives the numbers on the website (minutes per chapter), `ICLLIB_MODE=full` the papers'
+sizes (hours, or a GPU with `ICLLIB_DEVICE=cuda`).
+
+## Rebuild the book
+
+`make book` builds the website into `_build/html` (it installs the whole toolchain of `requirements.txt` into
+`.venv` first); `make test` runs every test; `make paper-scale CHAPTER=<chapter>` runs a chapter at the paper's
+sizes and archives its checks in `results/full/`; `make course` builds the student and instructor editions, where
+the Makefile has that target. `CONTRIBUTING.md` explains how a chapter is written and checked; `python -m
+benchmarks` times the kernels in `benchmarks/`. With `html.baseurl` set in `_config.yml` to where you publish the
+site, each chapter's download installs `icllib` from your site (`wheels/`).
 
 Licences: the code is MIT (`LICENSE`), the text and figures CC BY 4.0 (`LICENSE-TEXT`). To cite, see
 `CITATION.cff`.

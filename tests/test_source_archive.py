@@ -1,7 +1,10 @@
 """The source archive offered on the site: what it holds, that it is reproducible, and its README's commands."""
 
+import re
+import subprocess
 import sys
 import tarfile
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,34 @@ def test_the_archive_holds_what_a_chapter_needs_and_nothing_built(archive):
     assert any(name.startswith(f"{top}/src/icllib/registry/") and name.endswith(".yaml") for name in names)
     assert {f"{top}/notebooks/{path.name}" for path in (ROOT / "notebooks").glob("*.py")} <= set(names)
     assert not [name for name in names if "__pycache__" in name or "_build" in name or name.endswith(".ipynb")]
+    assert not [name for name in names if "/." in name], "no hidden files (.ci/, .gitignore)"
+
+
+def tracked(path: str) -> bool:
+    return subprocess.run(["git", "-C", str(ROOT), "ls-files", "--error-unmatch", path],
+                          capture_output=True).returncode == 0
+
+
+def test_the_archive_rebuilds_the_book_and_holds_every_file_the_site_points_to(archive):
+    """An instructor can rebuild from it (Makefile, configuration, pages, extensions), and every `make` target and
+    every file or folder of the repository that the pages name (`benchmarks/`, `_ext/`, `tools/...`, `results/full/`)
+    is in it."""
+    names = set(tarfile.open(archive).getnames())
+    top = source_archive.TOP_FOLDER
+    for needed in ("Makefile", "_config.yml", "_toc.yml", "book/intro.md", "_ext/book_ext.py",
+                   "_ext/paper_scale.py", "conftest.py"):
+        assert f"{top}/{needed}" in names, needed
+    pages = "\n".join(path.read_text() for path in [*(ROOT / "book").glob("*.md"), *(ROOT / "notebooks").glob("*.py")])
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"`make ([a-z][\w-]*)", pages))
+    assert "paper-scale" in targets
+    assert not [target for target in targets if not re.search(rf"^{target}:", makefile, re.MULTILINE)]
+    mentioned = {path.rstrip("/") for path in re.findall(r"`([\w.-]+/[\w./-]*)`", pages)}
+    repository_paths = {path for path in mentioned if (ROOT / path).exists() and tracked(path)}
+    assert {"benchmarks", "_ext"} <= repository_paths
+    missing = [path for path in repository_paths
+               if f"{top}/{path}" not in names and not any(name.startswith(f"{top}/{path}/") for name in names)]
+    assert not missing, missing
 
 
 def test_the_archive_is_the_same_bytes_for_the_same_sources(archive, tmp_path):
@@ -34,12 +65,19 @@ def test_the_archive_is_the_same_bytes_for_the_same_sources(archive, tmp_path):
     assert again.read_bytes() == archive.read_bytes()
 
 
-def test_the_readme_installs_and_runs_one_chapter_in_quick_mode(archive):
+DOCUMENTATION_TOOLCHAIN = ("jupyter-book", "sphinx", "myst", "pytest", "black", "nbval", "-r requirements.txt")
+
+
+def test_the_readme_runs_a_chapter_in_two_commands_with_only_the_science_stack(archive):
     readme = tarfile.open(archive).extractfile(f"{source_archive.TOP_FOLDER}/README.md").read().decode()
-    commands = readme_commands(readme)
-    assert commands[0].startswith("python3 -m venv")
-    assert "ICLLIB_MODE=quick" in commands[-1] and f"notebooks/{source_archive.EXAMPLE_CHAPTER}.py" in commands[-1]
+    install, run = readme_commands(readme)
+    assert install.startswith("python3 -m venv") and "-c requirements.txt" in install and '".[text]"' in install
+    assert not [tool for tool in DOCUMENTATION_TOOLCHAIN if tool in install]
+    assert "ICLLIB_MODE=quick" in run and f"notebooks/{source_archive.EXAMPLE_CHAPTER}.py" in run
     assert (ROOT / "notebooks" / f"{source_archive.EXAMPLE_CHAPTER}.py").is_file()
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = " ".join(pyproject["dependencies"] + pyproject["optional-dependencies"]["text"])
+    assert not [tool for tool in DOCUMENTATION_TOOLCHAIN if tool in runtime], "the wheel's requirements"
 
 
 def test_a_folder_that_is_not_the_book_is_refused(tmp_path):
