@@ -23,7 +23,6 @@ import base64
 import html
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -82,6 +81,15 @@ def course_link(edition: str, kind: str, file_name: str) -> str:
     return f"{COURSE_FOLDER}/{edition}/{kind}/{file_name}"
 
 
+def tag_the_edition(app, config):
+    """Sphinx ``config-inited``: the tags the book's pages test with ``{only}``: ``student`` in the student
+    edition, ``course_pack`` where the site carries the course pack (the home page's part for teachers)."""
+    if config.course_edition == "student":
+        app.tags.add("student")
+    if config.course_pack:
+        app.tags.add("course_pack")
+
+
 # --- the student edition's pages ---------------------------------------------------------------------------
 
 def student_config(root: Path, target: Path) -> Path:
@@ -121,35 +129,30 @@ def without_solutions_in_the_files(site: Path) -> None:
 
 # --- notebooks ---------------------------------------------------------------------------------------------
 
-def plain_notebooks(build: Path, target: Path, *, solutions: bool, site_url: str) -> list[Path]:
-    """Each chapter's executed notebook of the published build (``<build>/jupyter_execute``) as a notebook that
-    reads in plain Jupyter, with or without its solutions."""
-    try:
-        from notebook_download import plain_notebook
-    except ImportError:  # until _ext/notebook_download.py lands: solutions dropped, MyST left as it is
-        plain_notebook = _solutions_dropped
-    target.mkdir(parents=True, exist_ok=True)
+def notebooks(site: Path, target: Path, *, edition: str) -> list[Path]:
+    """Each chapter's notebook as it reads in plain Jupyter, with the cell that installs icllib first: the
+    instructor's is the published page's download (solutions kept, as on the page); the student's is the same
+    executed notebook converted without its solutions (``notebook_download.plain_notebook``)."""
+    import nbformat
+    import notebook_download
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    url = (config.get("html", {}).get("baseurl") or "").strip().rstrip("/") or None
     written = []
     for chapter in chapters():
-        executed = build / "jupyter_execute" / f"{chapter.page}.ipynb"
-        notebook = plain_notebook(json.loads(executed.read_text(encoding="utf-8")), solutions=solutions,
-                                  site_url=site_url)
         path = target / f"{chapter.name}.ipynb"
-        path.write_text(json.dumps(notebook, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+        if edition == "instructor":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(site / "_sources" / f"{chapter.page}.ipynb", path)
+        else:
+            executed = nbformat.read(site.parent / "jupyter_execute" / f"{chapter.page}.ipynb", as_version=4)
+            plain = notebook_download.plain_notebook(executed, solutions=False, site_url=url, page=chapter.page,
+                                                     chapter=chapter.number)
+            plain = notebook_download.add_install_cell(plain, wheel_name=notebook_download.wheel_name(ROOT),
+                                                       site_url=url)
+            notebook_download.write_compact(plain, path)
         written.append(path)
     return written
-
-
-SOLUTION_BLOCK = re.compile(r"^(`{3,}|:{3,})\{solution\}.*?^\1[ \t]*$\n?", re.MULTILINE | re.DOTALL)
-
-
-def _solutions_dropped(notebook: dict, *, solutions: bool, site_url: str) -> dict:
-    if not solutions:
-        for cell in notebook["cells"]:
-            if cell["cell_type"] == "markdown":
-                source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-                cell["source"] = SOLUTION_BLOCK.sub("", source)
-    return notebook
 
 
 # --- PDFs --------------------------------------------------------------------------------------------------
@@ -187,7 +190,21 @@ def print_page(browser, url: str, target: Path, *, title: str, edition: str, lab
                           preferCSSPageSize=False, **PAPER)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(base64.b64decode(result["data"]))
+    compress(target)
     return time.monotonic() - started
+
+
+def compress(path: Path) -> None:
+    """Chromium writes its content streams uncompressed and repeats identical objects: the same PDF with its
+    streams compressed and its identical objects shared is much smaller."""
+    from pypdf import PdfWriter
+
+    writer = PdfWriter(clone_from=str(path))
+    for page in writer.pages:
+        page.compress_content_streams()
+    writer.compress_identical_objects(remove_identicals=True, remove_orphans=True)
+    with open(path, "wb") as handle:
+        writer.write(handle)
 
 
 def print_edition(browser, pages_root: Path, target: Path, edition: str) -> dict[str, float]:
@@ -204,6 +221,7 @@ def print_edition(browser, pages_root: Path, target: Path, edition: str) -> dict
     for chapter in chapters():
         book.append(str(target / pdf_name(chapter)), outline_item=f"{chapter.number}. {chapter.title}")
     book.add_metadata({"/Title": f"{book_title()} ({EDITION_TITLES[edition].lower()})"})
+    book.compress_identical_objects(remove_identicals=True, remove_orphans=True)
     with open(target / BOOK_PDF, "wb") as handle:
         book.write(handle)
     return seconds
@@ -226,7 +244,7 @@ def folder_size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
-def build_course(site: Path, work: Path, *, site_url: str = "") -> dict:
+def build_course(site: Path, work: Path) -> dict:
     """Both editions under ``<site>/course/``; returns what it measured (seconds, bytes)."""
     site, work = site.resolve(), work.resolve()
     if not (site / "index.html").is_file():
@@ -241,10 +259,8 @@ def build_course(site: Path, work: Path, *, site_url: str = "") -> dict:
     without_solutions_in_the_files(student_html)
     shutil.copytree(student_html, course / "student")
 
-    build = site.parent    # _build/html's parent holds jupyter_execute
     for edition in EDITIONS:
-        solutions = edition == "instructor"
-        plain_notebooks(build, course / edition / "notebooks", solutions=solutions, site_url=site_url)
+        notebooks(site, course / edition / "notebooks", edition=edition)
     # The student pages' download button offers the student notebook, where the published pages offer theirs.
     for chapter in chapters():
         download = course / "student" / "_sources" / f"{chapter.page}.ipynb"

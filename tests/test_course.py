@@ -51,49 +51,78 @@ def chapter_markdown(chapter: course.Chapter) -> str:
 
 def book_sources() -> dict[str, str]:
     """Every text of the book a page shows: the chapters (markdown and code), the other pages, the library's
-    docstrings (the API page) and the registry (the ledger and errata pages)."""
+    docstrings (the API page), the registry (the ledger and errata pages) and, where a site is built, the text of
+    its pages outside the solutions (which holds what the build computes: the ledger's values, the run times)."""
+    from bs4 import BeautifulSoup
+
     sources = {}
     for chapter in course.chapters():
         notebook = jupytext.read(ROOT / f"{chapter.page}.py")
         sources[chapter.page] = "\n\n".join(cell.source for cell in notebook.cells)
     for path in [*ROOT.glob("book/*.md"), *ROOT.glob("src/icllib/**/*.py"), *ROOT.glob("src/icllib/**/*.yaml")]:
         sources[path.relative_to(ROOT).as_posix()] = path.read_text(encoding="utf-8")
+    for path in SITE.glob("**/*.html") if (SITE / "index.html").is_file() else []:
+        if PACK not in path.parents:
+            page = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+            for solution in page.select("div.solution"):
+                solution.decompose()
+            sources[path.relative_to(SITE).as_posix()] = page.get_text("")
     return sources
 
 
+def compact(text: str) -> str:
+    """Mathematics compared without its spaces (a page's source and MathJax's input space it differently)."""
+    return re.sub(r"\s+", "", text)
+
+
 @cache
-def solutions() -> dict[str, list[str]]:
-    """Each solution of the book (``<chapter>: solution <n>``) and its phrases that no other text of the book
-    holds."""
-    rest = normalised("\n".join(SOLUTION.sub(" ", text) for text in book_sources().values()))
+def solutions() -> dict[str, dict[str, list[str]]]:
+    """Each solution of the book (``<chapter>: solution <n>``) with what no other text of the book holds: its
+    prose phrases (found in pages, PDFs and notebooks) and its mathematics of 12 characters or more (found in
+    pages and notebooks, which keep the TeX; a PDF prints glyphs)."""
+    others = [SOLUTION.sub(" ", text) for text in book_sources().values()]
+    rest, rest_compact = normalised("\n".join(others)), compact("\n".join(others))
     found = {}
     for chapter in course.chapters():
         blocks = [match.group(2) for match in SOLUTION.finditer(chapter_markdown(chapter))]
         for number, block in enumerate(blocks, start=1):
-            phrases = []
+            prose, mathematics = [], []
             for segment in BREAKS.split(block):
                 segment_words = words(segment or "")
                 for start in range(len(segment_words) - PHRASE_WORDS + 1):
                     phrase = " ".join(segment_words[start:start + PHRASE_WORDS])
-                    if f" {phrase} " not in rest and phrase not in phrases:
-                        phrases.append(phrase)
-            found[f"{chapter.name}: solution {number}"] = phrases
+                    if f" {phrase} " not in rest and phrase not in prose:
+                        prose.append(phrase)
+            for formula in re.findall(r"\$([^$]+)\$", block):
+                if len(compact(formula)) >= 12 and compact(formula) not in rest_compact:
+                    mathematics.append(compact(formula))
+            found[f"{chapter.name}: solution {number}"] = {"prose": prose, "mathematics": mathematics}
     return found
 
 
-def solutions_in(text: str) -> dict[str, list[str]]:
-    """The solutions of which ``text`` holds a phrase, with the phrases found."""
-    text = normalised(text)
-    found = {name: [phrase for phrase in phrases if f" {phrase} " in text] for name, phrases in solutions().items()}
-    return {name: phrases for name, phrases in found.items() if phrases}
+def fingerprints_in(text: str, *, mathematics: bool) -> dict[str, list[str]]:
+    """For each solution, which of its phrases (and formulas, with ``mathematics``) ``text`` holds or lacks."""
+    prose_text, compact_text = normalised(text), compact(text)
+    result = {}
+    for name, prints in solutions().items():
+        found = [phrase for phrase in prints["prose"] if f" {phrase} " in prose_text]
+        missing = [phrase for phrase in prints["prose"] if f" {phrase} " not in prose_text]
+        if mathematics:
+            found += [formula for formula in prints["mathematics"] if formula in compact_text]
+            missing += [formula for formula in prints["mathematics"] if formula not in compact_text]
+        result[name] = (found, missing)
+    return result
 
 
-def solutions_missing_from(text: str) -> dict[str, list[str]]:
-    """The solutions of which ``text`` lacks a phrase, with the phrases missing."""
-    text = normalised(text)
-    missing = {name: [phrase for phrase in phrases if f" {phrase} " not in text]
-               for name, phrases in solutions().items()}
-    return {name: phrases for name, phrases in missing.items() if phrases}
+def solutions_in(text: str, *, mathematics: bool = True) -> dict[str, list[str]]:
+    """The solutions of which ``text`` holds a phrase or formula, with what was found."""
+    return {name: found for name, (found, _) in fingerprints_in(text, mathematics=mathematics).items() if found}
+
+
+def solutions_missing_from(text: str, *, mathematics: bool = True) -> dict[str, list[str]]:
+    """The solutions of which ``text`` lacks a phrase or formula, with what is missing."""
+    return {name: missing for name, (_, missing) in fingerprints_in(text, mathematics=mathematics).items()
+            if missing}
 
 
 def pdf_pages(path: Path) -> list[str]:
@@ -144,8 +173,8 @@ def page_fill(page) -> float:
 def test_every_solution_of_the_sources_is_found_and_has_phrases_of_its_own():
     found = solutions()
     assert len(found) >= 3 * len(course.chapters()), f"only {len(found)} solutions in the chapter sources"
-    assert not [name for name, phrases in found.items() if not phrases], \
-        "a solution with no phrase of its own cannot be looked for"
+    assert not [name for name, prints in found.items() if not prints["prose"] + prints["mathematics"]], \
+        "a solution with no phrase or formula of its own cannot be looked for"
 
 
 def test_the_phrase_search_finds_a_solution_in_its_own_source_and_not_in_the_exercise_alone():
@@ -189,9 +218,9 @@ def test_no_student_pdf_holds_a_solution_and_every_instructor_pdf_holds_them_all
                              for text in pdf_pages(PACK / edition / "pdf" / course.pdf_name(chapter)))
         for text in (book, chapters):
             if edition == "student":
-                assert not solutions_in(text)
+                assert not solutions_in(text, mathematics=False)
             else:
-                assert not solutions_missing_from(text)
+                assert not solutions_missing_from(text, mathematics=False)
 
 
 @needs_pack
@@ -215,7 +244,8 @@ def test_the_search_index_of_the_student_edition_has_no_word_that_only_a_solutio
     everything_else = set()
     solution_words = set()
     for text in book_sources().values():
-        solution_words |= {word for match in SOLUTION.finditer(text) for word in words(match.group(2))}
+        solution_words |= {word for match in SOLUTION.finditer(text) for segment in BREAKS.split(match.group(2))
+                           for word in words(segment or "")}
         everything_else |= set(words(SOLUTION.sub(" ", text)))
     stemmer = SearchEnglish({})
     only_in_solutions = {stemmer.stem(word) for word in solution_words - everything_else if not word.isdigit()}
