@@ -245,6 +245,8 @@ def _bibliography(bib_file: Path) -> dict[str, dict]:
 def _authors(family: list[str]) -> str:
     if not family:
         return "?"
+    if len(family) > 1 and family[-1] == "others":   # BibTeX's "and others"
+        return f"{family[0]} et al."
     if len(family) == 1:
         return family[0]
     if len(family) == 2:
