@@ -498,6 +498,9 @@ drop, tol = scaled["loss"][-1], dict(
 )
 check_claim("induction_emergence.limit-loss-drop", drop, **tol, **C["limit-loss-drop"])
 
+# %% [markdown]
+# The rescaled times against their limits, and the raw times on log-log axes:
+
 # %% mystnb={"figure": {"caption": "Left: emergence and loss-drop times divided by $N$ (for $\\gamma$) or $N^2$ (the others), from the integrated flow, converge to the closed-form constants of this chapter's Propositions 1-3 (dashed). Right: the same times on log-log axes, with slope 1 for $\\gamma$ and slope 2 for $\\beta$, $\\alpha$ and the loss drop.", "name": "fig-induction_emergence-times"}}
 fig, (left, right) = figure(1, 2)
 labels = {
@@ -555,6 +558,9 @@ print({N: f"max|alpha - beta^2/2| = {d:.3e}, N * that = {N * d:.3f}" for N, d in
 print(f"ratio = {ratio:.3f}")
 check_claim("induction_emergence.slow-manifold", ratio, **C["slow-manifold"])
 
+# %% [markdown]
+# The trajectories of the two largest $N$ in the $(\beta, \alpha)$ plane, against the manifold:
+
 # %% mystnb={"figure": {"caption": "Along the flow, $\\alpha$ follows $\\beta^2/2$ (dashed) until $\\alpha$ emerges: the slow manifold of this chapter's Proposition 2. The first-layer head is slaved to the second-layer match, not the other way round.", "name": "fig-induction_emergence-manifold"}}
 fig, ax = figure()
 for index, (N, (beta_t, alpha_t)) in enumerate(curves.items()):
@@ -585,17 +591,12 @@ show_table(*ie.bounds_table(bounds, BOUND_N_VALUES))
 
 
 # %% [markdown]
-# The checks take the extreme over $N$ of each quantity; for B.6.1 the margin to $[1/2, 1]$:
-
+# The checks take each quantity at its worst $N$ (`ie.worst_over_n`: the smallest value for a lower bound, the
+# largest for an upper one); for B.6.1, the margin of $N\dot\gamma$ to $[1/2, 1]$:
 
 # %%
-def extreme(key, pick):
-    return pick(bounds[N][key] for N in BOUND_N_VALUES)
-
-
-gamma_rate_margin = min(
-    extreme("N*gammadot phase1 min", min) - 0.5, 1.0 - extreme("N*gammadot phase1 max", max)
-)
+worst = ie.worst_over_n(bounds, BOUND_N_VALUES)
+gamma_rate_margin = min(worst["N*gammadot phase1 min"] - 0.5, 1.0 - worst["N*gammadot phase1 max"])
 beta_at_t_gamma = bounds[BOUND_N_VALUES[-1]]["N*beta(T_gamma)"]
 check_claim("induction_emergence.b61-gamma-rate", gamma_rate_margin, **C["b61-gamma-rate"])
 check_claim("induction_emergence.b62-small-at-tgamma", beta_at_t_gamma, **C["b62-small-at-tgamma"])
@@ -604,10 +605,8 @@ check_claim("induction_emergence.b62-small-at-tgamma", beta_at_t_gamma, **C["b62
 # and the bounds of phases 2 and 3, each at its worst $N$:
 
 # %%
-gamma_max, alpha_slower = extreme("gamma max phase2", max), extreme(
-    "alphadot/betadot max phase2", max
-)
-alpha_rate_min, beta_max = extreme("8N^2*alphadot min phase3", min), extreme("beta(T_alpha)", max)
+gamma_max, alpha_slower = worst["gamma max phase2"], worst["alphadot/betadot max phase2"]
+alpha_rate_min, beta_max = worst["8N^2*alphadot min phase3"], worst["beta(T_alpha)"]
 check_claim("induction_emergence.b71-gamma-bound", gamma_max, **C["b71-gamma-bound"])
 check_claim("induction_emergence.b73-alpha-slower", alpha_slower, **C["b73-alpha-slower"])
 check_claim("induction_emergence.b81-alpha-rate", alpha_rate_min, **C["b81-alpha-rate"])
@@ -784,6 +783,9 @@ predicted_diverged = n < ie.APP_F.lr / 2
 print(f"eta = 100: diverged for N = {[N for N, d in zip(N_VALUES, literal_diverged) if d]}")
 as_predicted = bool(np.array_equal(literal_diverged, predicted_diverged))
 check_claim("induction_emergence.literal-step-diverges", as_predicted, **C["literal-step-diverges"])
+
+# %% [markdown]
+# Flow and gradient descent at App. F's thresholds, and the time until ICL against its quadratic asymptote:
 
 # %% mystnb={"figure": {"caption": "The paper's Fig. 5, recomputed. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step $\\lambda/D=0.39$ (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from this chapter's Proposition 2 (dashed), and Definition 1's time $T_\\alpha$ with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}}
 fig, (left, right) = figure(1, 2)

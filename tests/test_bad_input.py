@@ -247,6 +247,8 @@ VALID = {
                                                                   "loss": 40.0}}, N_values=[4]),
     "induction_emergence.bounds_table": lambda: dict(
         bounds={4: importlib.import_module("icllib.induction_emergence").proof_bounds(4, num=201)}, N_values=[4]),
+    "induction_emergence.worst_over_n": lambda: dict(
+        bounds={4: importlib.import_module("icllib.induction_emergence").proof_bounds(4, num=201)}, N_values=[4]),
     "induction_emergence.check_args": lambda: dict(claim_id="induction_emergence.order"),
     "induction_subspace.parameter_count": lambda: dict(D=4),
     "induction_subspace.flatten_weights": lambda: dict(zip(("W1", "W2", "W3"), _W())),

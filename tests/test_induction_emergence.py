@@ -223,6 +223,19 @@ def test_tables_have_one_row_per_quantity_and_a_column_per_n():
         ie.crossing_table(times, [16])
 
 
+def test_worst_over_n_takes_the_minimum_of_a_lower_bound_and_the_maximum_of_an_upper_one():
+    bounds = {
+        4: {key: 1.0 for key in ie.PAPER_BOUNDS} | {"8N^2*alphadot min phase3": 2.0, "beta(T_alpha)": 3.0},
+        8: {key: 1.0 for key in ie.PAPER_BOUNDS} | {"8N^2*alphadot min phase3": 1.5, "beta(T_alpha)": 4.0},
+    }
+    worst = ie.worst_over_n(bounds, [4, 8])
+    assert worst["8N^2*alphadot min phase3"] == 1.5 and worst["beta(T_alpha)"] == 4.0
+    assert "N*alpha(T_gamma)" not in worst  # an order O(1) has no worst side
+    assert ie.worst_over_n(bounds, [4])["beta(T_alpha)"] == 3.0
+    with pytest.raises(ValueError, match="bounds"):
+        ie.worst_over_n(bounds, [16])
+
+
 def test_checks_name_registered_claims_and_fill_their_reasons():
     from icllib.claims import registry
 

@@ -9,7 +9,7 @@ Read top to bottom:
 3. gradient descent on (alpha, beta, gamma), the discrete counterpart of App. F (Fig. 5);
 4. the large-N limits of the emergence times, derived in the chapter (its Propositions 1-3);
 5. the chapter's bookkeeping: :func:`richardson`, the tables :func:`crossing_table` and :func:`bounds_table`
-   (with :data:`PAPER_BOUNDS`, the bounds of App. B.6-B.8 as the paper states them), and ``CHECKS`` with
+   (with :data:`PAPER_BOUNDS`, the bounds of App. B.6-B.8 as the paper states them, and :func:`worst_over_n`), and ``CHECKS`` with
    :func:`check_args`, the tolerance and its reason for each of the chapter's checks, so that a check in the
    chapter is one line while the ledger and the claim cards still show both.
 
@@ -381,20 +381,38 @@ PAPER_BOUNDS = {
 }
 
 
+def _bounds_for(bounds, N_values) -> list[int]:
+    N_values = _n_values(N_values)
+    if not isinstance(bounds, dict) or any(N not in bounds for N in N_values):
+        raise ValueError("bounds must map every N of N_values to its proof_bounds(N)")
+    return N_values
+
+
+def worst_over_n(bounds, N_values) -> dict[str, float]:
+    """For each bounded quantity of :data:`PAPER_BOUNDS`, its value at the worst N (``bounds[N]`` from
+    :func:`proof_bounds`): the smallest for a lower bound, the largest for an upper bound; an order O(1) is left
+    out. The chapter's checks of App. B.6-B.8 ("The proof, step by step") test these values."""
+    N_values = _bounds_for(bounds, N_values)
+    worst = {}
+    for key, (_, kind, _) in PAPER_BOUNDS.items():
+        if kind is not None:
+            worst[key] = (min if kind == "lower" else max)(bounds[N][key] for N in N_values)
+    return worst
+
+
 def bounds_table(bounds, N_values) -> tuple[list[str], list[list]]:
     """Header and rows of the chapter's table of the proof's bounds: each quantity of :data:`PAPER_BOUNDS`, the
     paper's statement, its value for each N (``bounds[N]`` from :func:`proof_bounds`) and the margin of the
     worst N to the bound (positive: the bound holds; one rounding error is shown as 0)."""
-    N_values = _n_values(N_values)
-    if not isinstance(bounds, dict) or any(N not in bounds for N in N_values):
-        raise ValueError("bounds must map every N of N_values to its proof_bounds(N)")
+    N_values = _bounds_for(bounds, N_values)
+    worst = worst_over_n(bounds, N_values)
     rows = []
     for key, (statement, kind, value) in PAPER_BOUNDS.items():
         measured = [bounds[N][key] for N in N_values]
         if kind is None:
             margin_text = "-"
         else:
-            margin = min(measured) - value if kind == "lower" else value - max(measured)
+            margin = worst[key] - value if kind == "lower" else value - worst[key]
             # N gammadot = 1 exactly at t = 0: a margin of one rounding error is shown as 0
             margin_text = f"{0.0 if abs(margin) < 1e-12 else margin:.3g}"
         rows.append([key, statement] + [f"{m:.4g}" for m in measured] + [margin_text])
