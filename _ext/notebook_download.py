@@ -255,13 +255,14 @@ def _authors(family: list[str]) -> str:
 
 
 def _citation(role: str, keys: str, bibliography: Mapping[str, dict]) -> str:
-    """Author-year text as the site's ``bibtex_reference_style: author_year`` writes it."""
+    """Author-year text as the site's ``bibtex_reference_style: author_year`` writes it ("Tian et al. [2023]",
+    "[Ziyin et al., 2025]"), but "et al." where the entry ends in BibTeX's "and others"."""
     parts = []
     for key in [key.strip() for key in keys.split(",") if key.strip()]:
         entry = bibliography.get(key, {"authors": [key], "year": "n.d."})
         authors = _authors(entry["authors"])
         if role.endswith(":t") or role.endswith(":ts"):
-            parts.append(f"{authors} ({entry['year']})")
+            parts.append(f"{authors} [{entry['year']}]")
         elif role.endswith(":author"):
             parts.append(authors)
         elif role.endswith(":year"):
@@ -270,7 +271,7 @@ def _citation(role: str, keys: str, bibliography: Mapping[str, dict]) -> str:
             parts.append(f"{authors}, {entry['year']}")
     if role.endswith((":t", ":ts", ":author", ":year")):
         return ", ".join(parts)
-    return "(" + "; ".join(parts) + ")"
+    return "[" + "; ".join(parts) + "]"
 
 
 def glued_values(notebook) -> dict[str, str]:
