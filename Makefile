@@ -14,7 +14,7 @@ PIP := $(BIN)/python -m pip -q --disable-pip-version-check
 # This machine's pip configuration names local indexes that may be absent: drop those warnings only.
 QUIET_PIP := { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book test coverage unit notebooks site-quick site-checks chapter paper-scale benchmarks check-mode clean
+.PHONY: book course test coverage unit notebooks site-quick site-checks chapter paper-scale benchmarks check-mode clean
 
 # Refuse a bad ICLLIB_MODE before doing anything else.
 check-mode:
@@ -33,11 +33,19 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 # The website, in `default` mode unless ICLLIB_MODE says otherwise. The chapters whose code, icllib modules,
 # registry or pins changed since their stored execution run first, side by side; the pages are then built
-# afresh from the stored executions (a prose edit re-executes nothing).
+# afresh from the stored executions (a prose edit re-executes nothing). Last, the course pack under
+# _build/html/course/ (_ext/course.py: the student edition's pages, both editions' PDFs and notebooks), which
+# the pages link (ICLLIB_COURSE_PACK=1), so that no link of the published site dangles.
 book: check-mode $(VENV)/.installed
-	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/claims
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/claims _build/course
 	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(EXECUTE)
-	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/jupyter-book build . $(JB_FLAGS)
+	ICLLIB_MODE=$${ICLLIB_MODE:-default} ICLLIB_COURSE_PACK=1 $(BIN)/jupyter-book build . $(JB_FLAGS)
+	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/python _ext/course.py --site _build/html
+
+# The course pack's two editions (built by `make book`) and their checks: no solution in any student page, PDF
+# or notebook, every solution in the instructor's, every PDF page at least 40 % full but a chapter's last.
+course: book
+	ICLLIB_COURSE_SITE=_build/html $(BIN)/pytest tests/test_course.py
 
 # Unit tests and every chapter notebook in `quick` mode, side by side (a notebook's cells stay on one worker),
 # the ledger's coverage of the papers (every numbered result has a row, every erratum quotes its paper

@@ -1,7 +1,7 @@
 """The course pack that ``make course`` adds to a built site (``_ext/course.py``): no solution in anything the
 student edition holds, every solution in the instructor's, every PDF page filled, each chapter page linking its
-PDFs. The solutions' text comes from the chapter sources; the site from ``ICLLIB_COURSE_SITE`` (default
-``_build/html``). Without a built pack the tests that need one skip, saying so."""
+PDFs. The solutions' text comes from the chapter sources; the site from ``ICLLIB_COURSE_SITE``. Without a built
+pack the tests that need one skip, saying so."""
 
 from __future__ import annotations
 
@@ -19,11 +19,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 import course  # noqa: E402
 
-SITE = Path(os.environ.get("ICLLIB_COURSE_SITE", ROOT / "_build" / "html")).resolve()
+# The site whose pack is checked is named, never guessed: a pack left in _build/html by an earlier build may
+# describe older sources, so `make test` skips these and `make course` (or CI) names the site it just built.
+SITE = Path(os.environ.get("ICLLIB_COURSE_SITE") or "/nonexistent").resolve()
 PACK = SITE / course.COURSE_FOLDER
 needs_pack = pytest.mark.skipif(
     not (PACK / "student" / "index.html").is_file() or not (PACK / "instructor" / "pdf").is_dir(),
-    reason=f"no course pack at {PACK}: `make course` builds one (ICLLIB_COURSE_SITE names another site)")
+    reason="no course pack to check: ICLLIB_COURSE_SITE names no built site with one (`make course` builds the "
+           "site and its pack and runs these on it)")
 
 # A solution is recognised by its phrases: runs of this many words of its prose (never across mathematics, a
 # role or markup, which print differently on a page, in a PDF and in a notebook) that no other text of the
