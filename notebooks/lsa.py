@@ -95,7 +95,7 @@ print(run_line())
 
 # %%
 d, N = 4, 15
-Lam = lsa.make_lambda([0.25, 0.5, 1.0, 2.0], generator=np.random.default_rng(14))
+Lam = lsx.running_covariance()  # eigenvalues 0.25, 0.5, 1, 2 in a rotated basis
 W_KQ_star, W_PV_star = lsat.global_minimum(Lam, N)
 rng = np.random.default_rng(0)
 W_KQ = rng.standard_normal((d + 1, d + 1)) * 0.5
@@ -1294,6 +1294,14 @@ check_claim("lsa.lemmaD4", min(min(trace_D4), min(eig_D4)), **C["lsa.lemmaD4"])
 # (sec-lsa-exercises)=
 # ## Exercises
 #
+# The exercises run from reproducing a number of the chapter to extending an experiment where the paper stops.
+# Those with a numerical answer check themselves: pass your answer to `check`, which says whether it is right
+# and, if not, gives a hint (never the answer).
+
+# %%
+from icllib.exercises.lsa import check
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-lsa-balance
 # Show that the quantity $\delta=\|(w^{PV}_{21},w^{PV}_{22})\|^2-\|[W^{KQ}_{11};(w^{KQ}_{21})^\top]\|_F^2$ is
@@ -1308,37 +1316,177 @@ check_claim("lsa.lemmaD4", min(min(trace_D4), min(eig_D4)), **C["lsa.lemmaD4"])
 # $\frac{d}{dt}\delta=-2\langle p,\nabla_pL\rangle+2\langle Q,\nabla_QL\rangle=0$. At a global minimum $v=u=0$ and
 # $cU=\Gamma^{-1}$, so $\delta=c^2-\|\Gamma^{-1}\|_F^2/c^2$, i.e. $c^2=\frac12(\delta+\sqrt{\delta^2+4\|\Gamma^{-1}\|_F^2})$.
 # With $\delta=0$ this is $c=\|\Gamma^{-1}\|_F^{1/2}=w^{PV}_{*,22}$ of Eq. (4.1).
+#
+# **A good answer** names the bilinearity (Euler's identity for a function homogeneous of degree one in each
+# block) as the reason the two inner products agree, differentiates $\delta$ along the flow, and solves
+# $c^2-\|\Gamma^{-1}\|_F^2/c^2=\delta$ for the positive root, checking that $\delta=0$ gives {eq}`lsa-eq41`. It may
+# add that a finite step breaks the conservation by $\eta^2((\partial_cL)^2-\|\partial_UL\|_F^2)$, which is what
+# {eq}`lsa-manifold-point` accounts for.
 # ```
 #
 # ```{exercise}
 # :label: ex-lsa-orthogonal
-# Take $d=2$, $M=1$, $\Lambda={\rm diag}(1,4)$ and a prompt $x_1=(1,1)$. Find a query orthogonal to $x_1$
-# whose LSA prediction is not zero, and one that is orthogonal to $x_1$ after multiplying by $\Gamma^{-1}$.
+# Take $d=2$, $\Lambda={\rm diag}(1,4)$, training prompts of length $N=20$, and a test prompt of one point,
+# $x_1=(1,1)$ with $y_1=1$. Compute the prediction of the trained layer {eq}`lsa-eq43` for the query $x_q=(1,-1)$,
+# which is orthogonal to $x_1$, and check it with `check("ex-lsa-orthogonal", your_answer)`. Then find a non-zero
+# query whose prediction vanishes, and say which inner product "orthogonal to the prompt" has to be measured in.
 # ```
 #
-# ```{solution} ex-lsa-orthogonal
+# ````{solution} ex-lsa-orthogonal
 # :class: dropdown
-# $\hat y=x_q^\top\Gamma^{-1}x_1y_1$. For $x_q=(1,-1)\perp x_1$, $\Gamma^{-1}$ is diagonal with unequal entries
-# (for $N$ large, about $(1,1/4)$), so $x_q^\top\Gamma^{-1}x_1\approx1-\frac14\ne0$. The prediction vanishes for
-# $x_q\perp\Gamma^{-1}x_1$, e.g. $x_q\propto(\Gamma^{-1}_{22},-\Gamma^{-1}_{11})$: orthogonality must be measured in
-# the metric $\Gamma^{-1}$, which is the Euclidean one only when $\Lambda\propto I$.
+# $\hat y=x_q^\top\Gamma^{-1}x_1y_1$ with $\Gamma=(1+\frac1{20})\Lambda+\frac{5}{20}I={\rm diag}(1.3,4.45)$, so
+# $\hat y=\frac1{1.3}-\frac1{4.45}\approx0.545$, not zero. The prediction vanishes for
+# $x_q\perp\Gamma^{-1}x_1$, e.g. $x_q\propto(\Gamma^{-1}_{22},-\Gamma^{-1}_{11})=(1/4.45,-1/1.3)$.
+#
+# ```python
+# import numpy as np
+# from icllib import lsa_theory as lsat
+#
+# Gi = np.linalg.inv(lsat.gamma_matrix(np.diag([1.0, 4.0]), 20))
+# answer = np.array([1.0, -1.0]) @ Gi @ np.array([1.0, 1.0])  # x_q^T Gamma^-1 x_1 y_1 / M, y_1 = M = 1
 # ```
+#
+# **A good answer** builds $\Gamma$ of {prf:ref}`thm-lsa-convergence` for this $\Lambda$ and $N$, gets about 0.545,
+# and concludes that orthogonality has to be measured in the metric $\Gamma^{-1}$, which is the Euclidean one only
+# when $\Lambda\propto I$ ({ref}`lsa.E8 <lsa-e8>`). The zero query should be checked by substituting it.
+# ````
 #
 # ```{exercise}
 # :label: ex-lsa-cor43
-# For $\Lambda=I_d$ compute the $w$-averaged $1/N^2$ term of Theorem 4.2 exactly and find its limit
-# $N^2\times(\text{term})$ as $N\to\infty$. Compare with the constant $(1+2d){\rm tr}\Lambda+d^2\kappa$ used in
-# Corollary 4.3.
+# For $\Lambda=I_d$ compute the $w$-averaged $1/N^2$ term of {eq}`lsa-eq46` exactly (with $w\sim\mathcal N(0,I_d)$)
+# and find the limit of $N^2\times(\text{term})$ as $N\to\infty$ for $d=10$; check it with
+# `check("ex-lsa-cor43", your_answer)`. Compare it with the constant $(1+2d){\rm tr}\Lambda+d^2\kappa$ of
+# {eq}`lsa-cor43`.
 # ```
 #
-# ```{solution} ex-lsa-cor43
+# ````{solution} ex-lsa-cor43
 # :class: dropdown
 # With $\Lambda=I$, $\Gamma=\frac{N+1+d}{N}I\to I$, $a=w$ and $\mathbb E\|w\|^2_{B}={\rm tr}B$: the term is
-# $\frac1{N^2}[d+2d\cdot d+d^2\cdot d]\,(1+O(1/N))$, so the limit is $d+2d^2+d^3$ (1210 for $d=10$). The
-# paper's constant is $(1+2d)d+d^2=d+3d^2$ (310 for $d=10$): the $d^3$ from ${\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2$
-# was bounded by $d^2\kappa$ instead of $d^2\kappa\,{\rm tr}\Lambda$.
+# $\frac1{N^2}[d+2d\cdot d+d^2\cdot d]\,(1+O(1/N))$, so the limit is $d+2d^2+d^3$, 1210 for $d=10$. The
+# paper's constant is $(1+2d)d+d^2=d+3d^2$, 310 for $d=10$.
+#
+# ```python
+# d = 10  # Lambda = I: tr(Lambda^3) + 2 tr(Lambda) tr(Lambda^2) + tr(Lambda)^2 tr(Lambda), as Gamma -> I
+# answer = d + 2 * d * d + d**2 * d
 # ```
 #
+# **A good answer** evaluates the three norms with ${\rm tr}$ of the right powers of $\Gamma^{-1}$, finds
+# $d+2d^2+d^3$, and locates the error in the corollary's proof: ${\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2$ was
+# bounded by $d^2\kappa$ instead of $d^2\kappa\,{\rm tr}\Lambda$ ({ref}`lsa.E5 <lsa-e5>`), which loses a factor $d$.
+# ````
+#
+# ```{exercise}
+# :label: ex-lsa-step-size
+# Run exact gradient descent (`lsa.restricted_gd`) from the balanced start of [the finite-step section](sec-lsa-finite-steps)
+# (the running example, $\sigma=\sigma_{\max}/2$, $\Theta$ drawn with `np.random.default_rng(7)`) with the step size
+# $\eta=0.1$, which the chapter did not try, for 8000 steps. At which $c=u_{-1}$ does it end? Check it with
+# `check("ex-lsa-step-size", your_answer)`, and predict the same number without running gradient descent to the end.
+# ```
+#
+# ````{solution} ex-lsa-step-size
+# :class: dropdown
+# The run reaches a global minimum ($cU=\Gamma^{-1}$ to round-off) at $c\approx1.413$, below the flow's 1.573:
+# the accumulated imbalance $\delta$ is negative, and {eq}`lsa-manifold-point` maps it to $c$.
+#
+# ```python
+# import numpy as np
+# from icllib import lsa, lsa_experiments as lsx, lsa_theory as lsat
+#
+# Lam, N, d = lsx.running_covariance(), 15, 4
+# K0, P0 = lsa.assumption33_init(d, 0.5 * lsat.sigma_max(Lam, N), generator=np.random.default_rng(7))
+# gd = lsa.restricted_gd(K0[:d, :d], P0[d, d], Lam, N, lr=0.1, steps=8000)
+# answer = lsat.manifold_point(Lam, N, gd["delta_predicted"])[1]  # from the imbalance alone; gd["c"] agrees
+# ```
+#
+# **A good answer** reports $c$ and checks that the run is at a global minimum (loss gap at round-off, $cU$ equal
+# to $\Gamma^{-1}$), then predicts $c$ from $\delta$ alone, summing $\eta^2((\partial_cL)^2-\|\partial_UL\|_F^2)$ over
+# the steps (the run's `delta_predicted`) and applying `lsat.manifold_point`. It notes that the function computed
+# is the same as the flow's and only the point on the minimum manifold differs.
+# ````
+#
+# ```{exercise}
+# :label: ex-lsa-rate
+# For the isotropic covariance $\Lambda=I_4$ and $N=15$, the loss gap of the exact flow decays near the end like
+# $e^{-rt}$. Predict $r$ from the Hessian of (5.5) at $W^*$, check it with `check("ex-lsa-rate", your_answer)`, and
+# confirm it by fitting the tail of a flow as the chapter does for the anisotropic $\Lambda$. How far is the
+# guaranteed rate $\mu$ of {prf:ref}`lem-lsa-pl` from $r$ here?
+# ```
+#
+# ````{solution} ex-lsa-rate
+# :class: dropdown
+# The Hessian at $W^*$ has one zero eigenvalue (the rescaling $U\to U/s$, $c\to sc$) and the smallest non-zero one
+# is 2, so $r=4$; a fit of the flow's tail (below) gives 3.9999.
+#
+# ```python
+# import numpy as np
+# from icllib import lsa, lsa_theory as lsat
+#
+# Lam, N, d = np.eye(4), 15, 4
+# K0, P0 = lsa.assumption33_init(d, 0.5 * lsat.sigma_max(Lam, N), generator=np.random.default_rng(7))
+# run = lsa.gradient_flow(K0[:d, :d], P0[d, d], Lam, N, T=1500)
+# gap = run["loss"] - lsat.minimum_loss(Lam, N)
+# tail = (gap > 1e-13) & (gap < 1e-6)  # the end of the flow, above round-off
+# answer = -np.polyfit(run["t"][tail], np.log(gap[tail]), 1)[0]  # the Hessian gives the same rate
+# ```
+#
+# **A good answer** explains the factor 2 (the gap is quadratic in the distance to the minimum, which decays at
+# the eigenvalue's rate), discards the zero eigenvalue with its reason, and confirms $r$ with a fit of
+# $\log({\rm gap})$ against $t$ over the tail. It compares with $\mu$ from `lsat.pl_constant` and finds the guarantee
+# again far below the rate, as for the anisotropic $\Lambda$ in {numref}`fig-lsa-flow`.
+# ````
+#
+# ```{exercise}
+# :label: ex-lsa-covariate-swap
+# The chapter's covariate shifts scale $\Lambda$. Train on $\Lambda={\rm diag}(1,4)$ and test on prompts whose
+# covariates and query follow $\Lambda_t={\rm diag}(4,1)$, the same spectrum in swapped directions, with
+# $w\sim\mathcal N(0,I_2)$. Find the limit of $\mathbb E(\hat y-y_q)^2/\mathbb E\,y_q^2$ as $M,N\to\infty$, check it
+# with `check("ex-lsa-covariate-swap", your_answer)`, and compare with ordinary least squares on the same prompts.
+# ```
+#
+# ````{solution} ex-lsa-covariate-swap
+# :class: dropdown
+# As $M,N\to\infty$ the prediction tends to $x_q^\top\Lambda^{-1}\Lambda_tw$, so with $K=\Lambda^{-1}\Lambda_t-I=
+# {\rm diag}(3,-\frac34)$ the error is ${\rm tr}(K^\top\Lambda_tK)=36+\frac9{16}$ against $\mathbb E\,y_q^2={\rm tr}\Lambda_t=5$:
+# the limit is $7.3125$, seven times worse than predicting zero.
+#
+# ```python
+# import numpy as np
+#
+# Lam, Lam_t = np.diag([1.0, 4.0]), np.diag([4.0, 1.0])
+# K = np.linalg.inv(Lam) @ Lam_t - np.eye(2)  # the limit's bias, as Gamma -> Lambda
+# answer = np.trace(K.T @ Lam_t @ K) / np.trace(Lam_t)  # shift_error at large M = N agrees
+# ```
+#
+# **A good answer** derives the limit from {eq}`lsa-shift-error` (or evaluates it at large $M=N$), notes that it
+# does not vanish although the test covariance has the training spectrum, and contrasts it with OLS, which is
+# exact on noiseless prompts with $M\ge d$. It may simulate a few prompts with `lsa.mc_prediction_error` to see
+# the finite-$M$ value approach the limit.
+# ````
+#
+# ```{exercise}
+# :label: ex-lsa-uniform
+# Redo the factor $\frac13$ of {prf:ref}`thm-lsa-random-cov` for another law of the covariance's eigenvalues:
+# $\lambda_i\sim{\rm Uniform}(0,2)$, which has the same mean as ${\rm Exp}(1)$. What does
+# $\mathbb E\hat y/\langle w,x_q\rangle$ tend to for a fixed query as $N\to\infty$, and what is the regression slope of
+# $\hat y$ on $y$ when the query follows the prompt's covariance? Check both by simulation with
+# `lsa.sample_random_cov_prompts` adapted to this law.
+# ```
+#
+# ```{solution} ex-lsa-uniform
+# :class: dropdown
+# As $N\to\infty$, $\Gamma_\tau\to\Lambda_\tau$, so $D=\mathbb E[\Lambda_\tau^2][\mathbb E\Lambda_\tau^3]^{-1}$ and
+# $D_{ii}=\mathbb E\lambda^2/\mathbb E\lambda^3=\frac{4/3}{2}=\frac23$ (for ${\rm Exp}(1)$: $\frac26=\frac13$). For a
+# fixed query $\mathbb E\hat y/\langle w,x_q\rangle=D_{ii}=\frac23$; with $x_q\sim\mathcal N(0,\Lambda_{\rm new})$ the slope
+# is $\mathbb E\lambda^2/\mathbb E\lambda\cdot D_{ii}=\frac43\cdot\frac23=\frac89$.
+#
+# **A good answer** derives $D$ from (4.11) with $\Gamma_\tau\to\Lambda_\tau$, gets $\frac23$ and $\frac89$, and
+# explains why the slope under joint sampling exceeds the fixed-query mean (large-variance prompts also have large
+# queries, {ref}`lsa.N2 <lsa-n2>`). The simulation changes only the law of the $\lambda_i$ and confirms both numbers
+# within a few standard errors at a large $N$; a careful answer notes that the finite-$N$ value of $D_{ii}$ needs
+# the moments (C.3) of the new law.
+# ```
+
+# %% [markdown]
 # ## Cite this chapter
 #
 # ```{cite-this-chapter}

@@ -6,7 +6,7 @@ refer to the paper. Each function serves one step of the chapter and says which;
 one-line call, its parameters and the check. Randomness enters through ``generator`` arguments, drawn in a
 fixed order, so the chapter's records do not depend on where a loop lives.
 
-1. The model (section "The model and its reduction"): :func:`fill_irrelevant`, :func:`negative_eigenvalue_counts`
+1. The model (section "The model and its reduction"): :func:`running_covariance`, :func:`fill_irrelevant`, :func:`negative_eigenvalue_counts`
    (below Lemma 5.1), :func:`on_invariant_set`, :func:`invariant_set_gradient` and :func:`gradient_z_scores`
    (Lemma 5.2 against Monte Carlo).
 2. Theorem 4.1 and finite steps: :func:`theorem41_flows`, :func:`corollary_a2_errors`, :func:`sgd_table`.
@@ -30,6 +30,17 @@ from icllib.validation import (non_empty, numpy_generator_arg, positive_int, pos
 
 # --------------------------------------------------------------------------------------------------
 # 1. The model and its reduction
+
+# The running example of the chapter (its first section, reused by the flows, finite steps, the initialisation
+# and Theorem 4.2): d = 4 and training prompts of length N = 15, with :func:`running_covariance`.
+RUNNING_EIGENVALUES = (0.25, 0.5, 1.0, 2.0)
+
+
+def running_covariance() -> np.ndarray:
+    """The covariance of the chapter's running example: the eigenvalues :data:`RUNNING_EIGENVALUES` in a random
+    rotated basis (:func:`~icllib.lsa.make_lambda` with the generator seeded 14), so that Lambda is neither
+    isotropic nor diagonal."""
+    return lsa.make_lambda(list(RUNNING_EIGENVALUES), generator=np.random.default_rng(14))
 
 
 def _matrix_pair(W_KQ, W_PV) -> tuple[np.ndarray, np.ndarray]:
