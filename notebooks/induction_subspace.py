@@ -59,6 +59,7 @@ import torch
 
 from icllib import induction_common as ic
 from icllib import induction_subspace as isp
+from icllib import induction_subspace_theory as theory
 from icllib.claims import archived_arrays, check_claim, save_arrays
 from icllib import deciding
 from icllib.config import by_mode, device, mode, run_line, torch_generator
@@ -391,7 +392,7 @@ check_claim("induction_subspace.remark1", remark_z, **CHECKS["remark1"])
 # not for rotations alone):
 
 # %%
-exact = isp.sympy_propositions()
+exact = theory.sympy_propositions()
 print("SymPy, Prop. 1 over O(2) minus (tr A/2) I:", exact["prop1"].tolist())
 print("   over SO(2) only:", exact["prop1_rotations_only"].tolist())
 print("SymPy, Prop. 2 (k = 1):", exact["prop2"].tolist())
@@ -770,15 +771,7 @@ app_d = {
 # %%
 compared = [("App. D", key, runs, app_d[key]) for key, runs in app_d_runs.items()]
 compared.append(("Fig. 4", (D4, N4), {"full": full, "three": three}, fig4))
-rows_d = []
-for figure_name, (D_d, N_d), runs, summary in compared:
-    exits_d = summary["exits"]
-    rebounds = [f"x{isp.rebound(runs[name]['loss'], exits_d[name]):.1f}" for name in exits_d]
-    rows_d.append([figure_name, D_d, N_d, exits_d["full"], exits_d["three"], summary["on_top"]])
-    rows_d[-1] += rebounds
-header_d = ["run", "D", "N", "exit (full)", "exit (three)", "head on top", "rebound (full)"]
-header_d.append("rebound (three)")
-show_table(header_d, rows_d)
+show_table(*isp.hypotheses_table(compared))
 app_d_ok = [summary["ok"] for summary in app_d.values()]
 check_claim("induction_subspace.appd-hypotheses", all(app_d_ok), **CHECKS["appd-hypotheses"])
 
@@ -1272,6 +1265,8 @@ from icllib.exercises.induction_subspace import check
 # ```python
 # from icllib import induction_common as ic
 # from icllib import induction_subspace as isp
+from icllib import induction_subspace_theory as theory
+
 #
 # moving = [name for name in ic.PSEUDO_PARAMETERS if name not in ("beta3", "beta4", "beta5", "beta6")]
 # answer = len(moving) / isp.parameter_count(32)
@@ -1298,6 +1293,8 @@ from icllib.exercises.induction_subspace import check
 # import torch
 #
 # from icllib import induction_subspace as isp
+from icllib import induction_subspace_theory as theory
+
 # from icllib.config import torch_generator
 #
 # D, generator, shares = 8, torch_generator(0), []

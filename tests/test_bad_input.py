@@ -259,7 +259,7 @@ VALID = {
     "induction_subspace.project_structured": lambda: dict(zip(("W1", "W2", "W3"), _W())),
     "induction_subspace.subspace_residual": lambda: dict(zip(("W1", "W2", "W3"), _W())),
     "induction_subspace.random_rotation": lambda: dict(D=4, generator=torch_generator(0)),
-    "induction_subspace.sympy_propositions": lambda: {},
+    "induction_subspace_theory.sympy_propositions": lambda: {},
     "induction_subspace.rotate_data": lambda: dict(X=_icl()[0], y=_icl()[1],
                                                    **dict(zip("EF", _rotation()))),
     "induction_subspace.rho": lambda: dict(**dict(zip("EF", _rotation())),
@@ -289,6 +289,9 @@ VALID = {
         three=dict(loss=np.array([4.0, 1.0]), coords=np.arange(38.0).reshape(2, 19)), D=4),
     "induction_subspace.ablation_losses": lambda: dict(weights=_W(), X=_icl()[0], y=_icl()[1]),
     "induction_subspace.rebound": lambda: dict(losses=np.array([4.0, 3.0, 1.0, 2.0]), exit_step=1, window=2),
+    "induction_subspace.hypotheses_table": lambda: dict(compared=[("Fig. 4", (4, 2), {
+        "full": dict(loss=np.r_[4.0, np.full(21, 1.0)]), "three": dict(loss=np.r_[4.0, np.full(21, 1.0)])},
+        dict(exits={"full": 1, "three": 1}, on_top=True))]),
     "induction_subspace.appc_rows": lambda: dict(app_c_runs={2: ((1, 2), isp.train_sgd(
         2, 4, steps=2, batch=4, lr=1.0, generator=torch_generator(0), snapshots=(1, 2)))}),
     "induction_subspace.span_remainder": lambda: dict(stream=torch.ones(3, 4, dtype=torch.float64),

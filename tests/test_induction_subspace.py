@@ -6,6 +6,7 @@ import torch
 
 from icllib import induction_common as ic
 from icllib import induction_subspace as isp
+from icllib import induction_subspace_theory as theory
 from icllib.config import torch_generator
 
 torch.set_num_threads(1)
@@ -285,7 +286,7 @@ def test_standard_bad_input_raises():
 
 
 def test_propositions_in_sympy_and_batched_rotations():
-    exact = isp.sympy_propositions()
+    exact = theory.sympy_propositions()
     for matrix in (exact["prop1"], exact["prop2"], *exact["prop4"]):
         assert all(entry == 0 for entry in matrix)
     assert any(entry != 0 for entry in exact["prop1_rotations_only"])   # SO(2) alone keeps the antisymmetric part
@@ -343,6 +344,13 @@ def test_plateau_exit_rebound_and_hypotheses():
     assert summary["on_top"] and summary["margin"] == pytest.approx(2.0) and summary["ok"]
     with pytest.raises(ValueError, match="three"):
         isp.hypotheses_summary(full, {"loss": loss}, 4)
+    long = {"loss": np.r_[4.0, 3.5, 1.9, np.full(20, 0.5), np.full(20, 2.0)], "coords": coords}  # a 20-step window
+    summary = isp.hypotheses_summary(long, long, 4)
+    header, rows = isp.hypotheses_table([("Fig. 4", (4, 2), {"full": long, "three": long}, summary)])
+    assert len(header) == len(rows[0]) == 8
+    assert rows[0][:6] == ["Fig. 4", 4, 2, 2, 2, True] and rows[0][6:] == ["x4.0", "x4.0"]
+    with pytest.raises(ValueError, match="compared"):
+        isp.hypotheses_table([("Fig. 4", (4, 2), {"full": long}, summary)])
 
 
 def test_ablation_and_appc_rows():

@@ -4,12 +4,14 @@
 Read top to bottom:
 
 1. the subspace: the basis of Eqs. 6-8 flattened to R^{28 D^2} (Sec. 4), coordinates, projection, residual;
-2. the group of data rotations of App. A.2-A.5, its action on data and on weights, Propositions 1, 2 and 4
-   in exact arithmetic, and a finite set of rotations that averages exactly like the Haar measure;
+2. the group of data rotations of App. A.2-A.5, its action on data and on weights, and a finite set of
+   rotations that averages exactly like the Haar measure (Propositions 1, 2 and 4 in exact arithmetic are in
+   :mod:`icllib.induction_subspace_theory`);
 3. SGD from zero on the full matrices, on the three induction-head parameters, or on symmetrised batches
    (App. C-D);
 4. the standard two-layer attention-only transformer of Sec. 2 (App. E), its task and its training;
-5. what the chapter reads from its runs, and the tolerance and reason of each check (``CHECKS``).
+5. what the chapter reads from its runs (summaries and the rows of its tables), and the tolerance and reason of
+   each check (``CHECKS``).
 
 The model of Eq. 1, the task and the structured weights are in :mod:`icllib.induction_common`.
 
@@ -135,54 +137,6 @@ def random_rotation(D: int, *, generator: torch.Generator, count: int | None = N
     swap = torch.randint(0, 2, (batch,), generator=generator).bool()
     F = torch.where(swap[:, None, None], rotation_M(D) @ F, F)
     return (E[0], F[0]) if count is None else (E, F)
-
-
-def sympy_propositions() -> dict:
-    """Propositions 1, 2 and 4 of App. A in exact arithmetic, in the smallest sizes where they say something.
-
-    Returns SymPy matrices, each exactly zero when its statement holds, plus one that is not:
-
-    - ``"prop1"``: the Haar average over O(2) of ``E^T A E`` minus ``(tr A / 2) I``, for a symbolic 2 x 2
-      ``A`` (integrals over the rotation angle, with and without a reflection);
-    - ``"prop1_rotations_only"``: the same average over SO(2) minus ``(tr A / 2) I``: not zero (it keeps the
-      antisymmetric part of ``A``), so the reflections of O(D) are needed;
-    - ``"prop2"``: the average of ``F A F^T`` over the block-orthogonal 2 x 2 matrices ``+-I, +-M`` minus
-      ``alpha I + beta M`` with ``alpha = tr A / 2``, ``beta = (a12 + a21) / 2``;
-    - ``"prop4"``: the blocks of ``F M F^T - M`` for both forms of Def. 5, for any ``k x k`` block ``E`` with
-      ``E E^T = I`` (symbolic ``k``).
-    """
-    import sympy as sp
-
-    theta = sp.Symbol("theta", real=True)
-    A = sp.Matrix(2, 2, sp.symbols("a11 a12 a21 a22", real=True))
-    rotation = sp.Matrix([[sp.cos(theta), -sp.sin(theta)], [sp.sin(theta), sp.cos(theta)]])
-
-    def angle_average(E):
-        return (E.T * A * E).applyfunc(
-            lambda entry: sp.simplify(sp.integrate(sp.expand(entry), (theta, 0, 2 * sp.pi)) / (2 * sp.pi)))
-
-    rotations_only = angle_average(rotation)
-    haar_O2 = (rotations_only + angle_average(rotation * sp.diag(1, -1))) / 2
-    scalar = (A.trace() / 2) * sp.eye(2)
-    swap = sp.Matrix([[0, 1], [1, 0]])
-    block_orthogonal = (sp.eye(2), -sp.eye(2), swap, -swap)
-    block_average = sum((F * A * F.T for F in block_orthogonal), sp.zeros(2, 2)) / 4
-
-    k = sp.Symbol("k", integer=True, positive=True)
-    E, I, Z = sp.MatrixSymbol("E", k, k), sp.Identity(k), sp.ZeroMatrix(k, k)
-    M = sp.BlockMatrix([[Z, I], [I, Z]])
-    prop4 = []
-    for F in (sp.BlockMatrix([[E, Z], [Z, E]]), sp.BlockMatrix([[Z, E], [E, Z]])):
-        product = sp.block_collapse(F * M * F.T).subs(E * E.T, I)
-        differences = [sp.simplify(b - m) for b, m in zip(product.blocks, M.blocks)]
-        # a zero k x k block is SymPy's ZeroMatrix; record it as the scalar 0 so that the result reads as zeros
-        prop4.append(sp.Matrix(2, 2, [sp.S.Zero if d.is_ZeroMatrix else d for d in differences]))
-    return {
-        "prop1": sp.simplify(haar_O2 - scalar),
-        "prop1_rotations_only": sp.simplify(rotations_only - scalar),
-        "prop2": sp.simplify(block_average - scalar - (A[0, 1] + A[1, 0]) / 2 * swap),
-        "prop4": prop4,
-    }
 
 
 def rotate_data(X: torch.Tensor, y: torch.Tensor, E: torch.Tensor, F: torch.Tensor):
@@ -487,7 +441,8 @@ def _triple(weights, D: int | None = None):
 
 
 def basis_errors(coefficients: torch.Tensor, weights, D: int) -> tuple[float, float, float]:
-    """Chapter section 2: ``|Gram - D I|``, the round trip of ``coefficients``, ``Pi(Pi W) - Pi W`` at ``weights``."""
+    """Chapter, *Nineteen basis directions*: ``|Gram - D I|``, the round trip of ``coefficients``, and
+    ``Pi(Pi W) - Pi W`` at ``weights``."""
     basis = subspace_basis(D)
     coefficients = tensor_arg("coefficients", coefficients, shape=(19,))
     weights, _ = _triple(weights, D)
@@ -498,7 +453,8 @@ def basis_errors(coefficients: torch.Tensor, weights, D: int) -> tuple[float, fl
 
 
 def equivariance_error(weights, *, strict: bool, generator: torch.Generator, N: int = 4) -> float:
-    """Chapter section 3 (Eq. 9): the largest relative error of ``g(W; h.x) = rho(h)^{-1} g(W; x)``, one sample."""
+    """Chapter, *The inductive step* (Eq. 9): the largest relative error of ``g(W; h.x) = rho(h)^{-1} g(W; x)``, one
+    sample."""
     weights, D = _triple(weights)
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be True or False, got {strict!r}")
@@ -510,7 +466,8 @@ def equivariance_error(weights, *, strict: bool, generator: torch.Generator, N: 
 
 
 def a73_chain_rule_error(X: torch.Tensor, y: torch.Tensor, weights) -> float:
-    """Chapter section 3 (erratum E7): the relative error of ``dL/dW1_ij = X_i^T (dL/dS) X_j`` against autograd."""
+    """Chapter, *The inductive step* (A.7.3): the relative error of ``dL/dW1_ij = X_i^T (dL/dS) X_j`` against
+    autograd."""
     weights, D = _triple(weights)
     _data_pair(X, y, D)
     W = tuple(w.clone().requires_grad_(True) for w in weights)
@@ -524,7 +481,8 @@ def a73_chain_rule_error(X: torch.Tensor, y: torch.Tensor, weights) -> float:
 
 
 def haar_z_score(samples: torch.Tensor, target: torch.Tensor) -> float:
-    """Chapter section 4: the largest entry error of the mean of ``samples`` from ``target``, in standard errors."""
+    """Chapter, *Propositions 1-4 of App. A*: the largest entry error of the mean of ``samples`` from ``target``, in
+    standard errors."""
     if (samples := tensor_arg("samples", samples, min_ndim=3)).shape[0] < 2:
         raise ValueError(f"samples must hold at least 2 samples, got {samples.shape[0]}")
     target = tensor_arg("target", target, shape=tuple(samples.shape[1:]))
@@ -533,7 +491,8 @@ def haar_z_score(samples: torch.Tensor, target: torch.Tensor) -> float:
 
 
 def orbit_average_error(A: torch.Tensor, E: torch.Tensor, F: torch.Tensor) -> float:
-    """Chapter section 4: the error of the rotations ``(E, F)`` of :func:`orbit_rotations` on Props. 1 and 3."""
+    """Chapter, *Propositions 1-4 of App. A*: the error of the rotations ``(E, F)`` of :func:`orbit_rotations` on
+    Props. 1 and 3."""
     D = _check_rotations(E, F)
     A = tensor_arg("A", A, shape=(D, D))
     mean_EAE = (E.transpose(-1, -2) @ A @ E).mean(0)
@@ -542,15 +501,17 @@ def orbit_average_error(A: torch.Tensor, E: torch.Tensor, F: torch.Tensor) -> fl
 
 
 def plateau_exit(loss, D: int) -> int:
-    """The first step with batch loss at most ``D / 2``, half its starting value ``E|b|^2 = D`` (section 8)."""
+    """The first step with batch loss at most ``D / 2``, half its starting value ``E|b|^2 = D`` (chapter,
+    *Hypotheses 1 and 2*)."""
     if (loss := real_array("loss", loss)).ndim != 1:
         raise ValueError(f"loss must be a series of batch losses, got shape {loss.shape}")
     return int(np.argmax(loss <= positive_int("D", D) / 2))
 
 
 def hypotheses_summary(full: dict, three: dict, D: int) -> dict:
-    """Section 8: the plateau ``exits`` of runs ``full`` and ``three`` of :func:`train_sgd`, whether the head is
-    ``on_top`` of the final ``|c_k|``, its ``margin`` over the rest, and ``ok``: both Hypotheses hold."""
+    """Chapter, *Hypotheses 1 and 2*: the plateau ``exits`` of runs ``full`` and ``three`` of :func:`train_sgd`,
+    whether the head is ``on_top`` of the final ``|c_k|``, its ``margin`` over the rest, and ``ok``: both
+    Hypotheses hold."""
     for name, run in (("full", full), ("three", three)):
         if not isinstance(run, dict) or not {"loss", "coords"} <= set(run):
             raise ValueError(f"{name} must be a run of train_sgd, got {run!r:.60}")
@@ -564,7 +525,8 @@ def hypotheses_summary(full: dict, three: dict, D: int) -> dict:
 
 
 def ablation_losses(weights, X: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarray, float]:
-    """Section 8: the loss on ``(X, y)`` without each ``c_k B_k`` in turn (19 values), and with all of them."""
+    """Chapter, *Hypotheses 1 and 2*: the loss on ``(X, y)`` without each ``c_k B_k`` in turn (19 values), and with
+    all of them."""
     weights, D = _triple(weights)
     _data_pair(X, y, D)
     flat, coords, basis = flatten_weights(*weights), pseudo_parameter_vector(*weights), subspace_basis(D)
@@ -574,7 +536,7 @@ def ablation_losses(weights, X: torch.Tensor, y: torch.Tensor) -> tuple[np.ndarr
 
 
 def rebound(losses, exit_step: int, window: int = 20) -> float:
-    """Chapter section 8: the last ``window``-step mean loss over the lowest one after the plateau exit."""
+    """Chapter, *Hypotheses 1 and 2*: the last ``window``-step mean loss over the lowest one after the plateau exit."""
     window, losses = positive_int("window", window), real_array("losses", losses)
     if losses.ndim != 1 or positive_int("exit_step", exit_step, minimum=0) > len(losses) - window:
         raise ValueError(f"losses must be a series with a full window after exit_step, got {losses.shape}")
@@ -582,9 +544,28 @@ def rebound(losses, exit_step: int, window: int = 20) -> float:
     return means[-1] / means[exit_step:].min()
 
 
+def hypotheses_table(compared: list) -> tuple[list[str], list[list]]:
+    """Chapter, *Hypotheses 1 and 2*: header and rows of the table of ``compared``, a list of
+    ``(name, (D, N), runs, summary)`` with ``runs`` the runs ``full`` and ``three`` of :func:`train_sgd` and
+    ``summary`` their :func:`hypotheses_summary`: the plateau exits, whether the head is on top, each run's
+    :func:`rebound`."""
+    if not isinstance(compared, list) or not compared or not all(
+            isinstance(row, tuple) and len(row) == 4 and isinstance(row[2], dict) and {"full", "three"} <= set(row[2])
+            and isinstance(row[3], dict) and {"exits", "on_top"} <= set(row[3]) for row in compared):
+        raise ValueError("compared must be a list of (name, (D, N), runs, hypotheses_summary of the runs)")
+    rows = []
+    for name, (D, N), runs, summary in compared:
+        exits = summary["exits"]
+        rebounds = [f"x{rebound(runs[run]['loss'], exits[run]):.1f}" for run in ("full", "three")]
+        rows.append([name, D, N, exits["full"], exits["three"], summary["on_top"], *rebounds])
+    header = ["run", "D", "N", "exit (full)", "exit (three)", "head on top", "rebound (full)", "rebound (three)"]
+    return header, rows
+
+
 def appc_rows(app_c_runs: dict) -> tuple[list, list[float], list[bool]]:
-    """Section 9: the table of App. C's snapshots ``{N: (steps, run)}``, the smallest share in the subspace per
-    snapshot, and per ``N`` whether alpha3, beta2, gamma3 are the largest pseudo-parameters at its last step."""
+    """Chapter, *The weights during training*: the table of App. C's snapshots ``{N: (steps, run)}``, the
+    smallest share in the subspace per snapshot, and per ``N`` whether alpha3, beta2, gamma3 are the largest
+    pseudo-parameters at its last step."""
     if not isinstance(app_c_runs, dict) or not app_c_runs or not all(
             isinstance(v, tuple) and len(v) == 2 and "snapshots" in v[1] for v in app_c_runs.values()):
         raise ValueError("app_c_runs must be {N: (steps, run of train_sgd with snapshots)}")
@@ -604,7 +585,8 @@ def appc_rows(app_c_runs: dict) -> tuple[list, list[float], list[bool]]:
 
 
 def span_remainder(stream: torch.Tensor, columns) -> float:
-    """Chapter section 11 (Sec. 2.2): the relative norm of ``stream`` outside the span of ``columns``."""
+    """Chapter, *The standard transformer* (Sec. 2.2): the relative norm of ``stream`` outside the span of
+    ``columns``."""
     stream = tensor_arg("stream", stream, min_ndim=2)
     columns = non_empty("columns", columns)
     if stream.ndim != 2 or not all(isinstance(c, torch.Tensor) and c.ndim == 2 and c.shape[0] == stream.shape[1]
@@ -615,7 +597,7 @@ def span_remainder(stream: torch.Tensor, columns) -> float:
 
 
 def wide_run_rows(runs: list) -> list:
-    """Chapter section 11: one table row per archived deciding run at the paper's width."""
+    """Chapter, *The standard transformer*: one table row per archived deciding run at the paper's width."""
     keys = {"settings", "loss_first", "loss_last20", "accuracy", "previous_weight", "previous_weight_untrained"}
     if not isinstance(runs, list) or not all(isinstance(run, dict) and keys <= set(run) for run in runs):
         raise ValueError("runs must be the list deciding.archived_runs returns")
