@@ -81,8 +81,9 @@ print(run_line())
 # of $E$ minus one (line 114): $\rho=N$ for training prompts and $\rho=M$ for a test prompt of length $M$, as in
 # (4.2)-(4.3) and `lsa.predict`.
 #
-# ```{prf:lemma} The prediction is a quadratic form: the paper's Lemma 5.1 and Eq. 3.6
+# ```{prf:lemma} Lemma 5.1 of the paper, with Eq. 3.6: the prediction is a quadratic form
 # :label: lem-lsa-quadratic
+# :nonumber:
 # The prediction of {eq}`lsa-eq33` is a quadratic form $\hat y=u^\top H u$ in the vector $u$ of the
 # $(d+1)^2$ entries of $W^{KQ}$ and $W^{PV}$ that matter (the first $d$ columns of $W^{KQ}$ and the last row of
 # $W^{PV}$); the other $(d+1)^2$ entries never enter.
@@ -189,8 +190,9 @@ why = lsat.check_args("lsa.full-loss", n=n_mc, se=mc_full["loss_se"])
 check_claim("lsa.full-loss", z_full, **why)
 
 # %% [markdown]
-# ```{prf:lemma} The dynamics on the invariant set: the paper's Lemma 5.2
+# ```{prf:lemma} Lemma 5.2 of the paper: the dynamics on the invariant set
 # :label: lem-lsa-dynamics
+# :nonumber:
 # On the invariant set $u_{12}=u_{21}=0$, gradient flow on the population loss is the ODE (5.4) in
 # $(U_{11},u_{-1})$, the negative gradient of {eq}`lsa-restricted-loss`; the gradient in the $u_{12}=w^{PV}_{21}$
 # and $u_{21}=w^{KQ}_{21}$ entries is exactly zero, so they stay zero.
@@ -231,14 +233,16 @@ check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
 # (sec-lsa-flow)=
 # ## Theorem 4.1 by exact gradient flow
 #
-# ```{prf:assumption} A balanced initialisation: the paper's Assumption 3.3
+# ```{prf:assumption} Assumption 3.3 of the paper: a balanced initialisation
 # :label: asm-lsa-init
+# :nonumber:
 # $W^{PV}(0)=\sigma e_{d+1}e_{d+1}^\top$, $W^{KQ}_{11}(0)=\sigma\Theta\Theta^\top$ with $\|\Theta\Theta^\top\|_F=1$,
 # and every other entry zero.
 # ```
 #
-# ```{prf:theorem} Convergence: the paper's Theorem 4.1
+# ```{prf:theorem} Theorem 4.1 of the paper: convergence of gradient flow
 # :label: thm-lsa-convergence
+# :nonumber:
 # From {prf:ref}`asm-lsa-init` with $\sigma<\sigma_{\max}=\sqrt{2/(\sqrt d\|\Gamma\|_{op})}$, gradient flow on the
 # population loss converges to a global minimum,
 #
@@ -306,8 +310,9 @@ check_claim("lsa.balance", max(r["balance"] for r in summary), **C["lsa.balance"
 check_claim("lsa.sigma-condition", err_outside, **C["lsa.sigma-condition"])
 
 # %% [markdown]
-# ```{prf:lemma} $u_{-1}$ stays away from zero: the paper's Lemmas A.4 and A.5
+# ```{prf:lemma} Lemmas A.4 and A.5 of the paper: $u_{-1}$ stays away from zero
 # :label: lem-lsa-a4-a5
+# :nonumber:
 # Inside the condition on $\sigma$, $u_{-1}(t)>0$ for all $t$ (Lemma A.4), and in fact
 #
 # $$ u_{-1}(t)\ge\Big(\frac{\sigma^2\|\Lambda\Theta\|_F^2\,[2-\sqrt d\,\sigma^2\|\Gamma\|_{op}]}{2\sqrt d\,\|\Lambda\|_{op}^2}\Big)^{1/2}. $$ (lsa-a14)
@@ -347,8 +352,9 @@ monotone = bool(largest_rise < 1e-12 and min(r["drop"] for r in summary) > 0.01)
 check_claim("lsa.loss-monotone", monotone, **C["lsa.loss-monotone"])
 
 # %% [markdown]
-# ```{prf:corollary} The global minima: the paper's Corollary A.2 and Lemma 5.3
+# ```{prf:corollary} Corollary A.2 and Lemma 5.3 of the paper: the global minima
 # :label: cor-lsa-minimum
+# :nonumber:
 # Completing the square,
 #
 # $$ \begin{aligned} \tilde\ell-\min\tilde\ell&=\tfrac12\big\|\Gamma^{1/2}\big(u_{-1}\Lambda^{1/2}U_{11}\Lambda^{1/2}\\
@@ -376,8 +382,9 @@ check_claim("lsa.corollaryA2", max(max(err_A2), abs(flow_end - min_A2)), **C["ls
 # equilibrium of (5.4), so by uniqueness of ODE solutions $u_{-1}$ never crosses zero; and
 # ${\rm tr}(\Lambda^2U_{11}(0)^\top)=\sigma\|\Lambda\Theta\|_F^2>0$ pushes the run away from the origin.
 #
-# ```{prf:lemma} A Polyak-Łojasiewicz inequality: the paper's Lemma 5.4
+# ```{prf:lemma} Lemma 5.4 of the paper: a Polyak-Łojasiewicz inequality
 # :label: lem-lsa-pl
+# :nonumber:
 # Along the flow of {prf:ref}`thm-lsa-convergence` the Polyak-Łojasiewicz inequality
 # $\|\nabla\tilde\ell\|^2\ge\mu(\tilde\ell-\min\tilde\ell)$ holds with the explicit $\mu$ of Eq. (5.7), hence the
 # loss gap is below $e^{-\mu t}$ times its initial value.
@@ -410,6 +417,10 @@ print(f"(zero eigenvalue {hess[0]:.1e}); the guaranteed rate mu is {rate / mu:.0
 assert (
     abs(rate - 2 * lam_min) < 0.01 * rate
 ), "the tail rate should be twice the smallest eigenvalue"
+
+# %% [markdown]
+# {numref}`fig-lsa-flow` draws the loss gap of the four runs against the guarantee of {prf:ref}`lem-lsa-pl`,
+# and the balance along each run.
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact gradient flow of the paper's Theorem 4.1 ($d=4$, $N=15$, rotated anisotropic $\\Lambda$). Left: the loss gap falls to round-off from every initial scale, including 3 and 10 times the theorem's bound; the tail is the local rate $2\\lambda_{\\min}$, far faster than the guaranteed $e^{-\\mu t}$ (dashed). Right: the balance $u_{-1}^2-\\|U_{11}\\|_F^2$ stays at solver precision.", "name": "fig-lsa-flow"}}
 fig, (ax_gap, ax_bal) = figure(1, 2)
@@ -652,6 +663,9 @@ check_claim(
     **C["lsa.spurious-minimum"],
 )
 
+# %% [markdown]
+# {numref}`fig-lsa-basins` follows the loss gap of every generic run in both batches.
+
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact gradient flow from generic random initialisations (all relevant entries $\\mathcal N(0,0.05^2)$), $d=4$, $N=15$. With an anisotropic $\\Lambda$ a share of the runs lingers near a saddle (gap 0.60) and then settles at a spurious local minimum (gap 0.572); with $\\Lambda=I$ every run reaches the global minimum.", "name": "fig-lsa-basins"}}
 fig, ax = figure()
 for j in range(runs):
@@ -684,8 +698,9 @@ legend(ax)
 #
 # $$ \hat y=x_q^\top\Gamma^{-1}\frac1M\sum_{i=1}^My_ix_i. $$ (lsa-eq43)
 #
-# ```{prf:theorem} Error on new tasks: the paper's Theorem 4.2
+# ```{prf:theorem} Theorem 4.2 of the paper: the error on new tasks
 # :label: thm-lsa-error
+# :nonumber:
 # For any distribution with $x\sim\mathcal N(0,\Lambda)$, with $a=\Lambda^{-1}\mathbb E[xy]$ and
 # $\Sigma={\rm Cov}(xy)$, the prediction {eq}`lsa-eq43` has the error
 #
@@ -755,6 +770,10 @@ show_table(
 # %%
 z_42 = np.array([(mean - exact) / se for _, _, exact, mean, se, _ in rows_42])
 check_claim("lsa.thm42", float(np.abs(z_42).max()), **lsat.check_args("lsa.thm42", n=n_task))
+
+# %% [markdown]
+# The formula also shows how the two prompt lengths trade off: {numref}`fig-lsa-tradeoff` draws {eq}`lsa-eq46` for
+# the noiseless linear task, averaged over $w$, against the test length $M$ for several training lengths $N$.
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact error (4.6) of the trained LSA for the noiseless linear task ($w\\sim\\mathcal N(0,I)$ averaged), as a function of the test prompt length $M$ for several training prompt lengths $N$. The error falls like $1/M$ until it meets the $1/N^2$ floor set by training; long test prompts cannot make up for short training prompts.", "name": "fig-lsa-tradeoff"}}
 fig, ax = figure()
@@ -920,6 +939,9 @@ for k, c in enumerate((0.5, 1.0, 2.0)):
     scatter[c] = ((wc * qc).sum(1), lsa.predict(K_s, P_s, Xc, yc, qc))
 slope_N = np.trace(np.linalg.inv(lsat.gamma_matrix(Lam, N_s)) @ Lam) / d  # finite-N slope at c = 1
 
+# %% [markdown]
+# {numref}`fig-lsa-covariate` plots these predictions against the true values, with the slope each scale predicts.
+
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Covariate shift: predictions of the trained LSA ($N=20$) against the true value $\\langle w,x_q\\rangle$ on test prompts ($M=200$) whose covariates are scaled by $c$. The points follow slope $c^2$ (dashed), not 1: the layer has baked the training covariance into $\\Gamma^{-1}$. OLS would lie on the diagonal.", "name": "fig-lsa-covariate"}}
 fig, ax = figure()
 line = np.linspace(-8, 8, 2)
@@ -943,8 +965,9 @@ legend(ax)
 # (sec-lsa-random-covariances)=
 # ## Theorem 4.5: random covariances and the factor 1/3
 #
-# ```{prf:theorem} Random covariances: the paper's Theorem 4.5
+# ```{prf:theorem} Theorem 4.5 of the paper: random covariances
 # :label: thm-lsa-random-cov
+# :nonumber:
 # If every training prompt draws its own $\Lambda_\tau={\rm diag}(\lambda_{\tau,1},\ldots,\lambda_{\tau,d})$ and the
 # initial scale satisfies
 #
@@ -1167,8 +1190,9 @@ assert all(abs(e["joint"] - 1 / 3) > 7 * e["joint_se"] for _, e in third.values(
 # (sec-lsa-corollary43)=
 # ## Corollary 4.3: an audit
 #
-# ```{prf:corollary} Sample sizes: the paper's Corollary 4.3
+# ```{prf:corollary} Corollary 4.3 of the paper: sample sizes
 # :label: cor-lsa-sample-sizes
+# :nonumber:
 # Averaging the noiseless error of {prf:ref}`thm-lsa-error` over $w\sim\mathcal N(0,I)$,
 #
 # $$ \begin{aligned} \mathbb E(\hat y_q-y_q)^2\le{}&\frac{(d+1){\rm tr}\Lambda}{M}\\&+\frac{(1+2d){\rm tr}\Lambda+d^2\kappa}{N^2}, \end{aligned} $$ (lsa-cor43)

@@ -25,6 +25,7 @@ import torch
 
 from icllib import balance, balance_theory, induction_common as ic, induction_subspace as isp, lsa, lsa_theory as lsat
 from icllib import coverage, scan_snap as ss, scan_snap_text as st
+from icllib import scan_snap_dynamics as ssd, scan_snap_lemmas as ssl_
 from icllib.config import rng, torch_generator
 
 torch.set_num_threads(1)
@@ -141,6 +142,28 @@ def _P():
 
 def _spec():
     return ss.syn_small()
+
+
+@functools.cache
+def _fig4_run():
+    """One Syn-Small run from zero recorded at steps 0, 50 and 100 (scan_snap_dynamics.fig4_summary needs them)."""
+    return ssd.fig4_runs(_spec(), (1.0,), seeds=(0,), eta_Z=1.0, record_every=50)[1.0][0]
+
+
+@functools.cache
+def _small_sweep():
+    """A Fig. 6 sweep small enough for the sweep: K = 2, one eta_Z, three ratios, two seeds."""
+    return ss.fig6_sweep(ss.Fig6Grid(num_last=(1,), eta_Z=(1.0,), ratios=(1, 2, 5), seeds=(1, 2)))
+
+
+def _unit_F(K=3, M=12):
+    return ssl_.overlapping_attention(K, M, overlap=0.16, n_distinct=3)
+
+
+def _scan_path():
+    """A one-query setting (K = 2, one common token, three distinct tokens each) and a short path of logits."""
+    P = ssd.one_query_probabilities([0.15], [0.1, 0.2, 0.3], 2)
+    return P, np.linspace(0.0, 1.0, 3)[:, None] * np.linspace(-0.5, 0.5, P.shape[1])[None, :]
 
 
 def _small_counts():
@@ -417,6 +440,65 @@ VALID = {
     "scan_snap_theory.snap_Gamma": lambda: dict(t=np.array([1.0, 2.0]), K=10, M=100, eta_Y=1.0, eta_Z=0.5),
     "scan_snap_theory.snap_B": lambda: dict(t=np.array([1.0, 2.0]), K=10, M=100, eta_Y=1.0, eta_Z=0.5),
     "scan_snap_theory.snap_B_ode": lambda: dict(t_eval=np.array([1.0, 2.0]), K=10, M=100, eta_Y=1.0, eta_Z=0.5),
+    "scan_snap_lemmas.number_table": lambda: dict(values={"a": 1.0}, column="error"),
+    "scan_snap_lemmas.relative_error": lambda: dict(a=np.array([1.0, 2.0]), b=np.array([1.0, 2.5])),
+    "scan_snap_lemmas.eq15_autograd": lambda: (lambda c, t: dict(
+        spec=_spec(), Y=np.eye(_spec().M), Z=np.zeros((_spec().M, _spec().M)), classes=c, sequences=t))(
+        *ss.sample_sequences(_spec(), 3, 6, generator=rng(0))),
+    "scan_snap_lemmas.token_concentration": lambda: dict(spec=_spec(), z=np.zeros(_spec().M), lengths=(10, 100),
+                                                         delta=0.05, sequences=5, generator=rng(0)),
+    "scan_snap_lemmas.eq45_residuals": lambda: dict(M_values=(10,), eta_Y=0.5, t_grid=np.array([0.0, 1.0, 10.0])),
+    "scan_snap_lemmas.lemma7_gaps": lambda: dict(M_values=(10,), eta_values=(0.5,)),
+    "scan_snap_lemmas.clock_curves": lambda: dict(M=10, eta_values=(0.5,)),
+    "scan_snap_lemmas.lemma8_orders": lambda: dict(M=100),
+    "scan_snap_lemmas.remark3_conditions": lambda: dict(M_values=(1000,), eta_values=(0.1,)),
+    "scan_snap_lemmas.speed_control_ratios": lambda: dict(K=10, eta_Y=1.0, M_values=(100,)),
+    "scan_snap_lemmas.class_count_failures": lambda: dict(N=100, K_values=(2,), deltas=(0.1,), runs=200, seed=1),
+    "scan_snap_lemmas.clock_noise_failures": lambda: dict(K_values=(2,), clocks=((100, 0.5),), runs=20, delta=0.1,
+                                                          steps_per_K2=20, seed=1),
+    "scan_snap_lemmas.corollary1_steps": lambda: dict(M_values=(100,), eta_values=(0.5,), eps_values=(0.1,)),
+    "scan_snap_lemmas.corollary1_totals": lambda: dict(eps_values=(0.1,), K=2, M=100, eta_Y=0.5, runs=10, seed=1),
+    "scan_snap_lemmas.corollary1_curves": lambda: dict(M=100, eta_values=(0.5,), eps_grid=np.array([0.1, 0.01])),
+    "scan_snap_lemmas.overlap_lemma_checks": lambda: dict(K_values=(2, 3), size=4, generator=rng(0)),
+    "scan_snap_lemmas.e_prime_misses": lambda: dict(matrices=[np.array([[[0.0, 0.3], [0.3, 0.0]]])]),
+    "scan_snap_lemmas.overlapping_attention": lambda: dict(K=2, M=10, overlap=0.16, n_distinct=3),
+    "scan_snap_lemmas.theorem1_ratios": lambda: dict(F=_unit_F(), eta_values=(0.5,), steps=5, seed=1),
+    "scan_snap_lemmas.lemma3_one_step": lambda: dict(F=_unit_F(), E_prime=np.zeros((3, 3)), M=12, n=1,
+                                                     generator=rng(0)),
+    "scan_snap_lemmas.lemma12_theta": lambda: dict(K_values=(2,), clocks=((100, 0.5),), runs=20, delta=0.1,
+                                                   steps_per_K2=20, seed=1),
+    "scan_snap_lemmas.eq88_readings": lambda: dict(F=_unit_F(), A=rng(0).normal(size=(3, 12)),
+                                                   counts=np.array([1, 2, 3]), E_prime=np.zeros((3, 3)), eta_Y=0.5),
+    "scan_snap_dynamics.one_query_probabilities": lambda: dict(common=[0.15], weights=[0.1, 0.2], K=2),
+    "scan_snap_dynamics.lemma4_classes": lambda: dict(K=2),
+    "scan_snap_dynamics.eq10_drift": lambda: (lambda spec: dict(
+        spec=spec, F=ssl_.overlapping_attention(3, spec.M, overlap=0.16, n_distinct=3),
+        A=rng(0).normal(size=(3, spec.M))))(ssd.lemma4_classes(3)[0]),
+    "scan_snap_dynamics.overlap_eigenvalues": lambda: dict(zip(("P", "z_path"), _scan_path())),
+    "scan_snap_dynamics.theorem2_rates": lambda: dict(zip(("P", "z_path"), _scan_path()), xi_path=np.ones((3, 2)),
+                                                      eta_Z=0.5),
+    "scan_snap_dynamics.theorem3_along": lambda: dict(zip(("P", "z_path"), _scan_path()), B_path=np.ones((3, 2))),
+    "scan_snap_dynamics.scan_order_holds": lambda: dict(zip(("P", "z_path"), _scan_path())),
+    "scan_snap_dynamics.snap_closed_form_errors": lambda: dict(t=np.array([0.0, 1.0, 10.0]), C0_values=(1.0,),
+                                                               eta_Y_values=(1.0,)),
+    "scan_snap_dynamics.snap_branch_errors": lambda: dict(eta_Y_values=(1.0,)),
+    "scan_snap_dynamics.insight_c_margins": lambda: dict(eta_Y_values=(1.0, 2.0)),
+    "scan_snap_dynamics.fixed_ratio_transitions": lambda: dict(eta_Z_values=(0.5,)),
+    "scan_snap_dynamics.insight_b_margin": lambda: dict(eta_Z_values=(0.5, 1.0)),
+    "scan_snap_dynamics.measured_transitions": lambda: dict(eta_Y_values=(1.0,)),
+    "scan_snap_dynamics.snap_figure_curves": lambda: dict(t=np.array([1.0, 10.0]), eta_Y_values=(1.0,),
+                                                          eta_Z_values=(0.5,)),
+    "scan_snap_dynamics.fig4_runs": lambda: dict(spec=_spec(), eta_Y_values=(1.0,), seeds=(0,), eta_Z=1.0,
+                                                 record_every=50),
+    "scan_snap_dynamics.fig4_summary": lambda: dict(spec=_spec(), result=_fig4_run()),
+    "scan_snap_dynamics.fig4_table": lambda: dict(stats={1.0: [ssd.fig4_summary(_spec(), _fig4_run())]}),
+    "scan_snap_dynamics.attention_entropy": lambda: dict(spec=_spec(), result=_fig4_run(), step_index=1),
+    "scan_snap_dynamics.eq110_errors": lambda: dict(spec=_spec(), result=_fig4_run()),
+    "scan_snap_dynamics.equal_distinct_classes": lambda: dict(spec=_spec(), weight=0.55),
+    "scan_snap_dynamics.initial_prior": lambda: dict(spec=_spec(), eta_Y=1.0, seeds=(0,), z_scale=0.3),
+    "scan_snap_dynamics.adam_winners": lambda: dict(spec=_spec(), eta_values=(0.5,), seeds=(0,)),
+    "scan_snap_dynamics.fig6_against_authors": lambda: dict(sweep=_small_sweep()),
+    "scan_snap_dynamics.recall_entropy_correlation": lambda: dict(sweep=_small_sweep()),
     "scan_snap_text.make_transformer_lm": lambda: dict(vocab_size=30, d_model=8, d_hidden=8, n_layers=1, dropout=0.0,
                                                        generator=torch_generator(0)),
     "scan_snap_text.attention_row_entropy": lambda: dict(weights=torch.softmax(torch.zeros(2, 8, 8), -1).tril()),
@@ -501,6 +583,7 @@ VALID = {
     "lsa_theory.random_cov_loss": lambda: dict(U=np.eye(3), c=0.5, **dict(zip(("gamma", "xi", "zeta"), _moments()))),
     "lsa_theory.random_cov_gradient": lambda: dict(U=np.eye(3), c=0.5,
                                                    **dict(zip(("gamma", "xi", "zeta"), _moments()))),
+    "lsa_experiments.running_covariance": lambda: dict(),
     "lsa_experiments.fill_irrelevant": lambda: dict(zip(("W_KQ", "W_PV"), _lsa_pair()), generator=rng(0)),
     "lsa_experiments.negative_eigenvalue_counts": lambda: dict(zip(("X", "y", "x_query"), _prompts())),
     "lsa_experiments.on_invariant_set": lambda: dict(zip(("W_KQ", "W_PV"), _lsa_pair()), U=np.eye(3), c=0.5),
@@ -614,6 +697,11 @@ ACCEPTED = {
     "scan_snap.train_yz": {"eta_Y": {"0"}, "eta_Z": {"0"}},  # a zero step size freezes that layer
     "scan_snap_text.make_transformer_lm": {"dropout": {"0"}},  # no dropout
     "scan_snap.sample_class_counts": {"n": {"0"}},  # class 0
+    "scan_snap_lemmas.number_table": {"column": {"str"}},  # "x" titles a column
+    "scan_snap_lemmas.lemma3_one_step": {"n": {"0"}},  # class 0
+    "scan_snap_dynamics.attention_entropy": {"step_index": {"-1", "0"}},  # the last and the first recorded step
+    **{f"scan_snap_lemmas.{name}": {"seed": {"0"}} for name in (  # seeds start at 0
+        "class_count_failures", "clock_noise_failures", "corollary1_totals", "theorem1_ratios", "lemma12_theta")},
 }
 
 # Positive reals (a step size, a time, a scale, a tolerance): 2.5 is a valid value of each.
@@ -650,6 +738,14 @@ POSITIVE_REALS = {
     "scan_snap_theory.snap_Gamma": "eta_Y eta_Z",
     "scan_snap_theory.snap_B": "eta_Y eta_Z",
     "scan_snap_theory.snap_B_ode": "eta_Y eta_Z",
+    "scan_snap_lemmas.eq45_residuals": "eta_Y",
+    "scan_snap_lemmas.speed_control_ratios": "eta_Y",
+    "scan_snap_lemmas.corollary1_totals": "eta_Y",
+    "scan_snap_lemmas.eq88_readings": "eta_Y",
+    "scan_snap_dynamics.theorem2_rates": "eta_Z",
+    "scan_snap_dynamics.fig4_runs": "eta_Z",
+    "scan_snap_dynamics.equal_distinct_classes": "weight",
+    "scan_snap_dynamics.initial_prior": "eta_Y z_scale",
     "scan_snap_text.train_transformer_lm": "lr",
     "scan_snap_text.train_yz_text": "eta_Y eta_Z",
     "lsa.lsa_forward": "rho",
