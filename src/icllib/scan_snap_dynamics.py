@@ -171,10 +171,17 @@ def _setting(setting) -> sst.SnapFigures:
     return setting
 
 
+def _snap_times(t) -> np.ndarray:
+    t = real_array("t", t)
+    if t.ndim != 1 or np.any(t < 0) or np.any(np.diff(t) <= 0):
+        raise ValueError(f"t must be an increasing 1-d array of times >= 0, got {t!r}")
+    return t
+
+
 def snap_closed_form_errors(t, *, C0_values, eta_Y_values, setting=sst.SNAP_FIGURES) -> tuple[np.ndarray, np.ndarray]:
     """Theorem 4's ODE against the corrected closed form (Eq. 129 with -ln(C_0)/4) and against the printed one
     (1/4 ln(C_0 + 4 Gamma)): the largest gaps on the times ``t``, each a (len(C0_values), len(eta_Y_values)) array."""
-    t = real_array("t", t)
+    t = _snap_times(t)
     C0_values, eta_Y_values = _values("C0_values", C0_values), _values("eta_Y_values", eta_Y_values)
     s = _setting(setting)
     closed, printed = [], []
@@ -211,6 +218,8 @@ def insight_c_margins(eta_Y_values, *, setting=sst.SNAP_FIGURES) -> tuple[list, 
     """Insight (c) at fixed eta_Z: B_n(1e7) for each eta_Y, and for each pair of neighbouring rates the smallest
     B_n(smaller rate) - B_n(larger rate) on 400 times from the larger rate's transition to 1e7 (> 0 if it holds)."""
     eta_Y_values, s = _values("eta_Y_values", eta_Y_values), _setting(setting)
+    if len(eta_Y_values) < 2:
+        raise ValueError(f"eta_Y_values must hold at least two rates to compare, got {eta_Y_values!r}")
     final_B = [float(sst.snap_B(1e7, K=s.K, M=s.M, eta_Y=eta_Y, eta_Z=s.eta_Z)) for eta_Y in eta_Y_values]
     margins = []
     for small, large in zip(eta_Y_values[:-1], eta_Y_values[1:]):
@@ -235,6 +244,8 @@ def insight_b_margin(eta_Z_values, *, setting=sst.SNAP_FIGURES) -> float:
     """Insight (b) at the fixed ratio of ``setting``: the smallest increase of B_n from one rate of the increasing
     ``eta_Z_values`` to the next, on 400 times from the latest transition to 1e7 (> 0 if larger rates end higher)."""
     eta_Z_values, s = _values("eta_Z_values", eta_Z_values), _setting(setting)
+    if len(eta_Z_values) < 2 or np.any(np.diff(eta_Z_values) <= 0):
+        raise ValueError(f"eta_Z_values must hold at least two increasing rates, got {eta_Z_values!r}")
     t0 = [sst.transition_time(K=s.K, M=s.M, eta_Y=s.ratio * eta_Z) for eta_Z in eta_Z_values]
     t = np.geomspace(max(t0), 1e7, 400)
     return np.diff([sst.snap_B(t, K=s.K, M=s.M, eta_Y=s.ratio * eta_Z, eta_Z=eta_Z) for eta_Z in eta_Z_values],
@@ -259,7 +270,7 @@ def measured_transitions(eta_Y_values, *, setting=sst.SNAP_FIGURES) -> list:
 def snap_figure_curves(t, eta_Y_values, eta_Z_values, *, setting=sst.SNAP_FIGURES) -> tuple[dict, dict]:
     """The curves of the snap figure: the growth factor e^{2 B_n} by eta_Y at the setting's eta_Z (Fig. 3), and
     B_n by eta_Z at its ratio eta_Y / eta_Z (Fig. 9), on the times ``t``."""
-    t, s = real_array("t", t), _setting(setting)
+    t, s = _snap_times(t), _setting(setting)
     eta_Y_values, eta_Z_values = _values("eta_Y_values", eta_Y_values), _values("eta_Z_values", eta_Z_values)
     chi = {eta_Y: np.exp(2 * sst.snap_B(t, K=s.K, M=s.M, eta_Y=eta_Y, eta_Z=s.eta_Z)) for eta_Y in eta_Y_values}
     B = {eta_Z: sst.snap_B(t, K=s.K, M=s.M, eta_Y=s.ratio * eta_Z, eta_Z=eta_Z) for eta_Z in eta_Z_values}
@@ -419,7 +430,8 @@ def fig6_against_authors(sweep: ss.SweepResult) -> Fig6Comparison:
     if not isinstance(sweep, ss.SweepResult):
         raise ValueError(f"sweep must be a SweepResult (fig6_sweep), got {type(sweep).__name__}")
     grid = sweep.grid
-    cells = np.ix_([ss.FIG6.num_last.index(n) for n in grid.num_last], [ss.FIG6.eta_Z.index(eta) for eta in grid.eta_Z])
+    cells = np.ix_([ss.FIG6.num_last.index(n) for n in grid.num_last], [ss.FIG6.eta_Z.index(eta) for eta in grid.eta_Z],
+                   [ss.FIG6.ratios.index(ratio) for ratio in grid.ratios])
     ref_mean, ref_std = ss.FIG6_AUTHORS_MEAN[cells], ss.FIG6_AUTHORS_STD[cells]
     our_mean = sweep.entropy.mean(axis=-1)
     our_std = sweep.entropy.std(axis=-1, ddof=1)

@@ -119,7 +119,7 @@ def eq15_autograd(spec: ss.SequenceClasses, Y, Z, classes, sequences) -> Autogra
     J_t.backward()
     XbX = torch.einsum("bti,bt,btj->bij", X_t, b_t, X_t).detach().numpy()
     identity_gap = np.abs(XbX - np.stack([np.diag(v) for v in v_t.detach().numpy()])).max()
-    return AutogradReference(J=float(J_t), dY=Y_t.grad.numpy(), dZ=Z_t.grad.numpy(), identity_gap=identity_gap)
+    return AutogradReference(J=float(J_t.detach()), dY=Y_t.grad.numpy(), dZ=Z_t.grad.numpy(), identity_gap=identity_gap)
 
 
 @dataclass(frozen=True)
@@ -423,14 +423,20 @@ def overlapping_attention(K: int, M: int, *, overlap: float, n_distinct: int) ->
     return F / np.linalg.norm(F, axis=0)
 
 
+def _unit_columns(F) -> np.ndarray:
+    """``F`` as an (M, K) array of attention outputs f_n = c_n / ||c_n||: K >= 2 columns of unit norm."""
+    F = real_array("F", F)
+    if F.ndim != 2 or F.shape[1] < 2 or not np.allclose(np.linalg.norm(F, axis=0), 1.0):
+        raise ValueError(f"F must be an (M, K >= 2) array of unit columns f_n = c_n / ||c_n||, got {F!r}")
+    return F
+
+
 def theorem1_ratios(F, eta_values, *, steps: int, seed: int) -> tuple[dict, dict]:
     """Train the decoder on the fixed ``F`` for ``steps`` batch-1 steps (each run from ``rng(seed)``) under the
     modified and the plain update at each eta_Y, and read beta_nn' / iota_n off the gradient's coefficients
     (g_n = F coef[n]: iota_n is proportional to coef[n, n] and beta_nn' to -coef[n, n']). Returns the runs and the
     ratios over all ordered pairs, both by (update, eta_Y)."""
-    F = real_array("F", F)
-    if F.ndim != 2 or F.shape[1] < 2:
-        raise ValueError(f"F must be an (M, K) array with K >= 2 classes, got shape {F.shape}")
+    F = _unit_columns(F)
     eta_values = _values("eta_values", eta_values)
     steps, seed = positive_int("steps", steps), positive_int("seed", seed, minimum=0)
     K = F.shape[1]
@@ -447,9 +453,9 @@ def lemma3_one_step(F, E_prime, *, M: int, n: int, generator: np.random.Generato
     """One decoder step from a random Y on a vocabulary of M tokens, with the nonzero rows of ``F`` (so the same
     E'): how far the change of W = F^T Y under the modified (Eq. 26) and the plain (Eq. 7) update is from Lemma 3's
     e_n (e_n - alpha_n)^T, and how far softmax(Y^T f_n) is from softmax(w_n)."""
-    F, E_prime = real_array("F", F), real_array("E_prime", E_prime)
-    if F.ndim != 2 or E_prime.shape != (F.shape[1], F.shape[1]):
-        raise ValueError(f"F must be (M, K) and E_prime (K, K), got {F.shape} and {E_prime.shape}")
+    F, E_prime = _unit_columns(F), real_array("E_prime", E_prime)
+    if E_prime.shape != (F.shape[1], F.shape[1]):
+        raise ValueError(f"E_prime must be (K, K) for the K = {F.shape[1]} columns of F, got {E_prime.shape}")
     K = F.shape[1]
     M, n = positive_int("M", M, minimum=2), positive_int("n", n, minimum=0)
     if n >= K:
