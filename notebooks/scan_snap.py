@@ -236,11 +236,9 @@ show_table(
 # slope of the mean distance, which should be $-1/2$:
 
 # %%
-ceiling_18 = ss.one_sided_ceiling(0.05, 200)
-worst_outside = max(concentration.outside_band)
-check_claim(
-    "scan_snap.lemma18-hoeffding", worst_outside, upper=ceiling_18, **C["lemma18-hoeffding"]
-)
+ceiling = ss.one_sided_ceiling(0.05, 200)
+outside = max(concentration.outside_band)
+check_claim("scan_snap.lemma18-hoeffding", outside, upper=ceiling, **C["lemma18-hoeffding"])
 check_claim("scan_snap.lemma2-limit", concentration.slope, **C["lemma2-limit"])
 
 
@@ -1315,9 +1313,9 @@ snap_errors, printed_errors = dynamics.snap_closed_form_errors(
 # %%
 print(f"corrected: {snap_errors.max():.1e}; printed at C_0 = 4: {printed_errors[1].round(4)}")
 check_claim("scan_snap.snap-closed-form", snap_errors.max(), **C["snap-closed-form"])
-printed_C0_4 = printed_errors[1].min()
+printed_gap, quarter_ln4 = printed_errors[1].min(), np.log(4) / 4
 check_claim(
-    "scan_snap.snap-closed-form", printed_C0_4, expected=np.log(4) / 4, **C["snap-closed-form#2"]
+    "scan_snap.snap-closed-form", printed_gap, expected=quarter_ln4, **C["snap-closed-form#2"]
 )
 
 # %% [markdown]
