@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import base64
+import filecmp
 import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,6 +127,33 @@ def without_solutions_in_the_files(site: Path) -> None:
     import source_archive
 
     (site / source_archive.ARCHIVE_NAME).unlink(missing_ok=True)
+
+
+SHARED_FOLDERS = ("_static", "_images")
+SHARED_LINK = re.compile(r'((?:href|src)=")((?:\.\./)*)(_static|_images)/')
+
+
+def share_the_published_files(student: Path, site: Path) -> list[str]:
+    """The student pages lie in ``<site>/course/student/``; their style sheets, scripts, MathJax and figures are
+    the published site's, byte for byte (the same theme, extensions and stored executions): link those and drop
+    the copies (about 5 MB of MathJax and fonts alone). A folder with a file of its own is kept as it is. Returns
+    the folders shared."""
+    shared = []
+    for folder in SHARED_FOLDERS:
+        own = [path for path in (student / folder).rglob("*") if path.is_file()]
+        if all(filecmp.cmp(path, site / folder / path.relative_to(student / folder), shallow=False)
+               for path in own if (site / folder / path.relative_to(student / folder)).is_file()) \
+                and all((site / folder / path.relative_to(student / folder)).is_file() for path in own):
+            shutil.rmtree(student / folder)
+            shared.append(folder)
+    up = "../" * len(student.relative_to(site).parts)
+    for page in student.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        linked = SHARED_LINK.sub(lambda match: match.group(1) + match.group(2) + up + match.group(3) + "/"
+                                 if match.group(3) in shared else match.group(0), text)
+        if linked != text:
+            page.write_text(linked, encoding="utf-8")
+    return shared
 
 
 # --- notebooks ---------------------------------------------------------------------------------------------
@@ -258,6 +287,7 @@ def build_course(site: Path, work: Path) -> dict:
     facts["seconds"]["student pages"] = round(time.monotonic() - started, 1)
     without_solutions_in_the_files(student_html)
     shutil.copytree(student_html, course / "student")
+    facts["shared with the published site"] = share_the_published_files(course / "student", site)
 
     for edition in EDITIONS:
         notebooks(site, course / edition / "notebooks", edition=edition)
