@@ -187,6 +187,18 @@ def test_the_phrase_search_finds_a_solution_in_its_own_source_and_not_in_the_exe
     assert not [name for name in solutions_in(SOLUTION.sub(" ", markdown)) if name.startswith(f"{chapter.name}:")]
 
 
+def test_the_fill_measure_finds_a_blank_page_empty(tmp_path):
+    import pypdfium2
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(width=course.PAPER["paperWidth"] * 72, height=course.PAPER["paperHeight"] * 72)
+    writer.write(tmp_path / "blank.pdf")
+    document = pypdfium2.PdfDocument(tmp_path / "blank.pdf")
+    assert page_fill(document[0]) == 0
+    document.close()
+
+
 # --- the student edition ----------------------------------------------------------------------------------
 
 def student_files() -> list[Path]:
