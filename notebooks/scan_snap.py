@@ -27,7 +27,9 @@
 # **How to read it.** Each section states a result of the paper in a box, says in a sentence or two why it holds
 # or why it matters, runs the smallest computation that tests it, and closes with what it found. Every number the
 # paper states is checked as the chapter runs; its check appears where the claim is made and in the ledger, with
-# the tolerance and its reason.
+# the tolerance and its reason. The loop behind each experiment is one function of `icllib.scan_snap_lemmas` or
+# `icllib.scan_snap_dynamics`, so a cell shows the experiment's settings, the call and the check; seven exercises,
+# four of them with self-checks, close the chapter ([exercises](sec-scan_snap-exercises)).
 #
 # What this chapter finds:
 #
@@ -584,9 +586,9 @@ rates, late = lemmas.clock_noise_failures(
 ceiling_11, floor_11 = ss.one_sided_ceiling(0.1, 1000), ss.one_sided_floor(0.1, 1000)
 
 # %% [markdown]
-# The failure rates of the three general bounds, per clock and $K$ (ceiling printed above the table), and, past the
-# transition ($M = 1000$), those of the three competing readings with the 90 % quantile of
-# $\sigma/(\Delta/N)$:
+# The failure rates of the three general bounds (first table: rows $K = 3, 10, 30$ at $M = 1000$, then the same at
+# $M = 20000$), and, past the transition ($M = 1000$, rows $K = 3, 10, 30$), those of the three competing readings
+# with the 90 % quantile of $\sigma/(\Delta/N)$, which grows with $K$ where the printed bound is off by $\sqrt K$:
 
 # %%
 print(f"binomial ceiling {ceiling_11:.3f}, floor {floor_11:.3f}")
@@ -1501,8 +1503,7 @@ fig.colorbar(image, ax=axes, label="attention c_{l|n}")
 # the logit gains $z_{ml}(100) - z_{ml}(0)$ rank the distinct tokens by $P(l|n)$ (Spearman at least 0.9: a random
 # order of ten gains reaches it with probability $10^{-4}$). The entropy on the distinct tokens moves in the first
 # 50 iterations and then stops, $\eta_Y = 10$ leaves it less sparse (higher entropy), and the loss converges faster.
-
-# %% [markdown]
+#
 # `dynamics.fig4_summary` measures these quantities for one run (the share gained by the most likely distinct token,
 # the Spearman correlation of gains with $P(l|n)$, the entropy's move and drift, the first iteration with a loss
 # below $10^{-2}$); the table gathers them per rate, over the five seeds:
