@@ -334,7 +334,13 @@ class _Context:
         label = target.lstrip("#")
         found = self.local.get(label) if role != "doc" else None
         if self.resolve is not None:
-            found = self.resolve(role, target, title) or found
+            resolved = self.resolve(role, target, title)
+            if resolved is not None and found is not None and title is None and not re.search(r"\d", resolved.text) \
+                    and re.search(r"\d", found.text):
+                # sphinx-proof writes "Theorem " without its number under a numbered toctree: the page's own
+                # number, counted as the site counts its headings, keeps the download readable
+                resolved = Reference(found.text, resolved.path)
+            found = resolved or found
         if found is None:
             text = title or (Path(target).name if role == "doc" else label)
             path = None
@@ -540,7 +546,8 @@ def _is_gated(source: str, name: str) -> str | None:
 
 def plain_notebook(notebook, *, solutions: bool, site_url: str | None, page: str | None = None,
                    chapter: int | None = None, resolve: Resolver | None = None, bibtex: str | None = None,
-                   bib_file: Path = ROOT / "book" / "references.bib") -> nbformat.NotebookNode:
+                   glued: Mapping[str, str] | None = None, bib_file: Path = ROOT / "book" / "references.bib"
+                   ) -> nbformat.NotebookNode:
     """A copy of a chapter's (executed) ``notebook`` that reads cleanly in plain Jupyter, Colab or Binder.
 
     Guarantees, for every markdown cell (what :func:`raw_myst` checks, and ``tests/test_downloads.py`` on all
@@ -563,7 +570,8 @@ def plain_notebook(notebook, *, solutions: bool, site_url: str | None, page: str
     - citations read author-year from ``bib_file``; glued values and ``{ledger-counts}`` are filled in.
 
     Code cells, their outputs and the notebook's metadata are kept as they are (apart from the dropped solution
-    cells). ``page`` is the site's docname (``notebooks/balance``); ``bibtex`` the chapter's BibTeX entry for
+    cells). ``glued`` adds glued values (``{name: plain text}``) to those found in the outputs (myst-nb keeps an
+    executed chapter's in ``<chapter>.glue.json`` beside it). ``page`` is the site's docname (``notebooks/balance``); ``bibtex`` the chapter's BibTeX entry for
     ``{cite-this-chapter}`` (without it, a pointer to the chapter's page). Raises ``ValueError`` naming the
     parameter for a notebook that is not one or a malformed ``site_url``.
     """
@@ -577,7 +585,8 @@ def plain_notebook(notebook, *, solutions: bool, site_url: str | None, page: str
     notebook = nbformat.from_dict(copy.deepcopy(dict(notebook)))
     context = _Context(page=page, site_url=site_url.strip() if site_url else None, solutions=solutions,
                        resolve=resolve, local=local_references(notebook, chapter=chapter, page=page),
-                       bibliography=_bibliography(bib_file), glued=glued_values(notebook), bibtex=bibtex,
+                       bibliography=_bibliography(bib_file), glued={**glued_values(notebook), **(glued or {})},
+                       bibtex=bibtex,
                        unknown=set())
     cells = []
     in_solution = False
@@ -830,7 +839,14 @@ def offer(app, pagename: str, executed: Path, doctree) -> Path:
                                      and "chapter-bibtex" in node.get("classes", [])), None)
         bibtex = block.astext() if block is not None else None
     notebook = nbformat.read(executed, as_version=4)
-    plain = plain_notebook(notebook, solutions=True, site_url=url, page=pagename,
+    glue_file = executed.with_suffix(".glue.json")
+    glued = {}
+    if glue_file.is_file():
+        for name, output in json.loads(glue_file.read_text()).items():
+            plain = [value for key, value in output.get("data", {}).items() if key.endswith("text/plain")]
+            if plain:
+                glued[name] = "".join(plain[0]) if isinstance(plain[0], list) else plain[0]
+    plain = plain_notebook(notebook, solutions=True, site_url=url, page=pagename, glued=glued,
                            chapter=chapter_numbers(root / "_toc.yml").get(pagename),
                            resolve=sphinx_resolver(app, pagename), bibtex=bibtex,
                            bib_file=root / "book" / "references.bib")
