@@ -37,7 +37,7 @@ RUNNING_EIGENVALUES = (0.25, 0.5, 1.0, 2.0)
 
 
 def running_covariance() -> np.ndarray:
-    """The covariance of the chapter's running example: the eigenvalues :data:`RUNNING_EIGENVALUES` in a random
+    """The covariance of the chapter's running example: the eigenvalues ``RUNNING_EIGENVALUES`` in a random
     rotated basis (:func:`~icllib.lsa.make_lambda` with the generator seeded 14), so that Lambda is neither
     isotropic nor diagonal."""
     return lsa.make_lambda(list(RUNNING_EIGENVALUES), generator=np.random.default_rng(14))
@@ -154,7 +154,7 @@ def theorem41_flows(cases, scales, *, generator: np.random.Generator, T=1500) ->
 
 
 def corollary_a2_errors(Lam, N, *, generator: np.random.Generator, points=20) -> list[float]:
-    """|L - (min + gap)| of Corollary A.2 at ``points`` random (U_11, u_{-1}) with standard normal entries:
+    """``abs(L - (min + gap))`` of Corollary A.2 at ``points`` random (U_11, u_{-1}) with standard normal entries:
     the loss (5.5) against the completed square with Gamma^(1/2) and Lambda^(1/2) (Eq. A.2)."""
     Lam = lsat.covariance(Lam)
     gen = numpy_generator_arg("generator", generator)
@@ -177,7 +177,7 @@ SGD_TABLE_HEADER = ["seed", "‖cU − Γ⁻¹‖ / ‖Γ⁻¹‖", "off-blocks"
 
 
 def sgd_table(runs, Lam, N) -> list[list]:
-    """One row per SGD run ``(W_KQ, W_PV)`` of the section on finite steps, under :data:`SGD_TABLE_HEADER`: the
+    """One row per SGD run ``(W_KQ, W_PV)`` of the section on finite steps, under the column names ``SGD_TABLE_HEADER``: the
     relative distance of cU to Gamma^-1, the largest off-diagonal block entry, c against the point of the
     minimum manifold for the run's own imbalance (:func:`~icllib.lsa_theory.manifold_point`) and the flow's c,
     and the excess population loss."""
@@ -243,7 +243,7 @@ def lemma_c1_c3_errors(gamma, xi, zeta, *, generator: np.random.Generator, point
 
 
 def lemma_c4_errors(gamma, xi, zeta, *, generator: np.random.Generator, points=20) -> list[float]:
-    """Lemma C.4: |l_rdm - ((C.6) + (C.7))| at ``points`` random (U_11, u_{-1}), with the minimum (C.6)
+    """Lemma C.4: ``abs(l_rdm - ((C.6) + (C.7)))`` at ``points`` random (U_11, u_{-1}), with the minimum (C.6)
     -sum_i xi_i^2 / gamma_i / 2 and the gap (C.7) from completing the square entry by entry."""
     gamma, xi, zeta = lsat.moment_triple(gamma, xi, zeta)
     gen = numpy_generator_arg("generator", generator)
@@ -361,7 +361,7 @@ def one_third_estimates(D_diag, M, *, n, w, x_query, generators) -> dict:
 def corollary43_audit(cases) -> list[dict]:
     """The exact error (:func:`~icllib.lsa_theory.shift_error`, w ~ N(0, I)) at the sample sizes of Corollary 4.3
     as printed and as corrected (:func:`~icllib.lsa_theory.corollary43_thresholds`), for each ``(name, Lam,
-    eps)`` of ``cases`` (the chapter uses :data:`~icllib.lsa_theory.COROLLARY43_CASES`). One dict per case:
+    eps)`` of ``cases`` (the chapter uses ``lsa_theory.COROLLARY43_CASES``). One dict per case:
     ``name``, ``eps``, ``M``, ``N_paper``, ``error_paper``, ``N_corrected``, ``error_corrected``."""
     rows = []
     for case in non_empty("cases", cases):
