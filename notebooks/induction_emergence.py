@@ -20,22 +20,26 @@
 #
 # **The answer.** The read-out $\gamma$ emerges after a time $\Theta(N)$, while the second-layer match $\beta$ and
 # the first-layer previous-token head $\alpha$ emerge after $\Theta(N^2)$, where $N$ is the number of item-label
-# pairs ({prf:ref}`thm-induction-emergence-order`). The law comes with closed-form constants, $T_\gamma/N \to \ln 2$,
-# $T_\beta/N^2 \to$ {glue:text}`t-beta-limit:.3f`, $T_\alpha/N^2 \to$ {glue:text}`t-alpha-limit:.3f`, and the loss only
-# drops at $t \approx \sqrt{2\pi}\,N^2$, well after the head has "emerged".
+# pairs ({prf:ref}`Theorem 2 <thm-induction-emergence-order>`). The law comes with closed-form constants,
+# $T_\gamma/N \to \ln 2$, $T_\beta/N^2 \to$ {glue:text}`t-beta-limit:.3f`, $T_\alpha/N^2 \to$
+# {glue:text}`t-alpha-limit:.3f`, and the loss only drops at $t \approx \sqrt{2\pi}\,N^2$, well after the head has
+# "emerged".
 #
 # What this chapter finds:
 #
 # - the three-parameter loss is exactly the full network's on orthonormal data with the query last and a
-#   self-excluding mask, and fails without either assumption ([From the network to three numbers](sec-induction-emergence-network));
-# - every formula of App. B.3-B.5 is right, checked symbolically ([The closed forms, symbolically](sec-induction-emergence-symbolic));
+#   self-excluding mask, and fails without either assumption ([From the network to three
+#   numbers](sec-induction-emergence-network));
+# - every formula of App. B.3-B.5 is right, checked symbolically ([The closed forms,
+#   symbolically](sec-induction-emergence-symbolic));
 # - the order $\gamma, \beta, \alpha$ holds for every $N \ge 2$ integrated, not only for large $N$
 #   ([The flow from zero](sec-induction-emergence-flow));
 # - the $N^2$ law holds, with constants derived here in closed form and a slow manifold $\alpha = \beta^2/2$
-#   ({prf:ref}`prop-induction-phase2`; [The N² law and its constants](sec-induction-emergence-law));
+#   ({prf:ref}`Proposition 2 <prop-induction-phase2>`; [The N² law and its constants](sec-induction-emergence-law));
 # - every bound of the proof holds along the flow; the proof sketch's $o(1/N^2)$, B.1's names and B.8.1's
 #   remainder are slips ([The proof, step by step](sec-induction-emergence-proof));
-# - at $T_\alpha$ the loss is still that of averaging the context ([Emergence is not the loss drop](sec-induction-emergence-loss));
+# - at $T_\alpha$ the loss is still that of averaging the context ([Emergence is not the loss
+#   drop](sec-induction-emergence-loss));
 # - App. F's step of 100 acts on the weight matrices: as $\lambda/D$ on the three numbers it reproduces the flow
 #   and Fig. 5, applied to the three numbers directly it diverges ([Fig. 5](sec-induction-emergence-fig5)).
 #
@@ -44,10 +48,10 @@
 # for App. F's training, the reading of its step as acting on the weight matrices
 # ({ref}`induction_emergence.N1 <induction-emergence-n1>`).
 #
-# **Run time.** `quick` (the tests, $N \le 128$) and `default` (this page, $N \le 512$, about 15 s) each take
-# well under a minute on two cores; `full` goes to $N = 4096$ and runs gradient descent to $N = 512$ (the
-# archived full run: 9 min on one thread). The status page lists the measured times. The ledger of this chapter: {ledger-counts}`induction_emergence`. What you see was
-# executed in the run mode printed below.
+# **Run time.** `quick` (the tests, $N \le 128$) and `default` (this page, $N \le 512$, about 15 s) each take well
+# under a minute on two cores; `full` goes to $N = 4096$ and runs gradient descent to $N = 512$ (the archived full
+# run: 9 min on one thread). The status page lists the measured times. The ledger of this chapter:
+# {ledger-counts}`induction_emergence`. What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]
 import math
@@ -246,9 +250,9 @@ check_claim("induction_emergence.b73-identity", identity_ok, **C["b73-identity"]
 # first. This is not a fixed point for $\alpha$ and $\beta$, because $\dot\beta$ is proportional to $\gamma$, not to
 # $\beta$: $\ddot\beta(0) = \partial_\gamma \dot\beta \cdot \dot\gamma = 1/(2N^3)$, so $\beta \approx t^2/(4N^3)$.
 # By B.7.3, $\dot\alpha = k(\alpha)\,\beta\dot\beta$ with $k(0) = (2N-2)/(2N-1)$; since $\beta = O(t^2)$ and
-# $\alpha = O(t^4)$, $\alpha^{(4)}(0) = k(0) \cdot \tfrac12 (\beta^2)^{(4)}(0) = 3 k(0) \ddot\beta(0)^2$: $\alpha$ leaves
-# zero at fourth order. For $N = 1$ the factor $2N - 2$ vanishes and $\alpha$ never moves. SymPy differentiates
-# along the flow:
+# $\alpha = O(t^4)$, $\alpha^{(4)}(0) = k(0) \cdot \tfrac12 (\beta^2)^{(4)}(0) = 3 k(0) \ddot\beta(0)^2$: $\alpha$
+# leaves zero at fourth order. For $N = 1$ the factor $2N - 2$ vanishes and $\alpha$ never moves. SymPy
+# differentiates along the flow:
 
 # %%
 origin = {a: 0, b: 0, g: 0}
@@ -316,7 +320,7 @@ n = np.array(N_VALUES, dtype=float)
 show_table(*ie.crossing_table(times, N_VALUES))
 
 # %% [markdown]
-# {prf:ref}`thm-induction-emergence-order` says the parameters *always* emerge in the order
+# {prf:ref}`Theorem 2 <thm-induction-emergence-order>` says the parameters *always* emerge in the order
 # $T_\gamma < T_\beta < T_\alpha$, but B.6.2 proves it only "for large enough $N$". We integrate the flow for every
 # $N$ from 2 to 16 (64 in `full`) besides the table's powers of two, and look for a violation; for $N = 1$,
 # $\alpha$ never emerges ($T_\alpha = \infty$: a single pair needs no first-layer head), a case the word "always"
@@ -352,9 +356,9 @@ check_claim("induction_emergence.nonnegativity", lowest, **C["nonnegativity"])
 # (sec-induction-emergence-law)=
 # ## The N² law and its constants
 #
-# {prf:ref}`thm-induction-emergence-order` gives the orders $\Theta(N)$, $\Theta(N^2)$, $\Theta(N^2)$. A log-log fit
-# over $N \ge 32$ gives the exponents; the finite-$N$ correction (about $0.8/N$ in $T/N^2$, see the table) lowers
-# the fitted slope by about $0.8/N$ at the middle of the range, which sets the tolerance.
+# {prf:ref}`Theorem 2 <thm-induction-emergence-order>` gives the orders $\Theta(N)$, $\Theta(N^2)$, $\Theta(N^2)$. A
+# log-log fit over $N \ge 32$ gives the exponents; the finite-$N$ correction (about $0.8/N$ in $T/N^2$, see the
+# table) lowers the fitted slope by about $0.8/N$ at the middle of the range, which sets the tolerance.
 
 # %%
 large = n >= 32
@@ -384,7 +388,8 @@ check_claim("induction_emergence.b1-summary", slope_gap, **C["b1-summary"])
 # :nonumber:
 # As $N \to \infty$ with $t/N$ fixed, $\gamma(t) \to 1 - e^{-t/N}$, while $N\alpha \to 0$ and
 # $N\beta(t) \to \tfrac12\left(t/N - 1 + e^{-t/N}\right)$. Hence $T_\gamma / N \to \ln 2$ and
-# $N \beta(T_\gamma) \to \tfrac12(\ln 2 - \tfrac12) = 0.0966$; for a threshold $c < 1$, $T_\gamma(c)/N \to \ln\frac{1}{1-c}$.
+# $N \beta(T_\gamma) \to \tfrac12(\ln 2 - \tfrac12) = 0.0966$; for a threshold $c < 1$,
+# $T_\gamma(c)/N \to \ln\frac{1}{1-c}$.
 # ```
 #
 # ```{prf:proof}
@@ -404,8 +409,9 @@ check_claim("induction_emergence.b1-summary", slope_gap, **C["b1-summary"])
 #
 # whose solution from $\alpha = \beta = 0$ lies on the slow manifold $\alpha = \beta^2/2$ and satisfies
 # $\tau(\beta) = \sqrt{2\pi}\,\mathrm{erf}(\beta/\sqrt2)$. Hence
-# $T_\beta(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(c/\sqrt2)$ and $T_\alpha(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(\sqrt{c})$:
-# {glue:text}`t-beta-limit:.5f` and {glue:text}`t-alpha-limit:.5f` for $c = 1/2$.
+# $T_\beta(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(c/\sqrt2)$ and
+# $T_\alpha(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(\sqrt{c})$: {glue:text}`t-beta-limit:.5f` and
+# {glue:text}`t-alpha-limit:.5f` for $c = 1/2$.
 # ```
 #
 # ```{prf:proof}
@@ -489,8 +495,8 @@ expected = dict(expected=asymptotics["T_alpha/N^2"])
 check_claim("induction_emergence.limit-t-alpha", limit_alpha, **expected, **C["limit-t-alpha"])
 
 # %% [markdown]
-# The loss drop converges more slowly, like $\ln(N)/N$ ({prf:ref}`prop-induction-phase3`); we test its raw value
-# against $\sqrt{2\pi}$ within $2\ln(N)/N$ at the largest $N$.
+# The loss drop converges more slowly, like $\ln(N)/N$ ({prf:ref}`Proposition 3 <prop-induction-phase3>`); we test
+# its raw value against $\sqrt{2\pi}$ within $2\ln(N)/N$ at the largest $N$.
 
 # %%
 drop, tol = scaled["loss"][-1], dict(
@@ -538,12 +544,13 @@ legend(right)
 
 # %% [markdown]
 # {numref}`fig-induction_emergence-times` shows both: the rescaled times settle on the constants of
-# {prf:ref}`prop-induction-phase1` and {prf:ref}`prop-induction-phase2`, and the raw times have slopes 1 and 2.
+# {prf:ref}`Proposition 1 <prop-induction-phase1>` and {prf:ref}`Proposition 2 <prop-induction-phase2>`, and the raw
+# times have slopes 1 and 2.
 #
-# **The slow manifold.** {prf:ref}`prop-induction-phase2` ties $\alpha$ to $\beta$ in the middle phase:
-# $\alpha = \beta^2/2$, so $\alpha(T_\beta) \to 1/8$ and $\beta(T_\alpha) \to 1$. We measure the largest deviation
-# $|\alpha - \beta^2/2|$ over the middle phase ($\gamma \ge 1/2$, up to $T_\alpha$): an $O(1/N)$ deviation halves
-# when $N$ doubles.
+# **The slow manifold.** {prf:ref}`Proposition 2 <prop-induction-phase2>` ties $\alpha$ to $\beta$ in the middle
+# phase: $\alpha = \beta^2/2$, so $\alpha(T_\beta) \to 1/8$ and $\beta(T_\alpha) \to 1$. We measure the largest
+# deviation $|\alpha - \beta^2/2|$ over the middle phase ($\gamma \ge 1/2$, up to $T_\alpha$): an $O(1/N)$ deviation
+# halves when $N$ doubles.
 
 # %%
 deviation = {}
@@ -615,7 +622,7 @@ check_claim("induction_emergence.b82-beta-bound", beta_max, **C["b82-beta-bound"
 # %% [markdown]
 # Every bound holds with room to spare. Two are loose by a factor of about 2 (B.8.1: $8N^2\dot\alpha \approx 2$,
 # because the proof uses $\gamma \ge 1/2$ while $\gamma \approx 1$) or 5 (B.8.2: $\beta(T_\alpha) \to 1$, not
-# $5.45$), as the slow manifold of {prf:ref}`prop-induction-phase2` predicts.
+# $5.45$), as the slow manifold of {prf:ref}`Proposition 2 <prop-induction-phase2>` predicts.
 #
 # Two statements around B.8.1 are off. The proof sketch (line 231) says the last step shows
 # $\dot\alpha = o(1/N^2)$, "which implies that $\alpha$ emerges last in $\Theta(N^2)$"; a rate $o(1/N^2)$ would
@@ -665,9 +672,9 @@ check_claim("induction_emergence.b81-t3-bound", remainder, **C["b81-t3-bound"])
 # ```
 #
 # ```{prf:proof}
-# By {prf:ref}`prop-induction-phase2`, $(\alpha, \beta) \to (1/2, 1)$ at $T_\alpha$, so $s = 1 + \varepsilon$ with
-# $\varepsilon = \sqrt e/(2N) + O(N^{-2})$. The loss {eq}`ie-b3` is quadratic in $\gamma$ with minimum
-# $1 - s^2/(s^2+F)$, and $\gamma$ sits $O(1/N)$ from the minimiser, which costs $O(N^{-3})$. Expanding,
+# By {prf:ref}`Proposition 2 <prop-induction-phase2>`, $(\alpha, \beta) \to (1/2, 1)$ at $T_\alpha$, so
+# $s = 1 + \varepsilon$ with $\varepsilon = \sqrt e/(2N) + O(N^{-2})$. The loss {eq}`ie-b3` is quadratic in $\gamma$
+# with minimum $1 - s^2/(s^2+F)$, and $\gamma$ sits $O(1/N)$ from the minimiser, which costs $O(N^{-3})$. Expanding,
 # $1 - s^2/(s^2 + F) = 1 - \frac{1}{2N} - \frac{\varepsilon}{N} + O(N^{-3})$.
 # ```
 #
@@ -721,19 +728,21 @@ legend(left)
 legend(right)
 
 # %% [markdown]
-# {numref}`fig-induction_emergence-loss` shows the gap between the two events: {prf:ref}`prop-induction-loss-at-emergence`
-# at $T_\alpha$, and the loss drop of {prf:ref}`prop-induction-phase3` only near $\sqrt{2\pi}\,N^2$.
+# {numref}`fig-induction_emergence-loss` shows the gap between the two events:
+# {prf:ref}`Proposition 4 <prop-induction-loss-at-emergence>` at $T_\alpha$, and the loss drop of
+# {prf:ref}`Proposition 3 <prop-induction-phase3>` only near $\sqrt{2\pi}\,N^2$.
 #
 # (sec-induction-emergence-fig5)=
 # ## Fig. 5: thresholds 0.1 and gradient descent
 #
 # Fig. 5 plots emergence times from *discrete* training (App. F: $D = 256$, $\lambda = 100$, orthonormal inputs,
-# $q = N$, three parameters), with thresholds $0.1$ for $\alpha_3$ and $\beta_2$ and $0.5$ for $\gamma_3$: "unlike our
-# theory", as App. F says, so Fig. 5 does not plot the times of Definitions 1-3
-# ({ref}`induction_emergence.N2 <induction-emergence-n2>`). {prf:ref}`prop-induction-phase2` gives their asymptotes
-# too: $\sqrt{2\pi}\,\mathrm{erf}(\sqrt{0.1})N^2$ = {glue:text}`t-alpha-limit-fig5:.4f` $N^2$ for $\alpha$,
-# $\sqrt{2\pi}\,\mathrm{erf}(0.1/\sqrt2)N^2$ = {glue:text}`t-beta-limit-fig5:.4f` $N^2$ for $\beta$, and $\ln 2 \cdot N$ for
-# $\gamma$. The time until ICL (Definition 3, at these thresholds) is the largest, $T_\alpha(0.1)$.
+# $q = N$, three parameters), with thresholds $0.1$ for $\alpha_3$ and $\beta_2$ and $0.5$ for $\gamma_3$: "unlike
+# our theory", as App. F says, so Fig. 5 does not plot the times of Definitions 1-3
+# ({ref}`induction_emergence.N2 <induction-emergence-n2>`). {prf:ref}`Proposition 2 <prop-induction-phase2>` gives
+# their asymptotes too: $\sqrt{2\pi}\,\mathrm{erf}(\sqrt{0.1})N^2$ = {glue:text}`t-alpha-limit-fig5:.4f` $N^2$ for
+# $\alpha$, $\sqrt{2\pi}\,\mathrm{erf}(0.1/\sqrt2)N^2$ = {glue:text}`t-beta-limit-fig5:.4f` $N^2$ for $\beta$, and
+# $\ln 2 \cdot N$ for $\gamma$. The time until ICL (Definition 3, at these thresholds) is the largest,
+# $T_\alpha(0.1)$.
 
 # %%
 fig5_thresholds = ie.FIG5_THRESHOLDS
@@ -828,12 +837,13 @@ legend(right, fontsize=7)
 #
 # - The three-parameter model is exactly the full network on orthonormal data with the query last and the
 #   self-excluding mask; drop either assumption and the closed form {eq}`ie-b3` fails.
-# - The order $\gamma, \beta, \alpha$ of {prf:ref}`thm-induction-emergence-order` holds for every $N \ge 2$ we
-#   integrated, not only for large $N$; for $N = 1$, $\alpha$ never emerges.
+# - The order $\gamma, \beta, \alpha$ of {prf:ref}`Theorem 2 <thm-induction-emergence-order>` holds for every
+#   $N \ge 2$ we integrated, not only for large $N$; for $N = 1$, $\alpha$ never emerges.
 # - Every bound of the proof holds along the flow; the proof sketch's $o(1/N^2)$, B.1's names and B.8.1's
 #   remainder are slips.
 # - The $N^2$ law has closed-form constants: $T_\gamma \approx N\ln 2$, $T_\beta \approx$
-#   {glue:text}`t-beta-limit:.3f` $N^2$, $T_\alpha \approx$ {glue:text}`t-alpha-limit:.3f` $N^2$, and the loss drops at $\approx\sqrt{2\pi}N^2$; in between, $\alpha = \beta^2/2$.
+#   {glue:text}`t-beta-limit:.3f` $N^2$, $T_\alpha \approx$ {glue:text}`t-alpha-limit:.3f` $N^2$, and the loss drops
+#   at $\approx\sqrt{2\pi}N^2$; in between, $\alpha = \beta^2/2$.
 # - The induction head is "present" (Definition 3) long before it is useful: at $T_\alpha$ the model still predicts
 #   the context average.
 # - App. F's step of 100 on the weight matrices is a step of $100/D$ on the pseudo-parameters and reproduces the
@@ -841,8 +851,9 @@ legend(right, fontsize=7)
 #
 # All claims and errata of this chapter are in the {doc}`claims ledger </book/claims>` and on the
 # {doc}`errata page </book/errata>`. **Run modes.** `quick` uses $N \le 128$ (flow) and $N \le 32$ (gradient
-# descent); `default` $N \le 512$ and $N \le 128$; `full` $N \le 4096$ and $N \le 512$. The {doc}`status page </book/status>` has the
-# measured times; most of `full` is gradient descent at $N = 512$, which needs $6 \cdot 10^5$ steps.
+# descent); `default` $N \le 512$ and $N \le 128$; `full` $N \le 4096$ and $N \le 512$. The
+# {doc}`status page </book/status>` has the measured times; most of `full` is gradient descent at $N = 512$, which
+# needs $6 \cdot 10^5$ steps.
 #
 # ## Exercises
 #
@@ -857,10 +868,10 @@ from icllib.exercises.induction_emergence import check
 # ```{exercise}
 # :label: ex-induction-emergence-phase1
 # Set $\alpha = \beta = 0$ in the $\gamma$-equation of B.5, solve it from $\gamma(0) = 0$, and derive
-# $T_\gamma/N \to \ln 2$ ({prf:ref}`prop-induction-phase1`). Then measure how far the flow is from this limit at
-# the shortest context with a first-layer head, $N = 2$: integrate the full flow, divide $T_\gamma$ by $N$ and
-# pass it to `check("ex-induction-emergence-phase1", your_value)`. Where does the finite-$N$ error come from, and
-# what is its sign?
+# $T_\gamma/N \to \ln 2$ ({prf:ref}`Proposition 1 <prop-induction-phase1>`). Then measure how far the flow is from
+# this limit at the shortest context with a first-layer head, $N = 2$: integrate the full flow, divide $T_\gamma$ by
+# $N$ and pass it to `check("ex-induction-emergence-phase1", your_value)`. Where does the finite-$N$ error come
+# from, and what is its sign?
 # ```
 #
 # ````{solution} ex-induction-emergence-phase1
@@ -884,8 +895,8 @@ from icllib.exercises.induction_emergence import check
 # ```{exercise}
 # :label: ex-induction-emergence-threshold
 # App. F declares $\alpha$ and $\beta$ emerged at $0.1$ rather than Definition 1's $1/2$
-# ({ref}`induction_emergence.N2 <induction-emergence-n2>`). Using {prf:ref}`prop-induction-phase2`, compute the
-# ratio of the large-$N$ limits of $T_\alpha$ and $T_\beta$ at App. F's thresholds and pass it to
+# ({ref}`induction_emergence.N2 <induction-emergence-n2>`). Using {prf:ref}`Proposition 2 <prop-induction-phase2>`,
+# compute the ratio of the large-$N$ limits of $T_\alpha$ and $T_\beta$ at App. F's thresholds and pass it to
 # `check("ex-induction-emergence-threshold", your_ratio)`. Compare it with the same ratio at Definition 1's
 # thresholds, and explain why small thresholds make $\alpha$ appear so much later than $\beta$.
 # ```
@@ -912,20 +923,21 @@ from icllib.exercises.induction_emergence import check
 #
 # ```{exercise}
 # :label: ex-induction-emergence-order-flip
-# {prf:ref}`thm-induction-emergence-order` orders $T_\beta < T_\alpha$ at the common threshold $1/2$. Declare
-# $\alpha$ and $\beta$ emerged at the same threshold $c$ and find, from {prf:ref}`prop-induction-phase2`, the value
-# of $c$ above which $\beta$ emerges *after* $\alpha$ in the large-$N$ limit; pass it to
-# `check("ex-induction-emergence-order-flip", your_c)`. Then test the prediction on the integrated flow with
-# `ie.emergence_times(N, thresholds=(c, c, 0.5))` for $c$ a little below and a little above your answer: from
-# which $N$ on does the order follow the limit? (The paper considers only the thresholds $1/2$ and $0.1$.)
+# {prf:ref}`Theorem 2 <thm-induction-emergence-order>` orders $T_\beta < T_\alpha$ at the common threshold $1/2$.
+# Declare $\alpha$ and $\beta$ emerged at the same threshold $c$ and find, from
+# {prf:ref}`Proposition 2 <prop-induction-phase2>`, the value of $c$ above which $\beta$ emerges *after* $\alpha$ in
+# the large-$N$ limit; pass it to `check("ex-induction-emergence-order-flip", your_c)`. Then test the prediction on
+# the integrated flow with `ie.emergence_times(N, thresholds=(c, c, 0.5))` for $c$ a little below and a little above
+# your answer: from which $N$ on does the order follow the limit? (The paper considers only the thresholds $1/2$ and
+# $0.1$.)
 # ```
 #
 # ````{solution} ex-induction-emergence-order-flip
 # :class: dropdown
-# $T_\beta(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(c/\sqrt2)$ and $T_\alpha(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(\sqrt c)$;
-# erf is increasing, so $\beta$ comes first exactly when $c/\sqrt2 < \sqrt c$, that is $c < 2$. Equivalently, on the
-# manifold $\alpha = \beta^2/2$ exceeds $\beta$ once $\beta > 2$. Both limits stay below the blow-up time
-# $\sqrt{2\pi}$, so the flip happens before the loss drop.
+# $T_\beta(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(c/\sqrt2)$ and
+# $T_\alpha(c)/N^2 \to \sqrt{2\pi}\,\mathrm{erf}(\sqrt c)$; erf is increasing, so $\beta$ comes first exactly when
+# $c/\sqrt2 < \sqrt c$, that is $c < 2$. Equivalently, on the manifold $\alpha = \beta^2/2$ exceeds $\beta$ once
+# $\beta > 2$. Both limits stay below the blow-up time $\sqrt{2\pi}$, so the flip happens before the loss drop.
 #
 # ```python
 # from scipy.optimize import brentq
@@ -944,15 +956,16 @@ from icllib.exercises.induction_emergence import check
 # **A good answer** finds $c = 2$ and checks it on the flow: at $c = 1.8$, $\beta$ comes first for every $N$; at
 # $c = 2.2$ and $2.5$, $\alpha$ comes first from $N = 32$ on, but not at $N = 8$, where $\beta \approx 2$ is reached
 # in the blow-up window ($x = \beta e^\alpha / G$ is no longer small) and the slow manifold does not hold. It
-# concludes that the order of {prf:ref}`thm-induction-emergence-order` is a statement about thresholds below 2, not
-# about the parameters alone.
+# concludes that the order of {prf:ref}`Theorem 2 <thm-induction-emergence-order>` is a statement about thresholds
+# below 2, not about the parameters alone.
 # ````
 #
 # ```{exercise}
 # :label: ex-induction-emergence-manifold
-# {prf:ref}`prop-induction-phase2` predicts $\alpha(T_\beta) \to 1/8$. Integrate the flow at $N = 64$ up to
-# $T_\beta$, read $\alpha$ there and pass it to `check("ex-induction-emergence-manifold", your_alpha)`. Does the flow
-# approach the slow manifold from above or from below, and how does the gap scale with $N$?
+# {prf:ref}`Proposition 2 <prop-induction-phase2>` predicts $\alpha(T_\beta) \to 1/8$. Integrate the flow at
+# $N = 64$ up to $T_\beta$, read $\alpha$ there and pass it to
+# `check("ex-induction-emergence-manifold", your_alpha)`. Does the flow approach the slow manifold from above or
+# from below, and how does the gap scale with $N$?
 # ```
 #
 # ````{solution} ex-induction-emergence-manifold
@@ -989,10 +1002,10 @@ from icllib.exercises.induction_emergence import check
 # answer = ie.loss_drop_time(1)
 # ```
 #
-# **A good answer** finds the loss drop at $t \approx 1.00$, far from $\sqrt{2\pi}\,N^2 = 2.51$, and explains that with
-# a single pair the label row's only admissible key under the self-excluding mask is the item, so the first layer
-# retrieves it whatever $\alpha$ is: the previous-token head is built into the mask, and the slow phase that makes
-# the law quadratic does not exist.
+# **A good answer** finds the loss drop at $t \approx 1.00$, far from $\sqrt{2\pi}\,N^2 = 2.51$, and explains that
+# with a single pair the label row's only admissible key under the self-excluding mask is the item, so the first
+# layer retrieves it whatever $\alpha$ is: the previous-token head is built into the mask, and the slow phase that
+# makes the law quadratic does not exist.
 # ````
 #
 # ```{exercise}
@@ -1018,10 +1031,10 @@ from icllib.exercises.induction_emergence import check
 # ```
 #
 # **A good answer** derives $\eta < 2N$, finds that runs diverge up to $N = 48$ and not from $N = 49$ on, and
-# explains the gap: at $N = 49$ and $50$ the factor is $-1.04$ and $-1$, so the oscillation of $\gamma$ grows so slowly
-# that the thresholds are reached first, and a run stops there. It adds that the stability is only provisional: after
-# the loss drop $\partial^2_\gamma\mathcal L = 2(s^2+F)/r^2$ tends to 2, so a step of 100 is unstable for every $N$
-# (with thresholds of 1000, the run at $N = 512$ blows up at step 6553).
+# explains the gap: at $N = 49$ and $50$ the factor is $-1.04$ and $-1$, so the oscillation of $\gamma$ grows so
+# slowly that the thresholds are reached first, and a run stops there. It adds that the stability is only
+# provisional: after the loss drop $\partial^2_\gamma\mathcal L = 2(s^2+F)/r^2$ tends to 2, so a step of 100 is
+# unstable for every $N$ (with thresholds of 1000, the run at $N = 512$ blows up at step 6553).
 # ````
 #
 # ## Cite this chapter

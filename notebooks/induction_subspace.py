@@ -17,38 +17,39 @@
 # **The question.** A two-layer disentangled transformer has $28D^2$ weights. Why does training it on an
 # in-context item-label task produce an induction head, and how much of the weight space does training use?
 #
-# **The answer.** {cite:t}`musat2025induction` prove ({prf:ref}`thm-subspace-theorem1`) that, trained from zero
-# with the population gradient on isotropic data, the weights never leave a subspace of dimension 19, whatever
-# $D$, and conjecture that three of its directions, the induction head, carry the drop in the loss. Both hold in
-# our computations, with two sharpenings: only 15 of the 19 directions ever move, and the paper's learning rate
-# trains only on the per-coordinate loss.
+# **The answer.** {cite:t}`musat2025induction` prove ({prf:ref}`Theorem 1 <thm-subspace-theorem1>`) that, trained
+# from zero with the population gradient on isotropic data, the weights never leave a subspace of dimension 19,
+# whatever $D$, and conjecture that three of its directions, the induction head, carry the drop in the loss. Both
+# hold in our computations, with two sharpenings: only 15 of the 19 directions ever move, and the paper's learning
+# rate trains only on the per-coordinate loss.
 #
 # What this chapter finds:
 #
 # - the model, its parameter count and the 19 orthogonal basis directions are as stated
 #   ([the model](sec-subspace-model) and [its basis](sec-subspace-basis));
 # - the gradient transforms under data rotations exactly as the proof says, but only at structured weights, and
-#   Propositions 1-4 of App. A hold ([the inductive step](sec-subspace-equivariance), [App. A's propositions](sec-subspace-propositions));
+#   Propositions 1-4 of App. A hold ([the inductive step](sec-subspace-equivariance), [App. A's
+#   propositions](sec-subspace-propositions));
 # - $2D^2$ rotations average exactly like the Haar measure, so training on symmetrised batches stays in the
 #   subspace to $10^{-15}$, and $\beta_3 \dots \beta_6$ get an exactly zero gradient: 15 directions move
 #   ([exact averaging](sec-subspace-orbit), [Theorem 1 in training](sec-subspace-training));
 # - plain SGD leaves the subspace only through Monte-Carlo noise, as $B^{-1/2}$, and App. C's step 1 diverges
 #   unless the loss is a mean over coordinates ([finite batches](sec-subspace-batches));
-# - the induction head drives the loss drop and training it alone reproduces the plateau and its exit
-#   (Hypotheses 1 and 2), with an SGD-noise rebound at the paper's batch that the three-parameter model lacks;
-#   the weights of App. C have the predicted block structure ([Hypotheses 1-2](sec-subspace-hypotheses), [App. C](sec-subspace-appc));
+# - the induction head drives the loss drop and training it alone reproduces the plateau and its exit (Hypotheses 1
+#   and 2), with an SGD-noise rebound at the paper's batch that the three-parameter model lacks; the weights of App.
+#   C have the predicted block structure ([Hypotheses 1-2](sec-subspace-hypotheses), [App. C](sec-subspace-appc));
 # - Assumption 7's Gaussian motivation needs variance $1/D$ and its list of conditions a stronger quantifier
 #   ([Assumption 7](sec-subspace-assumption7));
 # - the standard transformer of Sec. 2 learns the task and forms a previous-token head at width 256; at the paper's
 #   width 2048, in a pre-registered deciding run, it learns the task under GPT-2's initialisation and not under
 #   PyTorch's defaults ([the standard transformer](sec-subspace-standard)).
 #
-# **What it assumes.** The model of Eq. 1 with the causal mask of App. B.2, Gaussian data for the training runs
-# (the orthonormal data of Assumption 7 only in {ref}`sec-subspace-assumption7`), and, where the paper is silent, the readings the
-# ledger lists as notes. **Run time.** `quick` (the tests) under a minute, `default` (this page) about two and a
-# half minutes on two cores (152 s in the build timed on 2026-11-24), `full` about two hours (the archived full
-# run of 2026-11-25: 2 h 2 min on two cores); the status page has the measured times. The ledger of
-# this chapter: {ledger-counts}`induction_subspace`. The first cell prints the mode and the sizes of every
+# **What it assumes.** The model of Eq. 1 with the causal mask of App. B.2, Gaussian data for the training runs (the
+# orthonormal data of Assumption 7 only in {ref}`its section <sec-subspace-assumption7>`), and, where the paper is
+# silent, the readings the ledger lists as notes. **Run time.** `quick` (the tests) under a minute, `default` (this
+# page) about two and a half minutes on two cores (152 s in the build timed on 2026-11-24), `full` about two hours
+# (the archived full run of 2026-11-25: 2 h 2 min on two cores); the status page has the measured times. The ledger
+# of this chapter: {ledger-counts}`induction_subspace`. The first cell prints the mode and the sizes of every
 # experiment.
 
 # %% tags=["hide-input"]
@@ -186,9 +187,9 @@ check_claim("induction_subspace.parameter-count", n_parameters, **count)
 #
 # ```{prf:proof}
 # By induction over time (App. A): at structured weights the gradient is equivariant under the data rotations of
-# {ref}`sec-subspace-equivariance`, and isotropy makes the population gradient invariant under them; by Propositions 1-3
-# ({prf:ref}`prop-subspace-averages`) an invariant gradient is itself of the form {eq}`subspace-structured`, so
-# the flow never leaves it.
+# {ref}`the next section <sec-subspace-equivariance>`, and isotropy makes the population gradient invariant under
+# them; by Propositions 1-3 of {prf:ref}`App. A <prop-subspace-averages>` an invariant gradient is itself of the
+# form {eq}`subspace-structured`, so the flow never leaves it.
 # ```
 #
 # Each pseudo-parameter multiplies a basis triple $B_k$ that holds one $I$ or one $M$ in one block. Distinct
@@ -269,7 +270,7 @@ for (kind, strict), values in errors.items():
 
 # %% [markdown]
 # The identity holds to rounding error at structured weights and fails by order one at random ones, for either
-# mask: {prf:ref}`thm-subspace-theorem1` does not depend on whether a token may attend to itself.
+# mask: {prf:ref}`Theorem 1 <thm-subspace-theorem1>` does not depend on whether a token may attend to itself.
 
 # %%
 structured_error = max(errors["structured", True] + errors["structured", False])
@@ -278,17 +279,16 @@ random_error = min(errors["random", True] + errors["random", False])
 check_claim("induction_subspace.needs-structure", random_error, **CHECKS["needs-structure"])
 
 # %% [markdown]
-# Two slips of App. A's notation do not affect the argument, but a reader following the blocks needs them fixed.
-# A.4 prints all four block-rows of $W^{(2)}$ as $W_{11} \dots W_{14}$ and $W^{(3)}$ as a row of eight blocks
-# ({ref}`induction_subspace.N7 <induction-subspace-n7>`, perhaps the text extraction's repetition): {eq}`subspace-structured` has four different
-# block-rows, and a row of blocks would be $D \times 8D$, not the $8D \times D$ of line 466. A.7.3 writes
-# $\partial S_{kl}/\partial W^{(1)}_{ij}$ as the product $(X_i)_k (X_j)_l$ of two row vectors, where the outer
-# product $(X_i)_k^\top (X_j)_l$ is meant, so that
+# Two slips of App. A's notation do not affect the argument, but a reader following the blocks needs them fixed. A.4
+# prints all four block-rows of $W^{(2)}$ as $W_{11} \dots W_{14}$ and $W^{(3)}$ as a row of eight blocks
+# ({ref}`induction_subspace.N7 <induction-subspace-n7>`, perhaps the text extraction's repetition):
+# {eq}`subspace-structured` has four different block-rows, and a row of blocks would be $D \times 8D$, not the
+# $8D \times D$ of line 466. A.7.3 writes $\partial S_{kl}/\partial W^{(1)}_{ij}$ as the product $(X_i)_k (X_j)_l$
+# of two row vectors, where the outer product $(X_i)_k^\top (X_j)_l$ is meant, so that
 # $\partial\mathcal L/\partial W^{(1)}_{ij} = X_i^\top (\partial\mathcal L/\partial S) X_j$
-# ({ref}`induction_subspace.N8 <induction-subspace-n8>`, perhaps a transpose the extraction lost; A.7.2 writes it for
-# $W^{(2)}$). We measure how
-# much the block-rows of a structured $W^{(2)}$ differ, and check the corrected chain rule against autograd,
-# block by block, with $S = X W^{(1)} X^\top$ kept from the forward pass.
+# ({ref}`induction_subspace.N8 <induction-subspace-n8>`, perhaps a transpose the extraction lost; A.7.2 writes it
+# for $W^{(2)}$). We measure how much the block-rows of a structured $W^{(2)}$ differ, and check the corrected chain
+# rule against autograd, block by block, with $S = X W^{(1)} X^\top$ kept from the forward pass.
 
 # %%
 W2_eq7 = W_structured[1].reshape(4, 8, 4, 8)  # [block-row, row, block-column, column]
@@ -361,8 +361,8 @@ largest_z = max(z_scores.values())
 check_claim("induction_subspace.propositions-haar", largest_z, **CHECKS["propositions-haar"])
 
 # %% [markdown]
-# Proposition 4 holds on every sample, and the finite set of rotations of {ref}`sec-subspace-orbit` gives Propositions 1 and 3
-# exactly:
+# Proposition 4 holds on every sample, and the finite set of rotations of
+# {ref}`the next section <sec-subspace-orbit>` gives Propositions 1 and 3 exactly:
 
 # %%
 prop4_error = float((F_haar @ M_prop @ F_haar.transpose(-1, -2) - M_prop).abs().max())
@@ -404,9 +404,9 @@ sympy_holds = symbolic_zero and rotations_fail
 check_claim("induction_subspace.propositions-sympy", sympy_holds, **CHECKS["propositions-sympy"])
 
 # %% [markdown]
-# All three averages land within a few standard errors of the propositions' values, $FMF^\top = M$ holds for
-# every sample, and SymPy confirms the exact statements of {prf:ref}`prop-subspace-averages`. Remark 1 is visible
-# too: the block-orthogonal average keeps the $M$ component that the full orthogonal group removes.
+# All three averages land within a few standard errors of the propositions' values, $FMF^\top = M$ holds for every
+# sample, and SymPy confirms the exact statements of {prf:ref}`Propositions 1-4 <prop-subspace-averages>`. Remark 1
+# is visible too: the block-orthogonal average keeps the $M$ component that the full orthogonal group removes.
 #
 # (sec-subspace-orbit)=
 # ## Exact group averaging with finitely many rotations
@@ -467,10 +467,11 @@ check_claim("induction_subspace.expected-gradient-structured", symmetrised_error
 # ## Theorem 1 in training, and why only 15 parameters move
 #
 # Now train from zero with SGD on symmetrised batches (fresh Gaussian base batches each step, step $1/D$ on
-# $\|y - z\|^2$, see {ref}`sec-subspace-batches`), and, for comparison, on plain batches of the same total size.
-# {prf:ref}`thm-subspace-theorem1` predicts residual 0 at every step for the first. The same runs also record the
-# gradient of the block-row of $W^{(2)}$ that multiplies the *query's* positional part ($\beta_3 \dots \beta_6$
-# live there). Only the last row of the second-layer scores $P = H_1 W^{(2)} H_1^\top$ reaches the read-out, so
+# $\|y - z\|^2$, see {ref}`the next section <sec-subspace-batches>`), and, for comparison, on plain batches of the
+# same total size. {prf:ref}`Theorem 1 <thm-subspace-theorem1>` predicts residual 0 at every step for the first. The
+# same runs also record the gradient of the block-row of $W^{(2)}$ that multiplies the *query's* positional part
+# ($\beta_3 \dots \beta_6$ live there). Only the last row of the second-layer scores $P = H_1 W^{(2)} H_1^\top$
+# reaches the read-out, so
 #
 # $$
 # \frac{\partial\mathcal L}{\partial W^{(2)}} = \sum_l \frac{\partial\mathcal L}{\partial P_{2N+1,l}}\,
@@ -546,8 +547,8 @@ check_claim("induction_subspace.nineteen-nonzero", len(moving), **CHECKS["ninete
 # (sec-subspace-batches)=
 # ## Finite batches: the residual falls as $B^{-1/2}$
 #
-# App. C checks {prf:ref}`thm-subspace-theorem1` with plain SGD, whose batch gradient is structured only on
-# average. The off-subspace part of each step is Monte-Carlo noise of size $\propto B^{-1/2}$ with no restoring
+# App. C checks {prf:ref}`Theorem 1 <thm-subspace-theorem1>` with plain SGD, whose batch gradient is structured only
+# on average. The off-subspace part of each step is Monte-Carlo noise of size $\propto B^{-1/2}$ with no restoring
 # force in most directions, so after a fixed number of steps the residual should scale as $B^{-1/2}$.
 #
 # A word on the learning rate first. App. C uses $\lambda = 1$ on $\mathcal L = \|y - z\|^2$. Along the
@@ -705,7 +706,7 @@ for ax, W, (name, xlabel, ylabel) in zip(axes, full["weights"], labels):
 # %% [markdown]
 # Two numbers test what the pictures show. Fig. 3 "has the theoretically predicted structure": we ask that more
 # than half of each matrix's squared norm lie in the subspace, $1 - r(W)^2 > 1/2$, where a random matrix would
-# put $3/(4D^2)$, $12/(16D^2)$ or $4/(8D^2)$ of it. Hypothesis 1 ({prf:ref}`conj-subspace-hypotheses`) says the
+# put $3/(4D^2)$, $12/(16D^2)$ or $4/(8D^2)$ of it. {prf:ref}`Hypothesis 1 <conj-subspace-hypotheses>` says the
 # drop in loss *is* the induction head: we remove one pseudo-parameter's component $c_k B_k$ from the trained
 # weights at a time and measure the loss on 4096 fresh sequences. Removing $\alpha_3$, $\beta_2$ or $\gamma_3$
 # should undo the drop (loss back above half the plateau value $D$), removing any of the other 16 should not. A
@@ -732,12 +733,12 @@ check_claim("induction_subspace.hypothesis1", head_needed, **CHECKS["hypothesis1
 
 # %% [markdown]
 # The loss leaves its plateau as $\alpha_3$, $\beta_2$, $\gamma_3$ grow, they are the three largest
-# pseudo-parameters at the end, and the low loss rests on them alone (Hypothesis 1). Training them alone
-# reproduces the plateau and exits it at about the same step, slightly earlier, as the paper reports
-# (Hypothesis 2). Afterwards the full model's loss fluctuates more:
-# with finite batches its other 16 directions carry SGD noise ({ref}`sec-subspace-batches`), which the projected model does not see.
-# (Gaussian inputs make scores scale with $\|p\|^2 \approx D$, so these $\alpha_3$ are not on the scale of the
-# orthonormal theory of the next chapter.)
+# pseudo-parameters at the end, and the low loss rests on them alone (Hypothesis 1). Training them alone reproduces
+# the plateau and exits it at about the same step, slightly earlier, as the paper reports (Hypothesis 2). Afterwards
+# the full model's loss fluctuates more: with finite batches its other 16 directions carry SGD noise (see
+# {ref}`the section on finite batches <sec-subspace-batches>`), which the projected model does not see. (Gaussian
+# inputs make scores scale with $\|p\|^2 \approx D$, so these $\alpha_3$ are not on the scale of the orthonormal
+# theory of the next chapter.)
 #
 # ### Figs. 15 and 16, and the SGD-noise rebound
 #
@@ -887,8 +888,8 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
 # $i \ne j$".
 # ```
 #
-# {prf:ref}`asm-subspace-orthonormal` is motivated by "vectors sampled from an i.i.d. Gaussian with variance
-# $1/\sqrt D$" in large dimension. Unit norm needs variance $1/D$
+# {prf:ref}`Assumption 7 <asm-subspace-orthonormal>` is motivated by "vectors sampled from an i.i.d. Gaussian with
+# variance $1/\sqrt D$" in large dimension. Unit norm needs variance $1/D$
 # ({ref}`induction_subspace.E2 <induction-subspace-e2>`); we draw 16 vectors of dimension 4096 with each:
 
 # %%
@@ -940,9 +941,9 @@ check_claim("induction_subspace.assumption7-quantifier", gaps[0.5], **quantifier
 #
 # The paper starts from an ordinary two-layer attention-only transformer: token and positional embeddings
 # $e_i, p_i \in \mathbb R^D$ (32 of each), one head per layer with $W_Q, W_K, W_V \in \mathbb R^{D_H \times D}$ and
-# $W_O \in \mathbb R^{D \times D_H}$, no normalisation, no MLP, an output layer, AdamW (learning rate $10^{-3}$, weight
-# decay $0.01$) on the negative log-likelihood of the label, fresh batches of 512 sequences of 8 item-label pairs
-# and a query, placed at a random offset in a block of 32 (App. E), with $D = D_H = 2048$.
+# $W_O \in \mathbb R^{D \times D_H}$, no normalisation, no MLP, an output layer, AdamW (learning rate $10^{-3}$,
+# weight decay $0.01$) on the negative log-likelihood of the label, fresh batches of 512 sequences of 8 item-label
+# pairs and a query, placed at a random offset in a block of 32 (App. E), with $D = D_H = 2048$.
 #
 # Sec. 2.2 first observes that only four subspaces of the residual stream are ever used: the span of the
 # embeddings $e_i, p_i$, their images under the first head's $W_O^1 W_V^1$, under the second head's
@@ -1159,15 +1160,15 @@ for row in deciding.EXPERIMENTS["standard-transformer-2048"]["rows"]:
 #   read as "dominated".
 #
 # All claims and errata are in the {doc}`claims ledger </book/claims>` and on the {doc}`errata page </book/errata>`.
-# **Run modes.** `quick` (the tests): $D = 8$ for the proof checks, toy sizes for Figs. 6-8 and 16, and the
-# standard transformer at width 64 with batches of 256 (under a minute). `default` (this page): Fig. 4 at
-# $D = 16$, $N = 8$, $B = 512$, 300 steps; Figs. 6-11 and Fig. 16 at the paper's settings; the batch sweep up to
-# $B = 4096$; the standard transformer at width 256 with App. E's recipe (the {doc}`status page </book/status>` has the measured
-# times). `full`: Fig. 4 at the paper's $D = 32$, $N = 16$ with
-# $B = 1024$ (the paper's $B = 256$ gives the rebound shown in {ref}`sec-subspace-hypotheses`), symmetrised training at $D = 16$, the
-# sweep to $B = 16384$, 100000 Haar samples, Figs. 12-15, and, after the checked run at width 256, one run of the
-# standard transformer at the paper's width 2048 (run once on 2026-11-22; the ledger's deciding runs give the
-# costs; the transformer at width 2048 runs on both cores, everything else on one).
+# **Run modes.** `quick` (the tests): $D = 8$ for the proof checks, toy sizes for Figs. 6-8 and 16, and the standard
+# transformer at width 64 with batches of 256 (under a minute). `default` (this page): Fig. 4 at $D = 16$, $N = 8$,
+# $B = 512$, 300 steps; Figs. 6-11 and Fig. 16 at the paper's settings; the batch sweep up to $B = 4096$; the
+# standard transformer at width 256 with App. E's recipe (the {doc}`status page </book/status>` has the measured
+# times). `full`: Fig. 4 at the paper's $D = 32$, $N = 16$ with $B = 1024$ (the paper's $B = 256$ gives the rebound
+# shown in {ref}`the Fig. 4 section <sec-subspace-hypotheses>`), symmetrised training at $D = 16$, the sweep to
+# $B = 16384$, 100000 Haar samples, Figs. 12-15, and, after the checked run at width 256, one run of the standard
+# transformer at the paper's width 2048 (run once on 2026-11-22; the ledger's deciding runs give the costs; the
+# transformer at width 2048 runs on both cores, everything else on one).
 #
 # ## Exercises
 #
@@ -1216,7 +1217,7 @@ from icllib.exercises.induction_subspace import check
 # **A good answer** uses the orthogonality of the Hadamard rows for the first average and the transitivity of the
 # cyclic shifts for the second, and explains the sign by the mixed blocks: they are linear in $E$, the pure blocks
 # quadratic, so the sign kills the one and leaves the other, which is what Proposition 3 of
-# {prf:ref}`prop-subspace-averages` needs from a finite set.
+# {prf:ref}`App. A <prop-subspace-averages>` needs from a finite set.
 # ```
 #
 # ```{exercise}
@@ -1255,9 +1256,9 @@ from icllib.exercises.induction_subspace import check
 # ```{exercise}
 # :label: ex-induction-subspace-moving-share
 # The paper says training uses a 19-dimensional subspace of the $28D^2$ weights. Using what
-# {ref}`sec-subspace-training` measured, compute the fraction of the weights' dimensions that training from zero
-# actually explores at the paper's $D = 32$, and pass it to `check("ex-induction-subspace-moving-share", your_fraction)`.
-# How does the fraction scale with $D$?
+# {ref}`the training section <sec-subspace-training>` measured, compute the fraction of the weights' dimensions that
+# training from zero actually explores at the paper's $D = 32$, and pass it to
+# `check("ex-induction-subspace-moving-share", your_fraction)`. How does the fraction scale with $D$?
 # ```
 #
 # ````{solution} ex-induction-subspace-moving-share
@@ -1272,7 +1273,7 @@ from icllib import induction_subspace_theory as theory
 # answer = len(moving) / isp.parameter_count(32)
 # ```
 #
-# **A good answer** counts 15 moving directions (the 19 of {prf:ref}`thm-subspace-theorem1` less
+# **A good answer** counts 15 moving directions (the 19 of {prf:ref}`Theorem 1 <thm-subspace-theorem1>` less
 # $\beta_3 \dots \beta_6$, whose gradient {eq}`subspace-row2` makes exactly zero), divides by $28 \cdot 32^2 = 28672$
 # to get about $5 \cdot 10^{-4}$, and notes that the fraction falls as $15/(28D^2)$: the dimension explored does not
 # grow with the model.
@@ -1317,9 +1318,10 @@ from icllib import induction_subspace_theory as theory
 # :label: ex-induction-subspace-plateau
 # The next chapter proves, for orthonormal inputs and gradient flow on three parameters, that the loss drops after a
 # time of order $N^2$. Does the plateau of this chapter's SGD on Gaussian data follow the same law? Train the
-# three-parameter model (`training="three"`) at $D = 16$, $B = 256$ and the step $1/D$ of {ref}`sec-subspace-batches`
-# for $N = 2, 4, 8, 16$, record `isp.plateau_exit`, and fit the exponent of the exit step against $N$ on two seeds.
-# The paper keeps $N$ fixed within each of its figures, so it does not answer this.
+# three-parameter model (`training="three"`) at $D = 16$, $B = 256$ and the step $1/D$ of
+# {ref}`the section on finite batches <sec-subspace-batches>` for $N = 2, 4, 8, 16$, record `isp.plateau_exit`, and
+# fit the exponent of the exit step against $N$ on two seeds. The paper keeps $N$ fixed within each of its figures,
+# so it does not answer this.
 # ```
 #
 # ```{solution} ex-induction-subspace-plateau
@@ -1328,10 +1330,10 @@ from icllib import induction_subspace_theory as theory
 # exponents rising from 0.85 to 1.2 over $N = 2 \dots 16$: roughly linear at these sizes, not quadratic. It gives
 # reasons why the orthonormal theory need not transfer, without claiming more than the runs show: Gaussian items and
 # positions have $\|p\|^2 \approx D$, so the scores are on another scale than on orthonormal inputs (the remark
-# closing {ref}`sec-subspace-hypotheses`), the step is discrete and noisy, and at $N = 16 = D$ the inputs
-# are far from orthogonal. A strong answer proposes the deciding
-# experiment, for instance orthonormal inputs (`ic.sample_icl_batch(..., orthonormal=True, query_last=True)`) at
-# $D \ge 2N$, or a sweep of $N$ at several $D$ to see whether the exponent approaches 2 as $N/D$ falls.
+# closing {ref}`the Fig. 4 section <sec-subspace-hypotheses>`), the step is discrete and noisy, and at $N = 16 = D$
+# the inputs are far from orthogonal. A strong answer proposes the deciding experiment, for instance orthonormal
+# inputs (`ic.sample_icl_batch(..., orthonormal=True, query_last=True)`) at $D \ge 2N$, or a sweep of $N$ at several
+# $D$ to see whether the exponent approaches 2 as $N/D$ falls.
 # ```
 #
 # ## Cite this chapter
