@@ -157,7 +157,7 @@ check_claim("balance.euler-identity", euler_residual, **CHECKS["balance.euler-id
 # (sec-balance-derivation)=
 # ## The law, derived
 #
-# The paper's Theorem 3.1 (= B.3), in the form this chapter tests:
+# The paper's main result, in the form this chapter tests:
 #
 # ```{prf:theorem} Theorem 3.1 of the paper (= Theorem B.3, Eq. 108): the law of balance
 # :label: thm-balance-law

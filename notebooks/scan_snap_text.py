@@ -334,15 +334,13 @@ by_ratio = [yz_run(eta_Y=ratio, eta_Z=1.0, generator=rng(0))[0] for ratio in rat
 # %%
 print("eta_Y/eta_Z = 2, eta_Z =", eta_Z_text, ": entropy", np.round(by_eta_Z, 4).tolist())
 print("eta_Z = 1, eta_Y/eta_Z =", ratio_text, ": entropy", np.round(by_ratio, 4).tolist())
+falls_with_eta_Z = bool(np.all(np.diff(by_eta_Z) < 0))
 if checked:
-    check_claim(
-        "scan_snap.text-yz-eta-z",
-        bool(np.all(np.diff(by_eta_Z) < 0)),
-        **C["text-yz-eta-z"],
-    )
+    check_claim("scan_snap.text-yz-eta-z", falls_with_eta_Z, **C["text-yz-eta-z"])
 
 # %% [markdown]
-# {numref}`fig-scan_snap_text-rates` draws both trends: the transformer's against its one learning rate, the Y/Z model's against $\eta_Z$ and against $\eta_Y/\eta_Z$.
+# {numref}`fig-scan_snap_text-rates` draws both trends: the transformer's against its one learning rate, the
+# Y/Z model's against $\eta_Z$ and against $\eta_Y/\eta_Z$.
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Real-text versions of the trends of the paper's Fig. 6. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (the paper's Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with $\\eta_Z$ (squares, at $\\eta_Y/\\eta_Z = 2$) and changes little with $\\eta_Y/\\eta_Z$ (circles, at $\\eta_Z = 1$); it has no minimum at ratio 2.", "name": "fig-scan_snap_text-rates"}}
 fig, (ax_lr, ax_yz) = figure(1, 2)
