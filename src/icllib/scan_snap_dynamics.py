@@ -40,7 +40,8 @@ def one_query_probabilities(common, weights, K: int) -> np.ndarray:
     weights = np.asarray(_values("weights", weights))
     K = positive_int("K", K)
     if common.ndim not in (1, 2) or (common.ndim == 2 and common.shape[0] != K):
-        raise ValueError(f"common must be one probability per common token, or a ({K}, tokens) array, got {common.shape}")
+        raise ValueError(f"common must be one probability per common token, or a ({K}, tokens) array, "
+                         f"got {common.shape}")
     n_common, n_distinct = common.shape[-1], len(weights)
     P = np.zeros((K, n_common + K * n_distinct))
     P[:, :n_common] = common
@@ -234,7 +235,8 @@ def fixed_ratio_transitions(eta_Z_values, *, setting=sst.SNAP_FIGURES) -> tuple[
     B_n(t_0) on the closed form and on Theorem 4's ODE (C_0 = 1)."""
     eta_Z_values, s = _values("eta_Z_values", eta_Z_values), _setting(setting)
     t0 = [sst.transition_time(K=s.K, M=s.M, eta_Y=s.ratio * eta_Z) for eta_Z in eta_Z_values]
-    closed = [float(sst.snap_B(t, K=s.K, M=s.M, eta_Y=s.ratio * eta_Z, eta_Z=eta_Z)) for t, eta_Z in zip(t0, eta_Z_values)]
+    closed = [float(sst.snap_B(t, K=s.K, M=s.M, eta_Y=s.ratio * eta_Z, eta_Z=eta_Z))
+              for t, eta_Z in zip(t0, eta_Z_values)]
     ode = [float(sst.snap_B_ode(np.array([0.0, t]), K=s.K, M=s.M, eta_Y=s.ratio * eta_Z, eta_Z=eta_Z)[-1])
            for t, eta_Z in zip(t0, eta_Z_values)]
     return t0, closed, ode
@@ -425,8 +427,8 @@ class Fig6Comparison:
 
 
 def fig6_against_authors(sweep: ss.SweepResult) -> Fig6Comparison:
-    """Compare a :func:`icllib.scan_snap.fig6_sweep` with :data:`icllib.scan_snap.FIG6_AUTHORS_MEAN` and ``_STD``
-    (10 seeds each) on the cells the sweep ran."""
+    """Compare a :func:`icllib.scan_snap.fig6_sweep` with the authors' released means and standard deviations
+    (``icllib.scan_snap.FIG6_AUTHORS_MEAN`` and ``FIG6_AUTHORS_STD``, 10 seeds each) on the cells the sweep ran."""
     if not isinstance(sweep, ss.SweepResult):
         raise ValueError(f"sweep must be a SweepResult (fig6_sweep), got {type(sweep).__name__}")
     grid = sweep.grid

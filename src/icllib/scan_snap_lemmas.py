@@ -76,7 +76,7 @@ def number_table(values: dict, column: str, *, digits: str = ".1e") -> tuple[lis
 
 
 def relative_error(a, b) -> float:
-    """max |a - b| / max |b|: the distance of one gradient from a reference, in units of the reference."""
+    """``max |a - b| / max |b|``: the distance of one gradient from a reference, in units of the reference."""
     a, b = real_array("a", a), real_array("b", b)
     if a.shape != b.shape or not np.abs(b).max() > 0:
         raise ValueError(f"a and b must have the same shape and b must not vanish, got {a.shape} and {b.shape}")
@@ -125,7 +125,7 @@ def eq15_autograd(spec: ss.SequenceClasses, Y, Z, classes, sequences) -> Autogra
 @dataclass(frozen=True)
 class Concentration:
     """Lemmas 2 and 18 at each length ``T - 1``: the mean distance of X^T b_T from its limit c_n, the largest
-    |q_l - P(l|n)| over the sequences, the fraction of (token, sequence) pairs outside the Hoeffding band, the
+    ``|q_l - P(l|n)|`` over the sequences, the fraction of (token, sequence) pairs outside the Hoeffding band, the
     band's radius, and the log-log slope of the mean distance (Lemma 2 predicts -1/2)."""
 
     lengths: np.ndarray
@@ -377,8 +377,8 @@ def overlap_lemma_checks(K_values, size: int, *, generator: np.random.Generator)
     return matrices, {name: np.concatenate([checks[name] for checks in by_size]) for name in by_size[0]}
 
 
-#: The readings of E' that Sec. 3 compares with Lemma 14's spectral form: the corrected definition and the two
-#: readings of App. D.1's printed "E' := (I+E)^{-1} I" (scan_snap.E4).
+#: The readings of E' that Sec. 3 compares with Lemma 14's spectral form, by name. They are the corrected
+#: definition and the two readings of App. D.1's printed "E' := (I+E)^{-1} I" (scan_snap.E4).
 E_PRIME_READINGS = {
     "I - (I+E)^-1": sst.e_prime,
     "(I+E)^-1 (printed)": lambda E: np.linalg.inv(np.eye(E.shape[-1]) + E),
@@ -410,7 +410,8 @@ def overlapping_attention(K: int, M: int, *, overlap: float, n_distinct: int) ->
     """The (M, K) attention outputs F of Sec. 3's Theorem 1 test: one common token (row 0) and ``n_distinct``
     distinct tokens per class with weights linspace(0.1, 1, n_distinct), the common weight set so that
     f_n^T f_n' = ``overlap`` for every pair of classes; columns of unit norm."""
-    K, M, n_distinct = positive_int("K", K, minimum=2), positive_int("M", M, minimum=2), positive_int("n_distinct", n_distinct)
+    K, M = positive_int("K", K, minimum=2), positive_int("M", M, minimum=2)
+    n_distinct = positive_int("n_distinct", n_distinct)
     overlap = fraction("overlap", overlap)
     if M < 1 + n_distinct * K:
         raise ValueError(f"M must hold the common token and {n_distinct} distinct tokens per class, got {M}")
@@ -481,8 +482,8 @@ def lemma3_one_step(F, E_prime, *, M: int, n: int, generator: np.random.Generato
 
 def lemma12_theta(K_values, clocks, *, runs: int, delta: float, steps_per_K2: int, seed: int) -> list:
     """Lemma 12 over ``runs`` runs of N = steps_per_K2 K^2 class draws per K (each K from ``rng(seed)``), for each
-    decoder clock (M, eta_Y): rows (K, N, M, eta_Y, frequency of runs with max |theta_n| above
-    K sqrt(ln(K/delta)) / sqrt(N), 90% quantile of max |theta_n| over that bound)."""
+    decoder clock (M, eta_Y): rows (K, N, M, eta_Y, frequency of runs with ``max |theta_n|`` above
+    K sqrt(ln(K/delta)) / sqrt(N), 90% quantile of ``max |theta_n|`` over that bound)."""
     K_values = _values("K_values", K_values, integer=True, minimum=1)
     clocks = _clocks("clocks", clocks)
     runs, delta = positive_int("runs", runs), fraction("delta", delta)
@@ -501,11 +502,12 @@ def lemma12_theta(K_values, clocks, *, runs: int, delta: float, steps_per_K2: in
 def eq88_readings(F, A, counts, E_prime, *, eta_Y: float) -> tuple[float, dict]:
     """Theorem 5's coefficients of g_n = F coef_n from the class ``counts`` against the simulated ``A`` (relative
     gap), and beta_nn'/iota_n of Eq. 88 with the sign of q_0 as printed and as corrected against the simulation,
-    in units of the size of the sign error 2|q_0|(1 + theta_n')/iota_n (Eq. 83, 86, 88)."""
+    in units of the size of the sign error ``2|q_0|(1 + theta_n')/iota_n`` (Eq. 83, 86, 88)."""
     F, A, E_prime = real_array("F", F), real_array("A", A), real_array("E_prime", E_prime)
     M, K = F.shape if F.ndim == 2 else (0, 0)
     if K < 2 or A.shape != (K, M) or E_prime.shape != (K, K):
-        raise ValueError(f"F must be (M, K >= 2), A (K, M) and E_prime (K, K), got {F.shape}, {A.shape}, {E_prime.shape}")
+        raise ValueError(f"F must be (M, K >= 2), A (K, M) and E_prime (K, K), got {F.shape}, {A.shape}, "
+                         f"{E_prime.shape}")
     counts = np.asarray(_values("counts", counts, integer=True, minimum=-1), dtype=np.int64)
     if counts.shape != (K,):
         raise ValueError(f"counts must hold one count per class, got {counts!r}")
