@@ -46,7 +46,8 @@ def copy_mathjax(app, exception):
 # screen readers: the icons the stylesheet draws are hidden the same way (aria-hidden), since their glyphs sit
 # in Unicode's private use area and say nothing read aloud; every button keeps its own label.
 FONTAWESOME_SCRIPT = "scripts/fontawesome.js"
-FONTAWESOME_SCRIPT_TAG = re.compile(r'<script\b[^>]*\bsrc="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*>\s*</script>\s*')
+FONTAWESOME_SCRIPT_TAG = re.compile(
+    r'<script\b[^>]*\bsrc="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*>\s*</script>\s*')
 ICON_TAG = re.compile(r'<(i|span)\b([^>]*?)\bclass="([^"]*)"([^>]*)>')
 ICON_STYLES = {"fa", "fas", "far", "fab", "fa-solid", "fa-regular", "fa-brands"}
 
@@ -66,13 +67,16 @@ def icons_without_the_script(page: str) -> str:
 
 def drop_what_serves_nobody(app, exception):
     """Source maps of the theme's scripts, message catalogues, the TrueType copies of the icon fonts (the
-    theme's CSS offers woff2 first, which every browser of the last eight years reads), and the icon script
-    that redraws the stylesheet's icons (:data:`FONTAWESOME_SCRIPT`): nothing a reader's browser needs."""
+    theme's CSS offers woff2 first, which every browser of the last eight years reads), the icon script that
+    redraws the stylesheet's icons (:data:`FONTAWESOME_SCRIPT`), and the themes' Jinja macros
+    (``webpack-macros.html``, templates the build has already filled in, copied along with the themes' static
+    folders): nothing a reader's browser needs."""
     if exception is not None or app.builder.format != "html":
         return
     static = Path(app.outdir) / "_static"
     for path in [*static.rglob("*.map"), *static.rglob("*.mo"), *static.rglob("*.po"),
-                 *static.glob("vendor/fontawesome/webfonts/*.ttf"), *static.glob(FONTAWESOME_SCRIPT)]:
+                 *static.glob("vendor/fontawesome/webfonts/*.ttf"), *static.glob(FONTAWESOME_SCRIPT),
+                 *static.glob("*webpack-macros.html")]:
         path.unlink()
     for page in Path(app.outdir).rglob("*.html"):
         text = page.read_text(encoding="utf-8")

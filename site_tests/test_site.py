@@ -1,6 +1,7 @@
 """The built site: every page is there, the ledger is complete, nothing loads from the network, math
 renders in a real browser, and every chapter offers its executed notebook."""
 
+import functools
 import json
 import os
 import re
@@ -243,10 +244,11 @@ def test_the_footer_names_both_licences(site):
 # Issues 14 and 25 ask for a site under 12 MB. The default build weighed 16.9 MB on 2026-11-25 after dropping
 # MathJax's speech maps, every source map and the message catalogues; 256-colour figures (executions.compact_png)
 # took about 3.5 MB more off; with the claim cards and the rewritten chapters it had grown back to 12.3 MB (the
-# ceiling was 12.5 MB for a day). On 2026-11-26 the theme's icon script went (site_assets.FONTAWESOME_SCRIPT: 1.5 MB
-# that redrew the icons its stylesheet already draws). What is left:
-# MathJax (3.2 MB), the theme's stylesheets and icon fonts (0.8 MB), the pages, the figures twice (PNG files and
-# inside the downloadable notebooks) and the source archive.
+# ceiling was 12.5 MB for a day). On 2026-11-26 the theme's icon script left (site_assets.FONTAWESOME_SCRIPT,
+# 1.49 MB that redrew the icons its stylesheet already draws): the quick site's files went from 11.75 to 10.26 MB.
+# Its weight then: the downloadable notebooks with their text copies (_sources, 2.0 MB), the chapter pages
+# (1.9 MB), the ledger, errata and API pages with the ledger's files (1.9 MB), MathJax (1.8 MB), the figures
+# (0.7 MB), the theme's stylesheets and icon fonts (0.7 MB) and the source archive (0.3 MB).
 SITE_CEILING_MB = 12
 # The course pack (course/: each chapter's PDFs and notebooks in a student's and an instructor's edition) is a
 # download apart from the site a reader browses, weighed against its own ceiling.
@@ -602,8 +604,14 @@ def chapter_numbers() -> dict[str, int]:
     return {page: number for number, page in enumerate(numbered, start=1)}
 
 
+@functools.lru_cache(maxsize=None)
+def parsed(path: Path) -> BeautifulSoup:
+    """A page parsed once per run, for the tests below that only read it (``soup`` gives a copy to change)."""
+    return soup(path)
+
+
 def article(site, chapter) -> BeautifulSoup:
-    return soup(site / f"{chapter}.html").select_one("article")
+    return parsed(site / f"{chapter}.html").select_one("article")
 
 
 def numbered_chapters() -> list[str]:
@@ -685,20 +693,13 @@ def test_figures_and_exercises_are_numbered_per_chapter_and_once(site, chapter):
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
 
 
-class Target:
-    """Where an internal link of a chapter page lands: its element, on its page (read once)."""
-
-    def __init__(self, site):
-        self.site, self.pages = site, {}
-
-    def __call__(self, page: Path, href: str):
-        path, _, fragment = href.partition("#")
-        target = (page.parent / path).resolve() if path else page.resolve()
-        if not fragment or not target.is_file():
-            return None
-        if target not in self.pages:
-            self.pages[target] = soup(target)
-        return self.pages[target].find(id=fragment)
+def link_target(page: Path, href: str):
+    """The element an internal link of ``page`` lands on, or ``None``."""
+    path, _, fragment = href.partition("#")
+    target = (page.parent / path).resolve() if path else page.resolve()
+    if not fragment or not target.is_file():
+        return None
+    return parsed(target).find(id=fragment)
 
 
 PRF_KINDS = {"theorem", "lemma", "proposition", "corollary", "definition", "conjecture", "assumption", "remark",
@@ -713,13 +714,12 @@ def test_each_chapter_cites_its_results_equations_and_figures(site, chapter):
     own text, {prf:ref}`the paper's Lemma 5.1 <lem-lsa-quadratic>`."""
     path = site / f"{chapter}.html"
     page = article(site, chapter)
-    target = Target(site)
     found = {"prf:ref": 0, "eq": 0, "numref": 0}
     problems, cited = [], set()
     for link in page.select("a.reference.internal[href*='#']"):
         if "headerlink" in link.get("class", []):
             continue
-        element = target(path, link["href"])
+        element = link_target(path, link["href"])
         if element is None:
             problems.append(f"unresolved: {link['href']} ({link.get_text(strip=True)!r})")
             continue
@@ -750,9 +750,11 @@ def test_every_claim_card_links_its_ledger_row_and_the_row_links_back(site, chap
     ledger's): every check on the page shows a card whose claim id links its ledger row; the first card of each
     claim the page checks carries the anchor that row's "Check" link lands on, and the claims whose rows say they
     are checked on this page are exactly those with a card here."""
+    from icllib.claims import card_anchor
+
     page = article(site, chapter)
     cards = page.select("div.claim-card")
-    ledger = soup(site / "book" / "claims.html")
+    ledger = parsed(site / "book" / "claims.html")
     problems, carded = [], {}
     for card in cards:
         link = card.select_one("a.claim-card-id")
@@ -766,14 +768,12 @@ def test_every_claim_card_links_its_ledger_row_and_the_row_links_back(site, chap
             problems.append(f"{claim_id}: its card links {link['href']}, not its ledger row")
         carded.setdefault(claim_id, card)
     for claim_id, card in carded.items():
-        if registry().claims[claim_id].page != chapter:
-            continue
-        from icllib.claims import card_anchor
-
-        if card.get("id") != card_anchor(claim_id):
-            problems.append(f"{claim_id}: its first card on the page has id {card.get('id')!r}, not {card_anchor(claim_id)}")
+        anchor = card_anchor(claim_id)
+        if registry().claims[claim_id].page == chapter and card.get("id") != anchor:
+            problems.append(f"{claim_id}: its first card on the page has id {card.get('id')!r}, not {anchor}")
     name = Path(chapter).name
-    checked_here = {row.select_one("p.claim-id").get_text(strip=True) for row in ledger_rows(site)
+    checked_here = {row.select_one("p.claim-id").get_text(strip=True)
+                    for row in ledger.select("table.ledger-table tbody tr")
                     if (check := row.select_one("a.checking-cell")) is not None
                     and check["href"].partition("#")[0].endswith(f"{name}.html")}
     own = {claim_id for claim_id in carded if registry().claims[claim_id].page == chapter}
