@@ -231,7 +231,7 @@ def compress(path: Path) -> None:
     writer = PdfWriter(clone_from=str(path))
     for page in writer.pages:
         page.compress_content_streams()
-    writer.compress_identical_objects(remove_identicals=True, remove_orphans=True)
+    writer.compress_identical_objects(remove_duplicates=True, remove_orphans=True)
     with open(path, "wb") as handle:
         writer.write(handle)
 
@@ -250,7 +250,7 @@ def print_edition(browser, pages_root: Path, target: Path, edition: str) -> dict
     for chapter in chapters():
         book.append(str(target / pdf_name(chapter)), outline_item=f"{chapter.number}. {chapter.title}")
     book.add_metadata({"/Title": f"{book_title()} ({EDITION_TITLES[edition].lower()})"})
-    book.compress_identical_objects(remove_identicals=True, remove_orphans=True)
+    book.compress_identical_objects(remove_duplicates=True, remove_orphans=True)
     with open(target / BOOK_PDF, "wb") as handle:
         book.write(handle)
     return seconds
