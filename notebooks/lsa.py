@@ -41,7 +41,8 @@
 #   factor $\mathbb E[\lambda^2]/\mathbb E[\lambda]^2$, and the "1/3" of Section 4.3 becomes 2/3 when the query
 #   follows the prompt's covariance ([Theorem 4.5](sec-lsa-random-covariances));
 # - the sample sizes of Corollary 4.3 rest on a false inequality and are too small
-#   ([Corollary 4.3](sec-lsa-corollary43)); the technical lemmas of Appendix D hold ([Appendix D](sec-lsa-appendix-d)).
+#   ([Corollary 4.3](sec-lsa-corollary43)); the technical lemmas of Appendix D hold
+#   ([Appendix D](sec-lsa-appendix-d)).
 #
 # **What it assumes.** Gaussian prompts $x\sim\mathcal N(0,\Lambda)$, $w\sim\mathcal N(0,I_d)$, as in the
 # paper; we use exact population quantities (closed forms built from Gaussian moments, the flow solved as an
@@ -258,8 +259,9 @@ check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
 # solve (5.4) with LSODA at relative tolerance $10^{-11}$ (no Monte Carlo anywhere) from four scales
 # $\sigma/\sigma_{\max}\in\{0.05,0.5,3,10\}$ and for two sizes $(d,N)$, and read off each flow its distance to
 # {eq}`lsa-eq41`, the drift of the balance and the smallest $u_{-1}$ (`lsa.flow_summary`). Each size has its
-# own rotated covariance with eigenvalues from 0.5 to 2 ($d=4$ keeps the $\Lambda$ of [the first section](sec-lsa-model)), and all runs of
-# a size start from the same direction $\Theta$ (`lsx.theorem41_flows`).
+# own rotated covariance with eigenvalues from 0.5 to 2 ($d=4$ keeps the $\Lambda$ of
+# [the first section](sec-lsa-model)), and all runs of a size start from the same direction $\Theta$
+# (`lsx.theorem41_flows`).
 
 # %%
 sizes = by_mode(quick=[(4, 15)], default=[(3, 10), (4, 15)], full=[(3, 10), (4, 15), (5, 20)])
@@ -457,7 +459,8 @@ legend(ax_bal)
 #
 # $$ c^2=\tfrac12\Big(\delta+\sqrt{\delta^2+4\|\Gamma^{-1}\|_F^2}\Big). $$ (lsa-manifold-point)
 #
-# We run exact gradient descent (no sampling noise) from the balanced start at $\sigma=\sigma_{\max}/2$ of the flows above, with three step sizes.
+# We run exact gradient descent (no sampling noise) from the balanced start at $\sigma=\sigma_{\max}/2$ of the
+# flows above, with three step sizes.
 
 # %%
 K0, P0 = lsa.assumption33_init(d, 0.5 * sigma_max4, generator=np.random.default_rng(7))
@@ -1404,10 +1407,11 @@ from icllib.exercises.lsa import check
 #
 # ```{exercise}
 # :label: ex-lsa-step-size
-# Run exact gradient descent (`lsa.restricted_gd`) from the balanced start of [the finite-step section](sec-lsa-finite-steps)
-# (the running example, $\sigma=\sigma_{\max}/2$, $\Theta$ drawn with `np.random.default_rng(7)`) with the step size
-# $\eta=0.1$, which the chapter did not try, for 8000 steps. At which $c=u_{-1}$ does it end? Check it with
-# `check("ex-lsa-step-size", your_answer)`, and predict the same number without running gradient descent to the end.
+# Run exact gradient descent (`lsa.restricted_gd`) from the balanced start of
+# [the finite-step section](sec-lsa-finite-steps) (the running example, $\sigma=\sigma_{\max}/2$, $\Theta$ drawn
+# with `np.random.default_rng(7)`) with the step size $\eta=0.1$, which the chapter did not try, for 8000 steps.
+# At which $c=u_{-1}$ does it end? Check it with `check("ex-lsa-step-size", your_answer)`, and predict the same
+# number without running gradient descent to the end.
 # ```
 #
 # ````{solution} ex-lsa-step-size
@@ -1472,9 +1476,9 @@ from icllib.exercises.lsa import check
 #
 # ````{solution} ex-lsa-covariate-swap
 # :class: dropdown
-# As $M,N\to\infty$ the prediction tends to $x_q^\top\Lambda^{-1}\Lambda_tw$, so with $K=\Lambda^{-1}\Lambda_t-I=
-# {\rm diag}(3,-\frac34)$ the error is ${\rm tr}(K^\top\Lambda_tK)=36+\frac9{16}$ against $\mathbb E\,y_q^2={\rm tr}\Lambda_t=5$:
-# the limit is $7.3125$, seven times worse than predicting zero.
+# As $M,N\to\infty$ the prediction tends to $x_q^\top\Lambda^{-1}\Lambda_tw$. With
+# $K=\Lambda^{-1}\Lambda_t-I={\rm diag}(3,-\frac34)$ the error is ${\rm tr}(K^\top\Lambda_tK)=36+\frac9{16}$,
+# against $\mathbb E\,y_q^2={\rm tr}\Lambda_t=5$: the limit is $7.3125$, seven times worse than predicting zero.
 #
 # ```python
 # import numpy as np
