@@ -130,30 +130,33 @@ def without_solutions_in_the_files(site: Path) -> None:
 
 
 SHARED_FOLDERS = ("_static", "_images")
-SHARED_LINK = re.compile(r'((?:href|src)=")((?:\.\./)*)(_static|_images)/')
+SHARED_LINK = re.compile(r'((?:href|src)=")((?:\.\./)*)((?:_static|_images)/[^"?#]+)')
 
 
-def share_the_published_files(student: Path, site: Path) -> list[str]:
-    """The student pages lie in ``<site>/course/student/``; their style sheets, scripts, MathJax and figures are
-    the published site's, byte for byte (the same theme, extensions and stored executions): link those and drop
-    the copies (about 5 MB of MathJax and fonts alone). A folder with a file of its own is kept as it is. Returns
-    the folders shared."""
-    shared = []
+def share_the_published_files(student: Path, site: Path) -> int:
+    """The student pages lie in ``<site>/course/student/``; most of their style sheets, scripts, MathJax and
+    figures are the published site's, byte for byte (the same theme, extensions and stored executions): the pages
+    link those and the copies go (about 5 MB of MathJax and fonts alone). A file of their own (the edition's
+    ``documentation_options.js``, which says it ships no page sources) stays. Returns the bytes saved."""
+    shared, saved = set(), 0
     for folder in SHARED_FOLDERS:
-        own = [path for path in (student / folder).rglob("*") if path.is_file()]
-        if all(filecmp.cmp(path, site / folder / path.relative_to(student / folder), shallow=False)
-               for path in own if (site / folder / path.relative_to(student / folder)).is_file()) \
-                and all((site / folder / path.relative_to(student / folder)).is_file() for path in own):
-            shutil.rmtree(student / folder)
-            shared.append(folder)
+        for path in sorted((student / folder).rglob("*")):
+            published = site / path.relative_to(student)
+            if path.is_file() and published.is_file() and filecmp.cmp(path, published, shallow=False):
+                shared.add(path.relative_to(student).as_posix())
+                saved += path.stat().st_size
+                path.unlink()
     up = "../" * len(student.relative_to(site).parts)
+
+    def relink(match: re.Match) -> str:
+        return match.group(1) + match.group(2) + up + match.group(3) if match.group(3) in shared else match.group(0)
+
     for page in student.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
-        linked = SHARED_LINK.sub(lambda match: match.group(1) + match.group(2) + up + match.group(3) + "/"
-                                 if match.group(3) in shared else match.group(0), text)
+        linked = SHARED_LINK.sub(relink, text)
         if linked != text:
             page.write_text(linked, encoding="utf-8")
-    return shared
+    return saved
 
 
 # --- notebooks ---------------------------------------------------------------------------------------------
@@ -286,7 +289,7 @@ def build_course(site: Path, work: Path) -> dict:
     facts["seconds"]["student pages"] = round(time.monotonic() - started, 1)
     without_solutions_in_the_files(student_html)
     shutil.copytree(student_html, course / "student")
-    facts["shared with the published site"] = share_the_published_files(course / "student", site)
+    facts["bytes shared with the published site"] = share_the_published_files(course / "student", site)
 
     for edition in EDITIONS:
         notebooks(site, course / edition / "notebooks", edition=edition)
