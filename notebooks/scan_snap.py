@@ -1058,7 +1058,7 @@ check_claim("scan_snap.lemma4", lemma4_gap, **C["lemma4"])
 # $B_n(t) = \eta_Z\int_0^t \xi_n$.
 
 # %%
-K_scan, M_scan, dt_weights = 3, 20000, np.linspace(0.05, 0.25, 5)
+K_scan, M_scan, dt_weights = 3, 20000, dynamics.DISTINCT_WEIGHTS
 P_scan = dynamics.one_query_probabilities([0.15], dt_weights, K_scan)
 t_scan = np.concatenate([[0.0], np.geomspace(1e-2, 2e4, 400)])
 z_scan, B_scan, zdot_scan, xi_scan = sst.integrate_scan(
@@ -1965,11 +1965,9 @@ from icllib.exercises.scan_snap import check
 # from icllib import scan_snap_dynamics as dynamics
 # from icllib import scan_snap_theory as sst
 #
-# weights = np.linspace(0.05, 0.25, 5)
-#
 #
 # def drift_of_B(p):
-#     P = dynamics.one_query_probabilities([[0.3, 0.01], [0.3, p]], weights, 2)
+#     P = dynamics.one_query_probabilities([[0.3, 0.01], [0.3, p]], dynamics.DISTINCT_WEIGHTS, 2)
 #     return sst.population_zdot(P, np.zeros(P.shape[1]), gamma=1.0, eta_Z=1.0)[0][1]
 #
 #

@@ -9,7 +9,7 @@ from icllib import scan_snap_dynamics as dynamics
 from icllib import scan_snap_theory as sst
 from icllib.config import rng
 
-WEIGHTS = np.linspace(0.05, 0.25, 5)
+WEIGHTS = dynamics.DISTINCT_WEIGHTS
 
 
 def test_one_query_probabilities_builds_the_chapters_settings():

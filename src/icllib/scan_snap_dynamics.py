@@ -32,6 +32,11 @@ from icllib.validation import positive_int, positive_number, real_array
 # 4. Scan (Sec. 4 of the chapter)
 
 
+#: The weights of the five distinct tokens per class in the scan and snap settings of Secs. 4-5 of the chapter (the
+#: long-sequence dynamics of Eq. 10, the negative control and Eq. 13's single common token).
+DISTINCT_WEIGHTS = np.linspace(0.05, 0.25, 5)
+
+
 def one_query_probabilities(common, weights, K: int) -> np.ndarray:
     """P(l|n) of K classes sharing one query token: the common tokens first, with the probabilities ``common``
     (one value per common token, the same in every class, or a (K, number of common tokens) array), then

@@ -23,14 +23,13 @@ STEPS_M, STEPS_ETA_Y, STEPS_EPS = 1000, 0.5, 0.01
 T0_K, T0_M, T0_ETA_Y, T0_ETA_Z = 10, 1000, 2.0, 1.0
 
 # ex-scan-snap-asymmetric: the negative control of the chapter's scan section. Common token A has P = 0.3 in both
-# classes, common token B has P = 0.01 in class 0 and P = p in class 1; five distinct tokens per class.
-CONTROL_WEIGHTS = np.linspace(0.05, 0.25, 5)
+# classes, common token B has P = 0.01 in class 0 and P = p in class 1; the chapter's five distinct tokens per class.
 CONTROL_A, CONTROL_B0 = 0.3, 0.01
 
 
 def _b_drift(p: float) -> float:
     """dz_B/dt at z = 0 (gamma = eta_Z = 1) when token B has probability ``p`` in class 1."""
-    P = dynamics.one_query_probabilities([[CONTROL_A, CONTROL_B0], [CONTROL_A, p]], CONTROL_WEIGHTS, 2)
+    P = dynamics.one_query_probabilities([[CONTROL_A, CONTROL_B0], [CONTROL_A, p]], dynamics.DISTINCT_WEIGHTS, 2)
     return float(sst.population_zdot(P, np.zeros(P.shape[1]), gamma=1.0, eta_Z=1.0)[0][1])
 
 
