@@ -146,6 +146,9 @@ def share_the_published_files(student: Path, site: Path) -> int:
                 shared.add(path.relative_to(student).as_posix())
                 saved += path.stat().st_size
                 path.unlink()
+        for folder_left in sorted((student / folder).rglob("*"), reverse=True):
+            if folder_left.is_dir() and not any(folder_left.iterdir()):
+                folder_left.rmdir()
     up = "../" * len(student.relative_to(site).parts)
 
     def relink(match: re.Match) -> str:
