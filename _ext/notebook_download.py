@@ -824,6 +824,33 @@ def wheel_at_build_end(app, exception):
             raise RuntimeError(f"the wheel is {built.name}, the notebooks' install cells name {wheel_name(root)}")
 
 
+def executed_glue(executed: Path) -> dict[str, str]:
+    """``{name: plain text}`` of the values an executed chapter glued, from the ``<chapter>.glue.json`` myst-nb
+    writes beside it (the executed notebook itself no longer holds them); empty when there is none."""
+    glue_file = Path(executed).with_suffix(".glue.json")
+    glued = {}
+    if glue_file.is_file():
+        for name, output in json.loads(glue_file.read_text()).items():
+            plain = [value for key, value in output.get("data", {}).items() if key.endswith("text/plain")]
+            if plain:
+                glued[name] = "".join(plain[0]) if isinstance(plain[0], list) else plain[0]
+    return glued
+
+
+def downloadable(executed: Path, *, solutions: bool, site_url: str | None, page: str, chapter: int | None = None,
+                 resolve: Resolver | None = None, bibtex: str | None = None, root: Path = ROOT
+                 ) -> nbformat.NotebookNode:
+    """The download of an executed chapter (``_build/.../jupyter_execute/<page>.ipynb``) in one call: its values
+    glued in (:func:`executed_glue`), :func:`plain_notebook` with or without solutions, and the install cell first
+    (:func:`add_install_cell`). The site's pages and the course editions both write theirs with it."""
+    notebook = nbformat.read(executed, as_version=4)
+    plain = plain_notebook(notebook, solutions=solutions, site_url=site_url, page=page,
+                           chapter=chapter if chapter is not None else chapter_numbers(root / "_toc.yml").get(page),
+                           resolve=resolve, bibtex=bibtex, glued=executed_glue(executed),
+                           bib_file=root / "book" / "references.bib")
+    return add_install_cell(plain, wheel_name=wheel_name(root), site_url=site_url)
+
+
 def offer(app, pagename: str, executed: Path, doctree) -> Path:
     """Write the download of a chapter page: its executed notebook, plain (:func:`plain_notebook`, references
     resolved by Sphinx, solutions kept as on the page) with the install cell first, to ``_sources/<page>.ipynb``.
@@ -838,25 +865,15 @@ def offer(app, pagename: str, executed: Path, doctree) -> Path:
         block = next(doctree.findall(lambda node: isinstance(node, nodes.literal_block)
                                      and "chapter-bibtex" in node.get("classes", [])), None)
         bibtex = block.astext() if block is not None else None
-    notebook = nbformat.read(executed, as_version=4)
-    glue_file = executed.with_suffix(".glue.json")
-    glued = {}
-    if glue_file.is_file():
-        for name, output in json.loads(glue_file.read_text()).items():
-            plain = [value for key, value in output.get("data", {}).items() if key.endswith("text/plain")]
-            if plain:
-                glued[name] = "".join(plain[0]) if isinstance(plain[0], list) else plain[0]
-    plain = plain_notebook(notebook, solutions=True, site_url=url, page=pagename, glued=glued,
-                           chapter=chapter_numbers(root / "_toc.yml").get(pagename),
-                           resolve=sphinx_resolver(app, pagename), bibtex=bibtex,
-                           bib_file=root / "book" / "references.bib")
+    plain = downloadable(executed, solutions=True, site_url=url, page=pagename,
+                         chapter=chapter_numbers(root / "_toc.yml").get(pagename),
+                         resolve=sphinx_resolver(app, pagename), bibtex=bibtex, root=root)
     left = sorted({found for cell in plain.cells if cell.cell_type == "markdown" for found in raw_myst(cell.source)})
     unconverted = plain.metadata.get("icl_book", {}).get("unconverted", [])
     if left or unconverted:
         logging.getLogger(__name__).warning(
             f"the download {pagename}.ipynb keeps MyST that plain Jupyter shows raw: {left + unconverted} "
             "(give it a conversion in _ext/notebook_download.py)")
-    plain = add_install_cell(plain, wheel_name=wheel_name(root), site_url=url)
     return write_compact(plain, Path(app.outdir) / "_sources" / f"{pagename}.ipynb")
 
 

@@ -253,3 +253,39 @@ def test_the_install_cell_without_a_site_url_uses_a_wheel_or_the_archive_beside_
     assert f"PIP icllib @ file://{tmp_path}/{WHEEL}" in wheel.stdout
     present = run_install_cell(source, tmp_path, missing="nothing")
     assert present.returncode == 0 and "PIP" not in present.stdout, "icllib present: the cell installs nothing"
+
+
+def test_a_download_in_one_call_fills_in_the_glued_values_kept_beside_the_execution(tmp_path):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("T = {glue:text}`t:.2f`.")]
+    executed = tmp_path / "tiny.ipynb"
+    nbformat.write(notebook, executed)
+    (tmp_path / "tiny.glue.json").write_text(
+        '{"t": {"data": {"text/plain": "0.956"}, "metadata": {"scrapbook": {"name": "t"}}, '
+        '"output_type": "display_data"}}')
+    plain = notebook_download.downloadable(executed, solutions=False, site_url=None, page="notebooks/tiny")
+    assert plain.cells[0].metadata["tags"] == [notebook_download.INSTALL_MARK]
+    assert plain.cells[1].source == "T = 0.96."
+
+
+def test_the_wheel_holds_the_library_and_its_registry_and_requires_only_the_science_stack(tmp_path):
+    import tomllib
+    import zipfile
+
+    wheel = notebook_download.build_wheel(ROOT, tmp_path / "a")
+    assert wheel.name == notebook_download.wheel_name(ROOT)
+    names = zipfile.ZipFile(wheel).namelist()
+    import source_archive   # the wheel packs what git tracks, as the archive does
+
+    registry = {path.name for path in source_archive.source_files(ROOT / "src" / "icllib" / "registry")
+                if path.suffix == ".yaml" and path.parent.name == "registry"}
+    assert registry and {f"icllib/registry/{name}" for name in registry} <= set(names)
+    assert "icllib/registry/paper_results.json" in names and "icllib/claims.py" in names
+    metadata = zipfile.ZipFile(wheel).read(f"icllib-{wheel.name.split('-')[1]}.dist-info/METADATA").decode()
+    required = re.findall(r"^Requires-Dist: (.+)$", metadata, re.MULTILINE)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert set(required) == set(project["dependencies"]) | {
+        f'{requirement}; extra == "text"' for requirement in project["optional-dependencies"]["text"]}
+    assert "torch==2.13.0" in required and 'gensim==4.4.0; extra == "text"' in required
+    assert not [name for name in required if re.match(r"(jupyter|sphinx|myst|pytest|black|nbval)", name)]
+    assert notebook_download.build_wheel(ROOT, tmp_path / "b").read_bytes() == wheel.read_bytes(), "reproducible"
