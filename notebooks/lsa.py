@@ -20,9 +20,9 @@
 #
 # **The answer.** From a balanced, block-structured initialisation the flow converges to an explicit global
 # minimum whose prediction is one preconditioned gradient step, $x_q^\top\Gamma^{-1}\frac1M\sum_iy_ix_i$, with
-# the error of the best linear predictor plus $O(1/M)+O(1/N^2)$ ({prf:ref}`thm-lsa-convergence`,
-# {prf:ref}`thm-lsa-error`). The trained layer tolerates new tasks and independent query shifts, but not
-# covariate shifts, because the training covariance is baked into $\Gamma^{-1}$.
+# the error of the best linear predictor plus $O(1/M)+O(1/N^2)$ ({prf:ref}`Theorem 4.1 <thm-lsa-convergence>`,
+# {prf:ref}`Theorem 4.2 <thm-lsa-error>`). The trained layer tolerates new tasks and independent query shifts,
+# but not covariate shifts, because the training covariance is baked into $\Gamma^{-1}$.
 #
 # What this chapter finds:
 #
@@ -51,8 +51,8 @@
 #
 # **Run time.** On two cores `quick` (the tests) takes under a minute and `default` (this page) about 80 s;
 # `full` multiplies the Monte-Carlo sizes by 5 to 20, runs 60 generic initialisations and 30 000 SGD steps per
-# seed (the archived full run: 31 min on one thread). The status page lists the measured times. The ledger of this chapter:
-# {ledger-counts}`lsa`. What you see was executed in the run mode printed below.
+# seed (the archived full run: 31 min on one thread). The status page lists the measured times. The ledger of
+# this chapter: {ledger-counts}`lsa`. What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]
 import numpy as np
@@ -106,7 +106,8 @@ X, w, x_q = lsa.sample_prompts(200, N, Lam, torch_generator(1))
 y = (X @ w[:, :, None])[..., 0]
 
 # %% [markdown]
-# The literal layer against the library's prediction and the quadratic form of {prf:ref}`lem-lsa-quadratic`:
+# The literal layer against the library's prediction and the quadratic form of
+# {prf:ref}`Lemma 5.1 <lem-lsa-quadratic>`:
 
 # %%
 literal = lsa.lsa_forward(W_KQ, W_PV, lsa.embed(X, y, x_q), rho=N)[:, -1, -1]
@@ -224,12 +225,12 @@ check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
 
 # %% [markdown]
 # **What we saw.** The three forms of the prediction agree to round-off and junk of size 10 in the other half
-# of the weights changes nothing, so {prf:ref}`lem-lsa-quadratic` holds as stated. Each $H_\tau$ has the $d+1$
-# negative eigenvalues the paper counts: the loss is not convex in the weights, and convergence has to come from
-# the structure of the flow, not from convexity. The closed form {eq}`lsa-restricted-loss`, its extension to every
-# parameter and the gradient of {prf:ref}`lem-lsa-dynamics` agree with Monte Carlo through the literal model,
-# while the control with $\Lambda^2$ in place of $\Gamma\Lambda$ is rejected: the finite-$N$ moment is what
-# makes $\Gamma$, and so the trained predictor, differ from $\Lambda$.
+# of the weights changes nothing, so {prf:ref}`Lemma 5.1 <lem-lsa-quadratic>` holds as stated. Each $H_\tau$ has
+# the $d+1$ negative eigenvalues the paper counts: the loss is not convex in the weights, and convergence has to
+# come from the structure of the flow, not from convexity. The closed form {eq}`lsa-restricted-loss`, its extension
+# to every parameter and the gradient of {prf:ref}`Lemma 5.2 <lem-lsa-dynamics>` agree with Monte Carlo through the
+# literal model, while the control with $\Lambda^2$ in place of $\Gamma\Lambda$ is rejected: the finite-$N$ moment
+# is what makes $\Gamma$, and so the trained predictor, differ from $\Lambda$.
 #
 # (sec-lsa-flow)=
 # ## Theorem 4.1 by exact gradient flow
@@ -237,15 +238,15 @@ check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
 # ```{prf:assumption} Assumption 3.3 of the paper: a balanced initialisation
 # :label: asm-lsa-init
 # :nonumber:
-# $W^{PV}(0)=\sigma e_{d+1}e_{d+1}^\top$, $W^{KQ}_{11}(0)=\sigma\Theta\Theta^\top$ with $\|\Theta\Theta^\top\|_F=1$,
-# and every other entry zero.
+# $W^{PV}(0)=\sigma e_{d+1}e_{d+1}^\top$, $W^{KQ}_{11}(0)=\sigma\Theta\Theta^\top$ with
+# $\|\Theta\Theta^\top\|_F=1$, and every other entry zero.
 # ```
 #
 # ```{prf:theorem} Theorem 4.1 of the paper: convergence of gradient flow
 # :label: thm-lsa-convergence
 # :nonumber:
-# From {prf:ref}`asm-lsa-init` with $\sigma<\sigma_{\max}=\sqrt{2/(\sqrt d\|\Gamma\|_{op})}$, gradient flow on the
-# population loss converges to a global minimum,
+# From {prf:ref}`Assumption 3.3 <asm-lsa-init>` with $\sigma<\sigma_{\max}=\sqrt{2/(\sqrt d\|\Gamma\|_{op})}$,
+# gradient flow on the population loss converges to a global minimum,
 #
 # $$ \begin{gathered} W^{KQ}_*=\big[{\rm tr}(\Gamma^{-2})\big]^{-1/4}\begin{pmatrix}\Gamma^{-1}&0\\0&0\end{pmatrix},\\
 # W^{PV}_*=\big[{\rm tr}(\Gamma^{-2})\big]^{1/4}e_{d+1}e_{d+1}^\top, \end{gathered} $$ (lsa-eq41)
@@ -253,14 +254,14 @@ check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
 # whose prediction on a prompt of length $M$ is $\hat y=x_q^\top\Gamma^{-1}\frac1M\sum_iy_ix_i$.
 # ```
 #
-# The idea of the proof: {prf:ref}`lem-lsa-dynamics` reduces the flow to the ODE (5.4) in $(U_{11},u_{-1})$;
-# the flow conserves the balance $u_{-1}^2=\|U_{11}\|_F^2$ (Lemma A.3); $u_{-1}$ stays away from zero (Lemmas A.4
-# and A.5); and there a Polyak-Łojasiewicz inequality (Lemma 5.4) drives the loss gap to zero exponentially. We
-# solve (5.4) with LSODA at relative tolerance $10^{-11}$ (no Monte Carlo anywhere) from four scales
-# $\sigma/\sigma_{\max}\in\{0.05,0.5,3,10\}$ and for two sizes $(d,N)$, and read off each flow its distance to
-# {eq}`lsa-eq41`, the drift of the balance and the smallest $u_{-1}$ (`lsa.flow_summary`). Each size has its
-# own rotated covariance with eigenvalues from 0.5 to 2 ($d=4$ keeps the $\Lambda$ of
-# [the first section](sec-lsa-model)), and all runs of a size start from the same direction $\Theta$
+# The idea of the proof: {prf:ref}`Lemma 5.2 <lem-lsa-dynamics>` reduces the flow to the ODE (5.4) in
+# $(U_{11},u_{-1})$; the flow conserves the balance $u_{-1}^2=\|U_{11}\|_F^2$ (Lemma A.3); $u_{-1}$ stays away
+# from zero (Lemmas A.4 and A.5); and there a Polyak-Łojasiewicz inequality (Lemma 5.4) drives the loss gap to
+# zero exponentially. We solve (5.4) with LSODA at relative tolerance $10^{-11}$ (no Monte Carlo anywhere) from
+# four scales $\sigma/\sigma_{\max}\in\{0.05,0.5,3,10\}$ and for two sizes $(d,N)$, and read off each flow its
+# distance to {eq}`lsa-eq41`, the drift of the balance and the smallest $u_{-1}$ (`lsa.flow_summary`). Each size
+# has its own rotated covariance with eigenvalues from 0.5 to 2 ($d=4$ keeps the $\Lambda$ of [the first
+# section](sec-lsa-model)), and all runs of a size start from the same direction $\Theta$
 # (`lsx.theorem41_flows`).
 
 # %%
@@ -387,7 +388,7 @@ check_claim("lsa.corollaryA2", max(max(err_A2), abs(flow_end - min_A2)), **C["ls
 # ```{prf:lemma} Lemma 5.4 of the paper: a Polyak-Łojasiewicz inequality
 # :label: lem-lsa-pl
 # :nonumber:
-# Along the flow of {prf:ref}`thm-lsa-convergence` the Polyak-Łojasiewicz inequality
+# Along the flow of {prf:ref}`Theorem 4.1 <thm-lsa-convergence>` the Polyak-Łojasiewicz inequality
 # $\|\nabla\tilde\ell\|^2\ge\mu(\tilde\ell-\min\tilde\ell)$ holds with the explicit $\mu$ of Eq. (5.7), hence the
 # loss gap is below $e^{-\mu t}$ times its initial value.
 # ```
@@ -419,8 +420,8 @@ print(f"(zero eigenvalue {hess[0]:.1e}); the guaranteed rate mu is {rate / mu:.0
 assert abs(rate - 2 * lam_min) < 0.01 * rate, "the tail rate is twice the smallest eigenvalue"
 
 # %% [markdown]
-# {numref}`fig-lsa-flow` draws the loss gap of the four runs against the guarantee of {prf:ref}`lem-lsa-pl`,
-# and the balance along each run.
+# {numref}`fig-lsa-flow` draws the loss gap of the four runs against the guarantee of
+# {prf:ref}`Lemma 5.4 <lem-lsa-pl>`, and the balance along each run.
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact gradient flow of the paper's Theorem 4.1 ($d=4$, $N=15$, rotated anisotropic $\\Lambda$). Left: the loss gap falls to round-off from every initial scale, including 3 and 10 times the theorem's bound; the tail is the local rate $2\\lambda_{\\min}$, far faster than the guaranteed $e^{-\\mu t}$ (dashed). Right: the balance $u_{-1}^2-\\|U_{11}\\|_F^2$ stays at solver precision.", "name": "fig-lsa-flow"}}
 fig, (ax_gap, ax_bal) = figure(1, 2)
@@ -442,8 +443,8 @@ legend(ax_bal)
 # %% [markdown]
 # **What we saw** ({numref}`fig-lsa-flow`). Every run reaches $W^*$ of {eq}`lsa-eq41` to about $10^{-11}$,
 # balance holds to $10^{-10}$, and the condition on $\sigma$ is not needed. The PL inequality of
-# {prf:ref}`lem-lsa-pl` holds, but its constant is hundreds of times smaller than the actual rate, which is set
-# by the smallest non-zero curvature at the minimum (the zero eigenvalue is the rescaling
+# {prf:ref}`Lemma 5.4 <lem-lsa-pl>` holds, but its constant is hundreds of times smaller than the actual rate,
+# which is set by the smallest non-zero curvature at the minimum (the zero eigenvalue is the rescaling
 # $W^{KQ}\to W^{KQ}/s$, $W^{PV}\to sW^{PV}$ that leaves the function unchanged; the balance picks the point $W^*$
 # on that line).
 
@@ -451,11 +452,12 @@ legend(ax_bal)
 # (sec-lsa-finite-steps)=
 # ## Finite steps: the same function, another point of the minimum manifold
 #
-# {prf:ref}`thm-lsa-convergence` is about gradient flow; the paper leaves finite step sizes open (line 412). The
-# loss only depends on the product $cU$ ($c=u_{-1}$), so the global minima form the curve $cU=\Gamma^{-1}$ of
-# {prf:ref}`cor-lsa-minimum`; the flow picks the point with $c^2=\|U\|_F^2$ because it conserves the imbalance
-# $\delta=c^2-\|U\|_F^2$. A gradient step changes it by exactly $\eta^2\big((\partial_cL)^2-\|\partial_UL\|_F^2\big)$,
-# so gradient descent ends at the point of the curve with the accumulated $\delta$:
+# {prf:ref}`Theorem 4.1 <thm-lsa-convergence>` is about gradient flow; the paper leaves finite step sizes open
+# (line 412). The loss only depends on the product $cU$ ($c=u_{-1}$), so the global minima form the curve
+# $cU=\Gamma^{-1}$ of {prf:ref}`Corollary A.2 <cor-lsa-minimum>`; the flow picks the point with $c^2=\|U\|_F^2$
+# because it conserves the imbalance $\delta=c^2-\|U\|_F^2$. A gradient step changes it by exactly
+# $\eta^2\big((\partial_cL)^2-\|\partial_UL\|_F^2\big)$, so gradient descent ends at the point of the curve with
+# the accumulated $\delta$:
 #
 # $$ c^2=\tfrac12\Big(\delta+\sqrt{\delta^2+4\|\Gamma^{-1}\|_F^2}\Big). $$ (lsa-manifold-point)
 #
@@ -496,8 +498,8 @@ check_claim("lsa.finite-step", abs(gd_big["c"] - c_big), **C["lsa.finite-step"])
 assert abs(gd_big["c"] - W_PV_star[d, d]) > 0.5
 
 # %% [markdown]
-# The three runs end at three *different* global minima (different $c$), which tests Lemma 5.3
-# ({prf:ref}`cor-lsa-minimum`): each must satisfy $cU=\Gamma^{-1}$.
+# The three runs end at three *different* global minima (different $c$), which tests
+# {prf:ref}`Lemma 5.3 <cor-lsa-minimum>`: each must satisfy $cU=\Gamma^{-1}$.
 
 # %%
 gd_gaps = [gd["loss"] - lsat.minimum_loss(Lam, N) for _, gd, _ in gd_rows]
@@ -573,11 +575,11 @@ check_claim("lsa.sgd-predictor", err_mean, **lsat.check_args("lsa.sgd-predictor"
 # (sec-lsa-initialisation)=
 # ## Beyond the paper: the initialisation matters
 #
-# {prf:ref}`thm-lsa-convergence` claims a *global* minimum of (3.8), but its proof minimises only on the
-# invariant set. The closed form for all parameters closes the gap: writing $A=cU+vu^\top$, the loss is (odd
-# part) + (even part) $\ge$ (odd part) $=\tilde\ell(A)+\frac12{\rm tr}\Lambda\ge L^*$, so the restricted minimum is
-# global. Gradient flow also conserves $\delta=\|(v,c)\|^2-\|[U;u^\top]\|_F^2$ for any start, since the
-# prediction is bilinear in the last row of $W^{PV}$ and the first columns of $W^{KQ}$.
+# {prf:ref}`Theorem 4.1 <thm-lsa-convergence>` claims a *global* minimum of (3.8), but its proof minimises only
+# on the invariant set. The closed form for all parameters closes the gap: writing $A=cU+vu^\top$, the loss is
+# (odd part) + (even part) $\ge$ (odd part) $=\tilde\ell(A)+\frac12{\rm tr}\Lambda\ge L^*$, so the restricted
+# minimum is global. Gradient flow also conserves $\delta=\|(v,c)\|^2-\|[U;u^\top]\|_F^2$ for any start, since
+# the prediction is bilinear in the last row of $W^{PV}$ and the first columns of $W^{KQ}$.
 #
 # The paper leaves "more general initializations" open (line 412). We draw every relevant entry i.i.d.
 # $\mathcal N(0,0.05^2)$ (`lsa.generic_init`), a batch of seeds at once, and run the exact gradient flow on the
@@ -607,9 +609,9 @@ stuck = gap_aniso > 0.3
 print(f"stuck: {stuck.sum()}/{runs} (anisotropic), {(gap_iso > 0.3).sum()}/{runs} (isotropic)")
 
 # %% [markdown]
-# These flows also test the first claim of {prf:ref}`thm-lsa-convergence` over **all** parameters: none may end
-# below $L^*$. First the Hessian of the exact loss at $W^*$ over the $(d+1)^2$ relevant entries, which must be
-# positive semi-definite at a minimum:
+# These flows also test the first claim of {prf:ref}`Theorem 4.1 <thm-lsa-convergence>` over **all** parameters:
+# none may end below $L^*$. First the Hessian of the exact loss at $W^*$ over the $(d+1)^2$ relevant entries, which
+# must be positive semi-definite at a minimum:
 
 # %%
 hess_star = lsa.newton_refine(W_KQ_star, W_PV_star, Lam, N, steps=1)["hessian_eigenvalues"].numpy()
@@ -693,9 +695,9 @@ legend(ax)
 # at a second critical point with zero gradient (to round-off), a positive semi-definite Hessian whose only zero
 # eigenvalue is the rescaling direction, and a loss about 0.57 above the minimum; Monte Carlo through the literal
 # model sees a vanishing gradient there too. None of the isotropic runs does. The zero off-diagonal blocks of
-# {prf:ref}`asm-lsa-init` are therefore not a convenience of the proof: they keep the flow on the set where the
-# loss has no spurious minima. (In `quick` mode the batch is small; the share of stuck runs in `default` mode is
-# printed above.)
+# {prf:ref}`Assumption 3.3 <asm-lsa-init>` are therefore not a convenience of the proof: they keep the flow on
+# the set where the loss has no spurious minima. (In `quick` mode the batch is small; the share of stuck runs in
+# `default` mode is printed above.)
 #
 # (sec-lsa-new-tasks)=
 # ## Theorem 4.2: error on new tasks
@@ -974,23 +976,25 @@ legend(ax)
 # ```{prf:theorem} Theorem 4.5 of the paper: random covariances
 # :label: thm-lsa-random-cov
 # :nonumber:
-# If every training prompt draws its own $\Lambda_\tau={\rm diag}(\lambda_{\tau,1},\ldots,\lambda_{\tau,d})$ and the
-# initial scale satisfies
+# If every training prompt draws its own $\Lambda_\tau={\rm diag}(\lambda_{\tau,1},\ldots,\lambda_{\tau,d})$ and
+# the initial scale satisfies
 #
 # $$ \sigma^2<\frac{2\|\mathbb E\Lambda_\tau\Theta\|_F^2}{\sqrt d\,\mathbb E\big[\|\Gamma_\tau\|_{op}\|\Lambda_\tau\|_F^2\big]}, $$ (lsa-eq410)
 #
-# the flow converges to (4.11): $W^{KQ}_{11}\propto D:=[\mathbb E\Lambda_\tau^2][\mathbb E\Gamma_\tau\Lambda_\tau^2]^{-1}$
-# with $u_{-1}=\|D\|_F^{1/2}$.
+# the flow converges to (4.11):
+# $W^{KQ}_{11}\propto D:=[\mathbb E\Lambda_\tau^2][\mathbb E\Gamma_\tau\Lambda_\tau^2]^{-1}$ with
+# $u_{-1}=\|D\|_F^{1/2}$.
 # ```
 #
 # For $\lambda_i\sim{\rm Exp}(1)$ the moments (C.3) are exact: $\gamma_i=6+\frac{2d+10}N$, $\xi_i=2$,
 # $\zeta_{ij}=2+\frac{d+4}N$, so $D=\frac{2}{6+(2d+10)/N}I$. The paper then says
-# $\mathbb E\hat y\to\frac13\langle w,x_q\rangle$ as $M,N\to\infty$ (line 316). Three remarks, each checked below:
-# (C.15) prints the limit of $u_{-1}$ as $[\sum_i\xi_i/\gamma_i]^{1/4}$ instead of $[\sum_i\xi_i^2/\gamma_i^2]^{1/4}$
-# (as in (C.17) and (4.11); {ref}`lsa.E13 <lsa-e13>`); since $\mathbb E[\hat\Lambda_M\mid\Lambda_{\rm new}]=\Lambda_{\rm new}$,
-# only $N\to\infty$ is needed; and the $\frac13$ is the mean prediction for a query held fixed, as the paper's
-# display holds it. Under the sampling the paragraph starts from, $x_q\sim\mathcal N(0,\Lambda_{\rm new})$, the
-# regression slope of $\hat y$ on $y=\langle w,x_q\rangle$ is $\mathbb E[\lambda^2]/\mathbb E[\lambda]\cdot D_{ii}=\frac23$
+# $\mathbb E\hat y\to\frac13\langle w,x_q\rangle$ as $M,N\to\infty$ (line 316). Three remarks, each checked
+# below: (C.15) prints the limit of $u_{-1}$ as $[\sum_i\xi_i/\gamma_i]^{1/4}$ instead of
+# $[\sum_i\xi_i^2/\gamma_i^2]^{1/4}$ (as in (C.17) and (4.11); {ref}`lsa.E13 <lsa-e13>`); since
+# $\mathbb E[\hat\Lambda_M\mid\Lambda_{\rm new}]=\Lambda_{\rm new}$, only $N\to\infty$ is needed; and the
+# $\frac13$ is the mean prediction for a query held fixed, as the paper's display holds it. Under the sampling
+# the paragraph starts from, $x_q\sim\mathcal N(0,\Lambda_{\rm new})$, the regression slope of $\hat y$ on
+# $y=\langle w,x_q\rangle$ is $\mathbb E[\lambda^2]/\mathbb E[\lambda]\cdot D_{ii}=\frac23$
 # ({ref}`lsa.N2 <lsa-n2>`).
 #
 # The expectation in the denominator of {eq}`lsa-eq410` has no simple closed form for exponential $\lambda_i$; we
@@ -1037,11 +1041,12 @@ check_claim("lsa.c15", abs(c_printed - flow7["c"]), **C["lsa.c15"])
 # (sec-lsa-appendix-c)=
 # ### Appendix C, lemma by lemma
 #
-# **Lemmas C.1-C.3.** Conditioning on $\Lambda_\tau$ and averaging the dynamics of {prf:ref}`lem-lsa-dynamics`
-# gives (C.1); for diagonal $\Lambda_\tau$ it decouples entry by entry into (C.4) with the moments (C.3), and (C.4)
-# is gradient flow on $\ell_{\rm rdm}$ of (C.5). The module types the right-hand side of (C.4) entry by entry
-# and the loss (C.5) term by term, both as printed and independently of the closed forms the flows use, and
-# `lsx.lemma_c1_c3_errors` compares (C.4) with minus the autograd gradient of (C.5) at ten random points:
+# **Lemmas C.1-C.3.** Conditioning on $\Lambda_\tau$ and averaging the dynamics of
+# {prf:ref}`Lemma 5.2 <lem-lsa-dynamics>` gives (C.1); for diagonal $\Lambda_\tau$ it decouples entry by entry
+# into (C.4) with the moments (C.3), and (C.4) is gradient flow on $\ell_{\rm rdm}$ of (C.5). The module types
+# the right-hand side of (C.4) entry by entry and the loss (C.5) term by term, both as printed and independently
+# of the closed forms the flows use, and `lsx.lemma_c1_c3_errors` compares (C.4) with minus the autograd gradient
+# of (C.5) at ten random points:
 
 # %%
 gen_C = np.random.default_rng(21)
@@ -1130,10 +1135,10 @@ assert max(abs(r["final_gap"]) for r in rows_C67) < 1e-10
 
 # %% [markdown]
 # The proof of Lemma C.6 also writes
-# $\mathbb E\,{\rm tr}[\sigma^2\Lambda_\tau^2\Theta\Theta^\top]=\sigma^2\|\mathbb E\Lambda_\tau\Theta\|_F^2$ (line 1161). The
-# left side is $\sigma^2{\rm tr}(\mathbb E[\Lambda_\tau^2]\Theta\Theta^\top)$, which by Jensen is at least the right side
-# and for exponential $\lambda_i$ twice as large ({ref}`lsa.E14 <lsa-e14>`); the inequality is all the proof
-# needs, so the lemmas stand. We estimate the ratio from the same $10^6$ draws.
+# $\mathbb E\,{\rm tr}[\sigma^2\Lambda_\tau^2\Theta\Theta^\top]=\sigma^2\|\mathbb E\Lambda_\tau\Theta\|_F^2$ (line
+# 1161). The left side is $\sigma^2{\rm tr}(\mathbb E[\Lambda_\tau^2]\Theta\Theta^\top)$, which by Jensen is at
+# least the right side and for exponential $\lambda_i$ twice as large ({ref}`lsa.E14 <lsa-e14>`); the inequality is
+# all the proof needs, so the lemmas stand. We estimate the ratio from the same $10^6$ draws.
 
 # %%
 trace_draws = np.einsum("si,ii->s", lam_draws**2, TT7)  # tr[Lambda_tau^2 Theta Theta^T] per draw
@@ -1186,8 +1191,8 @@ check_claim("lsa.one-third-joint", float(np.abs(z_joint).max()), **why)
 assert all(abs(e["joint"] - 1 / 3) > 7 * e["joint_se"] for _, e in third.values())
 
 # %% [markdown]
-# **What we saw.** The flow lands on (4.11) of {prf:ref}`thm-lsa-random-cov`; the printed (C.15) would give
-# $u_{-1}\approx0.97$ instead of $0.71$. With the query independent of the prompt's covariance,
+# **What we saw.** The flow lands on (4.11) of {prf:ref}`Theorem 4.5 <thm-lsa-random-cov>`; the printed (C.15)
+# would give $u_{-1}\approx0.97$ instead of $0.71$. With the query independent of the prompt's covariance,
 # $\mathbb E\hat y/\langle w,x_q\rangle$ equals $D_{ii}$ already at $M=20$: $0.294$ for $N=20$ and $\frac13$ for
 # $N\to\infty$. With the query drawn from the prompt's own covariance, the slope doubles to $\frac23$, because
 # large-variance prompts have both large $\hat\Lambda$ and large queries.
@@ -1199,7 +1204,7 @@ assert all(abs(e["joint"] - 1 / 3) > 7 * e["joint_se"] for _, e in third.values(
 # ```{prf:corollary} Corollary 4.3 of the paper: sample sizes
 # :label: cor-lsa-sample-sizes
 # :nonumber:
-# Averaging the noiseless error of {prf:ref}`thm-lsa-error` over $w\sim\mathcal N(0,I)$,
+# Averaging the noiseless error of {prf:ref}`Theorem 4.2 <thm-lsa-error>` over $w\sim\mathcal N(0,I)$,
 #
 # $$ \begin{aligned} \mathbb E(\hat y_q-y_q)^2\le{}&\frac{(d+1){\rm tr}\Lambda}{M}\\&+\frac{(1+2d){\rm tr}\Lambda+d^2\kappa}{N^2}, \end{aligned} $$ (lsa-cor43)
 #
@@ -1207,11 +1212,12 @@ assert all(abs(e["joint"] - 1 / 3) > 7 * e["joint_se"] for _, e in third.values(
 # ```
 #
 # The paper first bounds the error by
-# $\frac{(d+1){\rm tr}\Lambda}{M}+\frac1{N^2}[{\rm tr}\Lambda+2d\,{\rm tr}\Lambda+{\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2]$ and
-# then by {eq}`lsa-cor43` (line 218). The last step uses ${\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2\le d^2\kappa$, which is
-# false ($\Lambda=I_d$ gives $d^3$); the valid bound is $d^2\kappa\,{\rm tr}\Lambda$. The corollary's sample sizes
-# inherit the error ({ref}`lsa.E5 <lsa-e5>`). We evaluate the *exact* error at the printed thresholds and at the
-# corrected $N\ge\sqrt{2{\rm tr}\Lambda(1+2d+d^2\kappa)/\varepsilon}$, for the cases of `lsat.COROLLARY43_CASES`.
+# $\frac{(d+1){\rm tr}\Lambda}{M}+\frac1{N^2}[{\rm tr}\Lambda+2d\,{\rm tr}\Lambda+{\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2]$
+# and then by {eq}`lsa-cor43` (line 218). The last step uses
+# ${\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2\le d^2\kappa$, which is false ($\Lambda=I_d$ gives $d^3$); the valid
+# bound is $d^2\kappa\,{\rm tr}\Lambda$. The corollary's sample sizes inherit the error ({ref}`lsa.E5 <lsa-e5>`).
+# We evaluate the *exact* error at the printed thresholds and at the corrected
+# $N\ge\sqrt{2{\rm tr}\Lambda(1+2d+d^2\kappa)/\varepsilon}$, for the cases of `lsat.COROLLARY43_CASES`.
 
 # %%
 audit = lsx.corollary43_audit(lsat.COROLLARY43_CASES)
@@ -1252,10 +1258,10 @@ assert worst_fixed <= 1.0, "the corrected threshold must meet eps in every case"
 check_claim("lsa.corollary43", worst_printed, **C["lsa.corollary43"])
 
 # %% [markdown]
-# **What we saw.** At the printed thresholds of {prf:ref}`cor-lsa-sample-sizes` the exact error exceeds
-# $\varepsilon$ in most cases (about 2.5 times at $d=10$, $\varepsilon=0.01$), and the Monte-Carlo estimate sits
-# many standard errors above $\varepsilon$. With the corrected $N$ every case meets its target. The $M$ part of
-# the corollary is fine.
+# **What we saw.** At the printed thresholds of {prf:ref}`Corollary 4.3 <cor-lsa-sample-sizes>` the exact error
+# exceeds $\varepsilon$ in most cases (about 2.5 times at $d=10$, $\varepsilon=0.01$), and the Monte-Carlo estimate
+# sits many standard errors above $\varepsilon$. With the corrected $N$ every case meets its target. The $M$ part
+# of the corollary is fine.
 #
 # **Notes that need no computation** (also on the errata page): line 84 cites the objective (4.8) where the risk
 # (3.1) of Definition 3.1 is meant ({ref}`lsa.N1 <lsa-n1>`; (4.8) reduces to (3.1) for a fixed covariate
@@ -1293,9 +1299,10 @@ assert control_D2 > 0.1, "a rule that is not exact for degree 4 must miss"
 check_claim("lsa.lemmaD2", err_D2, **C["lsa.lemmaD2"])
 
 # %% [markdown]
-# **Lemma D.3** chains ${\rm tr}(U^\top V)\le\sum_i\sigma_i(U)\sigma_i(V)\le\sigma_1(U)\sum_i\sigma_i(V)\le\sqrt d\,\sigma_1(U)\|V\|_F$.
-# We measure the smallest relative slack of the three steps over 3000 random pairs; a third of them have
-# $V=cU$, which makes the first step an equality (`lsx.lemma_d3_slack`).
+# **Lemma D.3** chains
+# ${\rm tr}(U^\top V)\le\sum_i\sigma_i(U)\sigma_i(V)\le\sigma_1(U)\sum_i\sigma_i(V)\le\sqrt d\,\sigma_1(U)\|V\|_F$.
+# We measure the smallest relative slack of the three steps over 3000 random pairs; a third of them have $V=cU$,
+# which makes the first step an equality (`lsx.lemma_d3_slack`).
 
 # %%
 slack_D3 = lsx.lemma_d3_slack(generator=gen_D, pairs=3000)
@@ -1342,10 +1349,11 @@ from icllib.exercises.lsa import check
 # ```{solution} ex-lsa-balance
 # :class: dropdown
 # The prediction is bilinear in $p=$ (last row of $W^{PV}$) and $Q=$ (first $d$ columns of $W^{KQ}$), so
-# $\langle p,\nabla_pL\rangle=\langle Q,\nabla_QL\rangle$ (both equal $\mathbb E[r\hat y]$ with $r$ the residual). Then
-# $\frac{d}{dt}\delta=-2\langle p,\nabla_pL\rangle+2\langle Q,\nabla_QL\rangle=0$. At a global minimum $v=u=0$ and
-# $cU=\Gamma^{-1}$, so $\delta=c^2-\|\Gamma^{-1}\|_F^2/c^2$, i.e. $c^2=\frac12(\delta+\sqrt{\delta^2+4\|\Gamma^{-1}\|_F^2})$.
-# With $\delta=0$ this is $c=\|\Gamma^{-1}\|_F^{1/2}=w^{PV}_{*,22}$ of Eq. (4.1).
+# $\langle p,\nabla_pL\rangle=\langle Q,\nabla_QL\rangle$ (both equal $\mathbb E[r\hat y]$ with $r$ the
+# residual). Then $\frac{d}{dt}\delta=-2\langle p,\nabla_pL\rangle+2\langle Q,\nabla_QL\rangle=0$. At a global
+# minimum $v=u=0$ and $cU=\Gamma^{-1}$, so $\delta=c^2-\|\Gamma^{-1}\|_F^2/c^2$, i.e.
+# $c^2=\frac12(\delta+\sqrt{\delta^2+4\|\Gamma^{-1}\|_F^2})$. With $\delta=0$ this is
+# $c=\|\Gamma^{-1}\|_F^{1/2}=w^{PV}_{*,22}$ of Eq. (4.1).
 #
 # **A good answer** names the bilinearity (Euler's identity for a function homogeneous of degree one in each
 # block) as the reason the two inner products agree, differentiates $\delta$ along the flow, and solves
@@ -1376,9 +1384,10 @@ from icllib.exercises.lsa import check
 # answer = np.array([1.0, -1.0]) @ Gi @ np.array([1.0, 1.0])  # x_q^T Gamma^-1 x_1 y_1 / M, y_1 = M = 1
 # ```
 #
-# **A good answer** builds $\Gamma$ of {prf:ref}`thm-lsa-convergence` for this $\Lambda$ and $N$, gets about 0.545,
-# and concludes that orthogonality has to be measured in the metric $\Gamma^{-1}$, which is the Euclidean one only
-# when $\Lambda\propto I$ ({ref}`lsa.E8 <lsa-e8>`). The zero query should be checked by substituting it.
+# **A good answer** builds $\Gamma$ of {prf:ref}`Theorem 4.1 <thm-lsa-convergence>` for this $\Lambda$ and $N$,
+# gets about 0.545, and concludes that orthogonality has to be measured in the metric $\Gamma^{-1}$, which is the
+# Euclidean one only when $\Lambda\propto I$ ({ref}`lsa.E8 <lsa-e8>`). The zero query should be checked by
+# substituting it.
 # ````
 #
 # ```{exercise}
@@ -1402,7 +1411,8 @@ from icllib.exercises.lsa import check
 #
 # **A good answer** evaluates the three norms with ${\rm tr}$ of the right powers of $\Gamma^{-1}$, finds
 # $d+2d^2+d^3$, and locates the error in the corollary's proof: ${\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2$ was
-# bounded by $d^2\kappa$ instead of $d^2\kappa\,{\rm tr}\Lambda$ ({ref}`lsa.E5 <lsa-e5>`), which loses a factor $d$.
+# bounded by $d^2\kappa$ instead of $d^2\kappa\,{\rm tr}\Lambda$ ({ref}`lsa.E5 <lsa-e5>`), which loses a factor
+# $d$.
 # ````
 #
 # ```{exercise}
@@ -1430,9 +1440,9 @@ from icllib.exercises.lsa import check
 # ```
 #
 # **A good answer** reports $c$ and checks that the run is at a global minimum (loss gap at round-off, $cU$ equal
-# to $\Gamma^{-1}$), then predicts $c$ from $\delta$ alone, summing $\eta^2((\partial_cL)^2-\|\partial_UL\|_F^2)$ over
-# the steps (the run's `delta_predicted`) and applying `lsat.manifold_point`. It notes that the function computed
-# is the same as the flow's and only the point on the minimum manifold differs.
+# to $\Gamma^{-1}$), then predicts $c$ from $\delta$ alone, summing $\eta^2((\partial_cL)^2-\|\partial_UL\|_F^2)$
+# over the steps (the run's `delta_predicted`) and applying `lsat.manifold_point`. It notes that the function
+# computed is the same as the flow's and only the point on the minimum manifold differs.
 # ````
 #
 # ```{exercise}
@@ -1440,7 +1450,7 @@ from icllib.exercises.lsa import check
 # For the isotropic covariance $\Lambda=I_4$ and $N=15$, the loss gap of the exact flow decays near the end like
 # $e^{-rt}$. Predict $r$ from the Hessian of (5.5) at $W^*$, check it with `check("ex-lsa-rate", your_answer)`, and
 # confirm it by fitting the tail of a flow as the chapter does for the anisotropic $\Lambda$. How far is the
-# guaranteed rate $\mu$ of {prf:ref}`lem-lsa-pl` from $r$ here?
+# guaranteed rate $\mu$ of {prf:ref}`Lemma 5.4 <lem-lsa-pl>` from $r$ here?
 # ```
 #
 # ````{solution} ex-lsa-rate
@@ -1462,16 +1472,17 @@ from icllib.exercises.lsa import check
 #
 # **A good answer** explains the factor 2 (the gap is quadratic in the distance to the minimum, which decays at
 # the eigenvalue's rate), discards the zero eigenvalue with its reason, and confirms $r$ with a fit of
-# $\log({\rm gap})$ against $t$ over the tail. It compares with $\mu$ from `lsat.pl_constant` and finds the guarantee
-# again far below the rate, as for the anisotropic $\Lambda$ in {numref}`fig-lsa-flow`.
+# $\log({\rm gap})$ against $t$ over the tail. It compares with $\mu$ from `lsat.pl_constant` and finds the
+# guarantee again far below the rate, as for the anisotropic $\Lambda$ in {numref}`fig-lsa-flow`.
 # ````
 #
 # ```{exercise}
 # :label: ex-lsa-covariate-swap
 # The chapter's covariate shifts scale $\Lambda$. Train on $\Lambda={\rm diag}(1,4)$ and test on prompts whose
 # covariates and query follow $\Lambda_t={\rm diag}(4,1)$, the same spectrum in swapped directions, with
-# $w\sim\mathcal N(0,I_2)$. Find the limit of $\mathbb E(\hat y-y_q)^2/\mathbb E\,y_q^2$ as $M,N\to\infty$, check it
-# with `check("ex-lsa-covariate-swap", your_answer)`, and compare with ordinary least squares on the same prompts.
+# $w\sim\mathcal N(0,I_2)$. Find the limit of $\mathbb E(\hat y-y_q)^2/\mathbb E\,y_q^2$ as $M,N\to\infty$, check
+# it with `check("ex-lsa-covariate-swap", your_answer)`, and compare with ordinary least squares on the same
+# prompts.
 # ```
 #
 # ````{solution} ex-lsa-covariate-swap
@@ -1496,25 +1507,26 @@ from icllib.exercises.lsa import check
 #
 # ```{exercise}
 # :label: ex-lsa-uniform
-# Redo the factor $\frac13$ of {prf:ref}`thm-lsa-random-cov` for another law of the covariance's eigenvalues:
-# $\lambda_i\sim{\rm Uniform}(0,2)$, which has the same mean as ${\rm Exp}(1)$. What does
-# $\mathbb E\hat y/\langle w,x_q\rangle$ tend to for a fixed query as $N\to\infty$, and what is the regression slope of
-# $\hat y$ on $y$ when the query follows the prompt's covariance? Check both by simulation with
+# Redo the factor $\frac13$ of {prf:ref}`Theorem 4.5 <thm-lsa-random-cov>` for another law of the covariance's
+# eigenvalues: $\lambda_i\sim{\rm Uniform}(0,2)$, which has the same mean as ${\rm Exp}(1)$. What does
+# $\mathbb E\hat y/\langle w,x_q\rangle$ tend to for a fixed query as $N\to\infty$, and what is the regression
+# slope of $\hat y$ on $y$ when the query follows the prompt's covariance? Check both by simulation with
 # `lsa.sample_random_cov_prompts` adapted to this law.
 # ```
 #
 # ```{solution} ex-lsa-uniform
 # :class: dropdown
-# As $N\to\infty$, $\Gamma_\tau\to\Lambda_\tau$, so $D=\mathbb E[\Lambda_\tau^2][\mathbb E\Lambda_\tau^3]^{-1}$ and
-# $D_{ii}=\mathbb E\lambda^2/\mathbb E\lambda^3=\frac{4/3}{2}=\frac23$ (for ${\rm Exp}(1)$: $\frac26=\frac13$). For a
-# fixed query $\mathbb E\hat y/\langle w,x_q\rangle=D_{ii}=\frac23$; with $x_q\sim\mathcal N(0,\Lambda_{\rm new})$ the slope
-# is $\mathbb E\lambda^2/\mathbb E\lambda\cdot D_{ii}=\frac43\cdot\frac23=\frac89$.
+# As $N\to\infty$, $\Gamma_\tau\to\Lambda_\tau$, so $D=\mathbb E[\Lambda_\tau^2][\mathbb E\Lambda_\tau^3]^{-1}$
+# and $D_{ii}=\mathbb E\lambda^2/\mathbb E\lambda^3=\frac{4/3}{2}=\frac23$ (for ${\rm Exp}(1)$:
+# $\frac26=\frac13$). For a fixed query $\mathbb E\hat y/\langle w,x_q\rangle=D_{ii}=\frac23$; with
+# $x_q\sim\mathcal N(0,\Lambda_{\rm new})$ the slope is
+# $\mathbb E\lambda^2/\mathbb E\lambda\cdot D_{ii}=\frac43\cdot\frac23=\frac89$.
 #
 # **A good answer** derives $D$ from (4.11) with $\Gamma_\tau\to\Lambda_\tau$, gets $\frac23$ and $\frac89$, and
 # explains why the slope under joint sampling exceeds the fixed-query mean (large-variance prompts also have large
-# queries, {ref}`lsa.N2 <lsa-n2>`). The simulation changes only the law of the $\lambda_i$ and confirms both numbers
-# within a few standard errors at a large $N$; a careful answer notes that the finite-$N$ value of $D_{ii}$ needs
-# the moments (C.3) of the new law.
+# queries, {ref}`lsa.N2 <lsa-n2>`). The simulation changes only the law of the $\lambda_i$ and confirms both
+# numbers within a few standard errors at a large $N$; a careful answer notes that the finite-$N$ value of $D_{ii}$
+# needs the moments (C.3) of the new law.
 # ```
 
 # %% [markdown]
