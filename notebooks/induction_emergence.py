@@ -702,7 +702,7 @@ tau_grid = t_grid / N_show**2
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Loss (left) and parameters (right) along the flow for $N=32$, time in units of $N^2$. The vertical lines mark $T_\\gamma$, $T_\\beta$, $T_\\alpha$ and the loss drop $T_L$: the induction head is complete at $T_\\alpha$, but the loss is still near $1-1/(2N)$ there; it falls only near $\\sqrt{2\\pi}\\,N^2$ (dotted).", "name": "fig-induction_emergence-loss"}}
 fig, (left, right) = figure(1, 2)
 left.plot(tau_grid, loss_t, color="k", label="loss")
-left.axhline(1 - 1 / (2 * N_show), color="grey", linestyle=":", label="1 - 1/(2N)")
+left.axhline(1 - 1 / (2 * N_show), color="grey", linestyle=":", label=r"$1 - 1/(2N)$")
 right.plot(tau_grid, alpha_t, label=r"$\alpha$")
 right.plot(tau_grid, beta_t, label=r"$\beta$")
 right.plot(tau_grid, gamma_t, label=r"$\gamma$")

@@ -510,7 +510,7 @@ check_claim("induction_subspace.theorem1", max_sym, **CHECKS["theorem1"])
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Distance from the 19-dimensional subspace during training from zero. With symmetrised batches (solid) the residual of every weight matrix stays at float64 rounding; with plain batches of the same size (dashed) Monte-Carlo noise pushes the weights off the subspace (values below $10^{-17}$, exact zeros of a still-zero matrix, are drawn at $10^{-17}$).", "name": "fig-induction_subspace-residuals"}}
 fig, ax = figure()
 steps_axis = np.arange(steps_sym + 1)
-for k, name in enumerate(("W1", "W2", "W3")):
+for k, name in enumerate((r"$W^{(1)}$", r"$W^{(2)}$", r"$W^{(3)}$")):
     ax.semilogy(
         steps_axis[1:],
         np.maximum(symmetrised["residual"][1:, k], 1e-17),
@@ -525,7 +525,7 @@ for k, name in enumerate(("W1", "W2", "W3")):
         label=f"{name}, plain",
     )
 ax.set_xlabel("SGD step")
-ax.set_ylabel("residual ||W - Pi(W)|| / ||W||")
+ax.set_ylabel(r"residual $\|W - \Pi(W)\|_F \,/\, \|W\|_F$")
 legend(ax, ncol=2, fontsize=8)
 
 # %% [markdown]
@@ -599,12 +599,12 @@ check_claim("induction_subspace.sgd-residual-rate", slope_error, **CHECKS["sgd-r
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Residual after a fixed number of plain SGD steps against the batch size, per weight matrix, with a $B^{-1/2}$ guide through the first point of $W^{(1)}$. The three slopes are close to $-1/2$: finite batches leave the subspace only through Monte-Carlo noise.", "name": "fig-induction_subspace-batch"}}
 fig, ax = figure()
-for k, name in enumerate(("W1", "W2", "W3")):
+for k, name in enumerate((r"$W^{(1)}$", r"$W^{(2)}$", r"$W^{(3)}$")):
     ax.loglog(
         batches, residuals[:, k], "o-", color=PALETTE[k], label=f"{name} (slope {slopes[k]:.2f})"
     )
 guide = residuals[0, 0] * (np.asarray(batches) / batches[0]) ** -0.5
-ax.loglog(batches, guide, ":", color="black", label="B^(-1/2)")
+ax.loglog(batches, guide, ":", color="black", label=r"$B^{-1/2}$")
 ax.set_xlabel("batch size B")
 ax.set_ylabel(f"residual after {steps_mc} steps")
 ax.minorticks_off()  # batch sizes over a decade or two: label the ones run, not crowded minor ticks
@@ -671,19 +671,24 @@ def plot_pseudo_parameters(ax, coords, title):
     """The 19 pseudo-parameters over training: the induction head thick, the 16 others grey."""
     for k, name in enumerate(ic.PSEUDO_PARAMETERS):
         if k in ic.INDUCTION_INDICES:
-            ax.plot(coords[:, k], lw=2.2, color=PALETTE[ic.INDUCTION_INDICES.index(k)], label=name)
+            ax.plot(
+                coords[:, k],
+                lw=2.2,
+                color=PALETTE[ic.INDUCTION_INDICES.index(k)],
+                label=rf"$\{name[:-1]}_{name[-1]}$",
+            )
         else:
             ax.plot(coords[:, k], lw=0.7, color="0.6", label="other 16" if k == 0 else None)
-    ax.set(xlabel="SGD step", ylabel="pseudo-parameter c_k", title=title)
+    ax.set(xlabel="SGD step", ylabel=r"pseudo-parameter $c_k$", title=title)
     legend(ax, fontsize=8)
 
 
 for row, (run, title) in enumerate(
-    ((full, "standard training"), (three, "only alpha_3, beta_2, gamma_3"))
+    ((full, "standard training"), (three, r"only $\alpha_3, \beta_2, \gamma_3$ trained"))
 ):
     plot_pseudo_parameters(axes[row, 0], run["coords"], title)
     ax = axes[row, 1]
-    ax.plot(run["loss"], color=PALETTE[3], label="batch loss ||y - z||^2")
+    ax.plot(run["loss"], color=PALETTE[3], label=r"batch loss $\|y - z\|^2$")
     ax.axvline(exits["full" if row == 0 else "three"], color="black", ls=":", label="plateau exit")
     ax.set_xlabel("SGD step")
     ax.set_ylabel("loss")
@@ -696,9 +701,9 @@ for row, (run, title) in enumerate(
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 3, recomputed: the weights at the end of the standard run above. Block lines separate the $D \\times D$ blocks. The diagonals of $I$ and the anti-diagonal blocks of $M$ stand out: $\\alpha_3 M$ in the positional block of $W^{(1)}$, $\\beta_2 I$ in block $(X_1, TX_1)$ of $W^{(2)}$, $\\gamma_3 I$ in block 5 ($QX_1$) of $W^{(3)}$; the rest is small SGD noise, and the second block-row of $W^{(2)}$ is exactly 0.", "name": "fig-induction_subspace-weights"}}
 fig, axes = figure(1, 3, height=3.4)
 labels = (
-    ("W1", "key index (X1, X2)", "query index (X1, X2)"),
-    ("W2", "key index (U1..U4)", "query index (U1..U4)"),
-    ("W3", "output coordinate", "input index (V1..V8)"),
+    (r"$W^{(1)}$", r"key index ($X_1, X_2$)", r"query index ($X_1, X_2$)"),
+    (r"$W^{(2)}$", r"key index ($U_1 \dots U_4$)", r"query index ($U_1 \dots U_4$)"),
+    (r"$W^{(3)}$", "output coordinate", r"input index ($V_1 \dots V_8$)"),
 )
 for ax, W, (name, xlabel, ylabel) in zip(axes, full["weights"], labels):
     block_heatmap(ax, W.numpy(), D4, title=name, xlabel=xlabel, ylabel=ylabel)
@@ -785,7 +790,8 @@ for row, ((D_d, N_d), runs) in enumerate(app_d_runs.items()):
     )
     ax = axes[row, 1]
     for colour, (training, label) in zip(
-        PALETTE[3:], (("full", "standard training"), ("three", "only alpha_3, beta_2, gamma_3"))
+        PALETTE[3:],
+        (("full", "standard training"), ("three", r"only $\alpha_3, \beta_2, \gamma_3$")),
     ):
         means = np.convolve(runs[training]["loss"], np.ones(20) / 20, mode="valid")
         ax.plot(np.arange(19, len(runs[training]["loss"])), means, color=colour, label=label)
@@ -862,7 +868,7 @@ snapshots = [
 ]
 fig, axes = figure(len(snapshots), 3, height=2.7 * len(snapshots))
 for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), snapshots)):
-    for col, (name, W) in enumerate(zip(("W1", "W2", "W3"), weights)):
+    for col, (name, W) in enumerate(zip((r"$W^{(1)}$", r"$W^{(2)}$", r"$W^{(3)}$"), weights)):
         block_heatmap(
             axes[row, col],
             W.numpy(),
