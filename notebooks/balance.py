@@ -20,10 +20,10 @@
 # $\|W_K^i\|^2 - \|W_Q^i\|^2$ forever. What does the *noise* of SGD do along such a direction?
 #
 # **The answer.** Ziyin, Li and Ueda {cite}`ziyin2025noise` prove a "law of balance"
-# ({prf:ref}`thm-balance-law`): the imbalance moves at rate $T = \eta/S$ (learning rate over batch size) toward
-# the point where the two weights carry **equal gradient noise**, not equal norms. The law holds exactly where it
-# can be computed, and pair by pair in the paper's attention experiment; whether the noise terms of Fig. 6 come to
-# overlap at the paper's batch 200 is still open.
+# ({prf:ref}`Theorem 3.1 <thm-balance-law>`): the imbalance moves at rate $T = \eta/S$ (learning rate over
+# batch size) toward the point where the two weights carry **equal gradient noise**, not equal norms. The law
+# holds exactly where it can be computed, and pair by pair in the paper's attention experiment; whether the noise
+# terms of Fig. 6 come to overlap at the paper's batch 200 is still open.
 #
 # What this chapter finds:
 #
@@ -106,8 +106,8 @@ check_claim("balance.b11-setup", query_error, **CHECKS["balance.b11-setup"])
 # The logits are $H W_Q W_K^\top H^\top = H \big(\sum_{i=1}^{6} W_Q^i (W_K^i)^\top\big) H^\top$, so each of the
 # **6 column pairs of each layer** is a rescaling symmetry with $u = W_K^i$, $w = W_Q^i$ (the paper's line 45:
 # "for every $i \in [6]$, there is a rescaling symmetry between $W_K^i$ and $(W_Q^i)^T$").
-# {prf:ref}`thm-balance-law` needs it for every sample $x$, so we check it sample by sample in float64: rescale
-# every pair by its own random $\lambda$ and compare the per-sample losses.
+# {prf:ref}`Theorem 3.1 <thm-balance-law>` needs it for every sample $x$, so we check it sample by sample in
+# float64: rescale every pair by its own random $\lambda$ and compare the per-sample losses.
 
 # %%
 lambdas = torch.exp(torch.randn(2, 6, generator=gen, dtype=torch.float64))
@@ -227,7 +227,7 @@ check_claim("balance.euler-identity", euler_residual, **CHECKS["balance.euler-id
 # condition ({ref}`balance.N5 <balance-n5>`); when $C_1 = c_1 I$ and $C_2 = c_2 I$ the band closes on $c_2/c_1$.
 #
 # SymPy checks steps 1, 3, the crossing of step 2 (three symbolic samples of a matrix $A$, $3\times 2$ in
-# `default`) and the isotropic case of {prf:ref}`cor-balance-eq7`; each residual must simplify to 0.
+# `default`) and the isotropic case of {prf:ref}`Eq. 7 <cor-balance-eq7>`; each residual must simplify to 0.
 
 # %%
 dim_w = by_mode(quick=2, default=3, full=3)
@@ -238,8 +238,8 @@ proof_holds = all(identities[name] == 0 for name in derivation_steps)
 check_claim("balance.derivation", proof_holds, **CHECKS["balance.derivation"])
 
 # %% [markdown]
-# The proof of {prf:ref}`cor-balance-eq7` is the paper's own (Eqs. 109-112). Beyond the isotropic case, we test
-# it on random stationary points: Wishart $C_1, C_2$ and a random $u$, with $w$ rescaled onto
+# The proof of {prf:ref}`Eq. 7 <cor-balance-eq7>` is the paper's own (Eqs. 109-112). Beyond the isotropic case,
+# we test it on random stationary points: Wishart $C_1, C_2$ and a random $u$, with $w$ rescaled onto
 # $u^\top C_1 u = w^\top C_2 w$. Every ratio $\|u\|^2/\|w\|^2$ must lie in the band {eq}`balance-eq7`; the band
 # with the eigenvalue indices swapped is a control that must miss some of them.
 
@@ -491,8 +491,8 @@ show_table(
 print(f"control, exact gradient: ratio {control[1][0, 0]:.4f} -> {control[1][-1, 0]:.4f}")
 
 # %% [markdown]
-# {prf:ref}`cor-balance-eq7`, checked as a time average: over the last third of every run the mean ratio must
-# lie in the band (snapshots fluctuate in and out of it; the law is a statement about the drift).
+# {prf:ref}`Eq. 7 <cor-balance-eq7>`, checked as a time average: over the last third of every run the mean ratio
+# must lie in the band (snapshots fluctuate in and out of it; the law is a statement about the drift).
 
 # %%
 in_band = np.mean([r["band"][0] <= r["late"] <= r["band"][1] for r in linear.values()])
@@ -884,7 +884,7 @@ from icllib.exercises.balance import check
 # ```{exercise}
 # :label: ex-balance-eq7-band
 # Take $C_1 = \operatorname{diag}(1, 2, 4)$ and $C_2 = \begin{pmatrix} 3 & 1 \\ 1 & 3 \end{pmatrix}$. Compute the
-# band {eq}`balance-eq7` of {prf:ref}`cor-balance-eq7` by hand and pass it as a pair,
+# band {eq}`balance-eq7` of {prf:ref}`the paper's Eq. 7 <cor-balance-eq7>` by hand and pass it as a pair,
 # `check("ex-balance-eq7-band", (lower, upper))`. How would the band change if $C_1$ were replaced by $2I$?
 # ```
 #
@@ -1048,8 +1048,8 @@ from icllib.exercises.balance import check
 # ```{exercise}
 # :label: ex-balance-momentum
 # The law is a statement about plain SGD. Rerun the linear model with SGD with momentum 0.9, then with Adam.
-# Do the runs still settle at $d_o/d$? Which step of the proof in {prf:ref}`thm-balance-law` survives, and which
-# one fails?
+# Do the runs still settle at $d_o/d$? Which step of the proof in {prf:ref}`Theorem 3.1 <thm-balance-law>`
+# survives, and which one fails?
 # ```
 #
 # ```{solution} ex-balance-momentum
