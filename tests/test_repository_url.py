@@ -9,6 +9,7 @@ CITATION.cff's ``repository-code`` agrees with ``_config.yml``.
 """
 
 import json
+import sys
 from pathlib import Path
 
 import yaml
@@ -21,12 +22,55 @@ SAMPLE_SITE = "https://example-org.github.io/icl-book"
 # The chapters' jupytext header: the theme offers launch buttons on pages with a kernelspec.
 HEADER = "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3\n#     language: python\n#     name: python3\n# ---\n\n"
 CITE = "\n# %% [markdown]\n# ## Cite this chapter\n#\n# ```{cite-this-chapter}\n# ```\n"
+# Numbered results, a labelled equation and exercises, cited from the prose: the download must number them as the
+# page does, under a numbered table of contents ("Exercise 1.2").
+RESULTS = """
+# %% [markdown]
+# ## Results
+#
+# By {prf:ref}`thm-tiny`, {eq}`tiny-eq` holds; try {ref}`the second exercise <tiny-ex-two>`.
+#
+# ```{prf:theorem} Tiny
+# :label: thm-tiny
+# Two is two.
+# ```
+#
+# $$ 2 = 2 $$ (tiny-eq)
+#
+# ```{exercise}
+# :label: tiny-ex-one
+# Check that two is two.
+# ```
+#
+# ```{exercise}
+# :label: tiny-ex-two
+# Check it again.
+# ```
+#
+# ```{solution} tiny-ex-two
+# :class: dropdown
+# It is.
+# ```
+"""
+NUMBERED_TOC = """format: jb-book
+root: book/intro
+parts:
+  - caption: Chapters
+    numbered: true
+    chapters:
+      - file: notebooks/tiny
+  - caption: The rest
+    chapters:
+      - file: book/claims
+      - file: book/refs
+"""
 
 
 def build_tiny_book(folder: Path, url: str, site: str = "") -> str:
     env = make_tiny_book(folder, 2.0)
     notebook = folder / "notebooks" / "tiny.py"
-    notebook.write_text(HEADER + notebook.read_text() + CITE)
+    notebook.write_text(HEADER + notebook.read_text() + RESULTS + CITE)
+    (folder / "_toc.yml").write_text(NUMBERED_TOC)
     config = (folder / "_config.yml").read_text()
     assert 'url: ""' in config and 'baseurl: ""' in config
     config = config.replace('baseurl: ""', f'baseurl: "{site}"', 1)
@@ -74,3 +118,20 @@ def test_citation_cff_names_the_configured_repository():
     assert citation.get("repository-code", "") == configured
     assert set(citation["license"]) == {"MIT", "CC-BY-4.0"}
     assert citation["version"] and citation["date-released"]
+
+
+def test_the_download_numbers_results_equations_and_exercises_as_the_page_does(tmp_path):
+    page = BeautifulSoup(build_tiny_book(tmp_path, ""), "html.parser")
+    on_page = " ".join(page.get_text(" ").split())
+    assert "Exercise 1.1" in on_page and "Exercise 1.2" in on_page and "Theorem 1.1" in on_page
+    assert "(1.1)" in on_page
+    markdown = "\n".join("".join(cell["source"]) for cell in download(tmp_path)["cells"]
+                          if cell["cell_type"] == "markdown")
+    assert "By Theorem 1.1, (1.1) holds; try the second exercise." in markdown
+    assert "**Exercise 1.1**" in markdown and "**Exercise 1.2**" in markdown
+    assert "> **Theorem 1.1** (Tiny)." in markdown and "\\tag{1.1}" in markdown
+    assert "**Solution to Exercise 1.2**" in markdown
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import notebook_download
+
+    assert not notebook_download.raw_myst(markdown)
