@@ -6,8 +6,9 @@ Takes the chapter's download (``_sources/notebooks/<chapter>.ipynb``) and the si
 empty folder outside the clone, creates an empty virtual environment there with nothing but a notebook runner
 (nbclient, ipykernel), and executes the notebook to its end in ``quick`` mode: its first cell installs icllib
 from the wheel beside it, with only the wheel's own requirements (at the book's pins, ``requirements.txt`` as
-pip's constraints). Fails when the notebook shows any raw MyST (a role, a directive, a target) in a markdown cell,
-when its first cell is not the install cell, or when any cell fails. Exits non-zero on any failure.
+pip's constraints). Fails when any chapter's download shows raw MyST (a role, a directive, a target) in a markdown
+cell or numbers its exercises, figures or equations unlike its page, when the run notebook's first cell is not the
+install cell, or when any of its cells fails. Exits non-zero on any failure.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +45,26 @@ def myst_left(notebook: dict) -> list[str]:
             for found in notebook_download.raw_myst("".join(cell["source"]))]
 
 
+def numbers_differ(page_html: str, notebook: dict) -> list[str]:
+    """Where the download's exercise, figure and equation numbers differ from its page's, in order."""
+    from bs4 import BeautifulSoup
+
+    page = BeautifulSoup(page_html, "html.parser")
+    markdown = "\n".join("".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "markdown")
+    on_page = {
+        "exercises": [match.group(0) for title in page.select("div.exercise p.admonition-title")
+                      for match in [re.match(r"Exercise [\d.]+", " ".join(title.get_text().split()))] if match],
+        "figures": [match.group(0) for caption in page.select("figcaption .caption-number")
+                    for match in [re.match(r"Figure [\d.]+", caption.get_text().strip())] if match],
+        "equations": [re.sub(r"[^\d.]", "", number.get_text()) for number in page.select("span.eqno")],
+    }
+    in_download = {"exercises": re.findall(r"\*\*(Exercise [\d.]+)\*\*", markdown),
+                   "figures": re.findall(r"\*\*(Figure [\d.]+)\.\*\*", markdown),
+                   "equations": re.findall(r"\\tag\{([\d.]+)\}", markdown)}
+    return [f"{kind}: page {on_page[kind]}, download {in_download[kind]}" for kind in on_page
+            if on_page[kind] != in_download[kind]]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--site", type=Path, required=True, help="the built HTML folder, e.g. _build/html")
@@ -54,11 +76,19 @@ def main() -> int:
         if not needed.is_file():
             print(f"no {needed}", file=sys.stderr)
             return 1
+    for other in sorted((arguments.site / "_sources" / "notebooks").glob("*.ipynb")):
+        # every chapter's download reads cleanly and numbers as its page does; one of them is then run
+        chapter = json.loads(other.read_text())
+        left = myst_left(chapter)
+        if left:
+            print(f"{other} shows raw MyST in plain Jupyter:\n  " + "\n  ".join(left[:20]), file=sys.stderr)
+            return 1
+        page = arguments.site / "notebooks" / f"{other.stem}.html"
+        differ = numbers_differ(page.read_text(encoding="utf-8"), chapter) if page.is_file() else ["no page"]
+        if differ:
+            print(f"{other} is numbered unlike {page}:\n  " + "\n  ".join(differ), file=sys.stderr)
+            return 1
     notebook = json.loads(download.read_text())
-    left = myst_left(notebook)
-    if left:
-        print(f"{download} shows raw MyST in plain Jupyter:\n  " + "\n  ".join(left[:20]), file=sys.stderr)
-        return 1
     if notebook_download.INSTALL_MARK not in notebook["cells"][0].get("metadata", {}).get("tags", []):
         print(f"{download}: the first cell is not the cell that installs icllib", file=sys.stderr)
         return 1
