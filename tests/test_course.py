@@ -35,6 +35,7 @@ PHRASE_WORDS = 5
 SOLUTION = re.compile(r"^(`{3,}|:{3,})\{solution\}[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 BREAKS = re.compile(r"^`{3,}[^\n]*$|\$\$.*?\$\$|\$[^$]+\$|\{[\w:-]+\}`[^`]*`|`[^`]*`|^:\w+:[^\n]*$|\*\*|\*|\]\([^)]*\)|[\[\]]",
                     re.MULTILINE | re.DOTALL)
+CODE_FENCE = re.compile(r"^`{3,}[^\n]*\n(.*?)^`{3,}[ \t]*$", re.MULTILINE | re.DOTALL)
 # A PDF page is filled when its content reaches this far down the text area (all but a chapter's last page).
 LEAST_FILL = 0.40
 
@@ -89,27 +90,31 @@ def solutions() -> dict[str, dict[str, list[str]]]:
     for chapter in course.chapters():
         blocks = [match.group(2) for match in SOLUTION.finditer(chapter_markdown(chapter))]
         for number, block in enumerate(blocks, start=1):
-            prose, mathematics = [], []
-            for segment in BREAKS.split(block):
-                segment_words = words(segment or "")
-                for start in range(len(segment_words) - PHRASE_WORDS + 1):
-                    phrase = " ".join(segment_words[start:start + PHRASE_WORDS])
-                    if f" {phrase} " not in rest and phrase not in prose:
-                        prose.append(phrase)
+            prose, code, mathematics = [], [], []
+            for kind, part in enumerate(CODE_FENCE.split(block)):
+                into = code if kind % 2 else prose    # split() puts each fence's code at the odd places
+                for segment in BREAKS.split(part):
+                    segment_words = words(segment or "")
+                    for start in range(len(segment_words) - PHRASE_WORDS + 1):
+                        phrase = " ".join(segment_words[start:start + PHRASE_WORDS])
+                        if f" {phrase} " not in rest and phrase not in into:
+                            into.append(phrase)
             for formula in re.findall(r"\$([^$]+)\$", block):
                 if len(compact(formula)) >= 12 and compact(formula) not in rest_compact:
                     mathematics.append(compact(formula))
-            found[f"{chapter.name}: solution {number}"] = {"prose": prose, "mathematics": mathematics}
+            found[f"{chapter.name}: solution {number}"] = {"prose": prose, "code": code, "mathematics": mathematics}
     return found
 
 
 def fingerprints_in(text: str, *, mathematics: bool) -> dict[str, list[str]]:
-    """For each solution, which of its phrases (and formulas, with ``mathematics``) ``text`` holds or lacks."""
+    """For each solution, which of its phrases (and code and formulas, with ``mathematics``) ``text`` holds or
+    lacks."""
     prose_text, compact_text = normalised(text), compact(text)
     result = {}
     for name, prints in solutions().items():
-        found = [phrase for phrase in prints["prose"] if f" {phrase} " in prose_text]
-        missing = [phrase for phrase in prints["prose"] if f" {phrase} " not in prose_text]
+        phrases = prints["prose"] + (prints["code"] if mathematics else [])
+        found = [phrase for phrase in phrases if f" {phrase} " in prose_text]
+        missing = [phrase for phrase in phrases if f" {phrase} " not in prose_text]
         if mathematics:
             found += [formula for formula in prints["mathematics"] if formula in compact_text]
             missing += [formula for formula in prints["mathematics"] if formula not in compact_text]
@@ -118,7 +123,9 @@ def fingerprints_in(text: str, *, mathematics: bool) -> dict[str, list[str]]:
 
 
 def solutions_in(text: str, *, mathematics: bool = True) -> dict[str, list[str]]:
-    """The solutions of which ``text`` holds a phrase or formula, with what was found."""
+    """The solutions of which ``text`` holds a phrase or formula, with what was found. ``mathematics=False``
+    for a PDF: its text comes in the order Chromium painted it, which joins the code of neighbouring cells, and
+    its mathematics as glyphs; its prose is compared alone."""
     return {name: found for name, (found, _) in fingerprints_in(text, mathematics=mathematics).items() if found}
 
 
@@ -176,7 +183,7 @@ def page_fill(page) -> float:
 def test_every_solution_of_the_sources_is_found_and_has_phrases_of_its_own():
     found = solutions()
     assert len(found) >= 3 * len(course.chapters()), f"only {len(found)} solutions in the chapter sources"
-    assert not [name for name, prints in found.items() if not prints["prose"] + prints["mathematics"]], \
+    assert not [name for name, prints in found.items() if not prints["prose"] + prints["code"] + prints["mathematics"]], \
         "a solution with no phrase or formula of its own cannot be looked for"
 
 
@@ -263,7 +270,9 @@ def test_the_search_index_of_the_student_edition_has_no_word_that_only_a_solutio
                            for word in words(segment or "")}
         everything_else |= set(words(SOLUTION.sub(" ", text)))
     stemmer = SearchEnglish({})
-    only_in_solutions = {stemmer.stem(word) for word in solution_words - everything_else if not word.isdigit()}
+    # stems, not words: "account" in a solution and "accounted" elsewhere are one term of the index
+    only_in_solutions = ({stemmer.stem(word) for word in solution_words if not word.isdigit()}
+                         - {stemmer.stem(word) for word in everything_else})
 
     def terms(site: Path) -> set[str]:
         index = (site / "searchindex.js").read_text(encoding="utf-8")
