@@ -49,11 +49,12 @@ the site's pages (`book/`, `_config.yml`, `_toc.yml`) and Sphinx extensions (`_e
 
 Two commands, from this folder, with Python 3.11 or later (the first needs the package index; running needs no
 network). They install `icllib` with only what the chapters import (torch, NumPy, SciPy, SymPy, matplotlib,
-tqdm, PyYAML, and gensim for the text chapter), at the book's exact versions, plus a notebook runner, and run
+tqdm, PyYAML, and gensim for the text chapter), at the book's exact versions, plus a notebook runner (jupytext
+reads the text notebook, nbconvert and ipykernel execute it), and run
 `{EXAMPLE_CHAPTER}` (any name in `notebooks/` works) in `quick` mode:
 
 ```bash
-python3 -m venv .venv && .venv/bin/python -m pip install -c requirements.txt ".[text]" jupytext nbclient ipykernel
+python3 -m venv .venv && .venv/bin/python -m pip install -c requirements.txt ".[text]" jupytext nbconvert ipykernel
 ICLLIB_MODE=quick .venv/bin/jupytext --execute --to ipynb notebooks/{EXAMPLE_CHAPTER}.py
 ```
 
