@@ -39,11 +39,13 @@ OPTION = re.compile(r"^:(?P<key>[\w-]+):\s*(?P<value>.*)$")
 LABELLED_DISPLAY_END = re.compile(r"\$\$[ \t]*\((?P<label>[^()\s]+)\)[ \t]*$", re.MULTILINE)
 HEADING = re.compile(r"^(?P<hashes>#{1,6})\s+(?P<text>.+?)\s*#*\s*$")
 # [text](target): a target with no scheme, no slash and no dot is a MyST label.
-MARKDOWN_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]*)\]\((?P<target>[^()\s]+)\)")
+MARKDOWN_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]]*)\]\((?P<target>[^()\s]+)\)")
 EXPLICIT_TITLE = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$", re.DOTALL)
-# What :func:`raw_myst` finds: a role, a directive fence, a target, or a labelled display equation.
+# What :func:`raw_myst` finds: a role, a directive fence, a target, a labelled display equation, or a link to a
+# MyST label (a target with no scheme, dot or slash, which plain Markdown reads as a missing file).
 RAW_MYST = re.compile(
-    r"(?<!`)\{[A-Za-z][\w:+.-]*\}`|^ {0,3}(`{3,}|:{3,})\{[^}\s]+\}|^\s*\([^()\s]+\)=\s*$|\$\$[ \t]*\([^()\s]+\)[ \t]*$",
+    r"(?<!`)\{[A-Za-z][\w:+.-]*\}`|^ {0,3}(`{3,}|:{3,})\{[^}\s]+\}|^\s*\([^()\s]+\)=\s*$|\$\$[ \t]*\([^()\s]+\)[ \t]*$"
+    r"|\]\(#?[A-Za-z][\w-]*\)",
     re.MULTILINE)
 
 REFERENCE_ROLES = {"ref", "numref", "doc", "eq", "prf:ref", "any", "term", "std:ref", "std:doc"}

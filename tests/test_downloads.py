@@ -123,7 +123,8 @@ SAMPLE = """# Title
 See {numref}`fig-sample`, {eq}`sample-eq`, {prf:ref}`thm-sample`, {ref}`the section <sec-sample>`,
 {ref}`sec-sample`, [section 1](sec-sample), {cite:t}`unknown2099` and {doc}`the ledger </book/claims>`, with a
 role that wraps: {ref}`Exercise
-<sample-ex>`.
+<sample-ex>`, and a link that [wraps
+lines](sec-sample).
 
 $$ a = b $$ (sample-eq)
 
@@ -166,6 +167,7 @@ def test_each_kind_of_markup_becomes_plain_markdown_with_links_to_the_site():
     assert f"[the section]({SAMPLE_URL}/notebooks/sample.html#sec-sample)" in text
     assert f"[A section]({SAMPLE_URL}/notebooks/sample.html#sec-sample)" in text
     assert f"[section 1]({SAMPLE_URL}/notebooks/sample.html#sec-sample)" in text
+    assert f"[wraps\nlines]({SAMPLE_URL}/notebooks/sample.html#sec-sample)" in text
     assert f"[the ledger]({SAMPLE_URL}/book/claims.html)" in text
     assert "\\tag{3.1} $$" in text
     assert "> **Theorem 3.1** (Sample)." in text and "> Body of the theorem." in text
