@@ -312,11 +312,13 @@ def build_course(site: Path, work: Path) -> dict:
         facts["seconds"]["all PDFs"] = round(time.monotonic() - started, 1)
     finally:
         browser.close()
+    notebook_bytes = {edition: sum(path.stat().st_size for path in (course / edition / "notebooks").glob("*.ipynb"))
+                      for edition in EDITIONS}
     facts["bytes"] = {"course pack": folder_size(course),
                       "student pages": folder_size(course / "student") - folder_size(course / "student" / "pdf")
-                      - folder_size(course / "student" / "notebooks"),
+                      - notebook_bytes["student"],
                       **{f"{edition} PDFs": folder_size(course / edition / "pdf") for edition in EDITIONS},
-                      **{f"{edition} notebooks": folder_size(course / edition / "notebooks") for edition in EDITIONS},
+                      **{f"{edition} notebooks": notebook_bytes[edition] for edition in EDITIONS},
                       "site without the course pack": folder_size(site) - folder_size(course)}
     (work / "facts.json").write_text(json.dumps(facts, indent=1))
     return facts
