@@ -689,9 +689,30 @@ def needs_text_extra(notebook, library: Path = ROOT / "src" / "icllib") -> bool:
     return bool(re.search(r"^\s*(from|import)\s+gensim", code, re.MULTILINE)) or bool(names & with_gensim)
 
 
-def install_source(*, wheel_name: str, site_url: str | None, text_extra: bool, archive_name: str) -> str:
+GLUE_SHIM = [
+    "",
+    "if importlib.util.find_spec(\"myst_nb\") is None:",
+    "    # the chapter glues values into the site's prose, and this notebook's text already holds them: outside the",
+    "    # book's toolchain (myst-nb), glue() only shows a value it is asked to display",
+    "    import types",
+    "    from IPython.display import display as show",
+    "    myst_nb = types.ModuleType(\"myst_nb\")",
+    "    myst_nb.glue = lambda name, variable, display=True: show(variable) if display else None",
+    "    sys.modules[\"myst_nb\"] = myst_nb",
+]
+
+
+def imports_myst_nb(notebook) -> bool:
+    """Whether a code cell imports myst-nb (its ``glue``), which only the book's toolchain installs."""
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    return bool(re.search(r"^\s*(from\s+myst_nb\s+import|import\s+myst_nb)", code, re.MULTILINE))
+
+
+def install_source(*, wheel_name: str, site_url: str | None, text_extra: bool, archive_name: str,
+                   glue_shim: bool = False) -> str:
     """The code of the first cell: install ``icllib`` where it is missing, from the site when its URL is known,
-    else from a wheel or the source archive beside the notebook; otherwise stop with what to download."""
+    else from a wheel or the source archive beside the notebook; otherwise stop with what to download. With
+    ``glue_shim``, a chapter that glues values (``from myst_nb import glue``) runs without myst-nb."""
     extra = "[text]" if text_extra else ""
     modules = '"icllib", "gensim"' if text_extra else '"icllib"'
     wheel_url = f"{site_url.rstrip('/')}/{WHEEL_FOLDER}/{wheel_name}" if site_url else None
@@ -725,19 +746,21 @@ def install_source(*, wheel_name: str, site_url: str | None, text_extra: bool, a
         "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", source], check=True)",
         "    importlib.invalidate_caches()",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + (GLUE_SHIM if glue_shim else []))
 
 
 def add_install_cell(notebook, *, wheel_name: str, site_url: str | None, archive_name: str = "icl-book-source.tar.gz"
                      ) -> nbformat.NotebookNode:
     """``notebook`` with :func:`install_source`'s cell first (tagged ``icl-book-install``; a notebook that has one
-    keeps one). The text chapter's cell installs the ``text`` extra (gensim)."""
+    keeps one). The text chapter's cell installs the ``text`` extra (gensim); a chapter that glues values gets
+    a stand-in for myst-nb's ``glue`` where myst-nb is missing."""
     if not isinstance(wheel_name, str) or not re.match(r"^[\w.]+-[\w.+]+-[\w.]+-[\w.]+-[\w.]+\.whl$", wheel_name):
         raise ValueError(f"wheel_name={wheel_name!r} is not a wheel's file name")
     notebook = nbformat.from_dict(copy.deepcopy(dict(notebook)))
     notebook.cells = [cell for cell in notebook.cells if INSTALL_MARK not in cell.get("metadata", {}).get("tags", [])]
     cell = nbformat.v4.new_code_cell(install_source(wheel_name=wheel_name, site_url=site_url,
-                                                    text_extra=needs_text_extra(notebook), archive_name=archive_name),
+                                                    text_extra=needs_text_extra(notebook), archive_name=archive_name,
+                                                    glue_shim=imports_myst_nb(notebook)),
                                      metadata={"tags": [INSTALL_MARK]})
     if notebook.cells and "id" in notebook.cells[0]:
         cell.id = INSTALL_MARK

@@ -291,3 +291,19 @@ def test_the_wheel_holds_the_library_and_its_registry_and_requires_only_the_scie
     assert "torch==2.13.0" in required and 'gensim==4.4.0; extra == "text"' in required
     assert not [name for name in required if re.match(r"(jupyter|sphinx|myst|pytest|black|nbval)", name)]
     assert notebook_download.build_wheel(ROOT, tmp_path / "b").read_bytes() == wheel.read_bytes(), "reproducible"
+
+
+def test_a_chapter_that_glues_values_runs_without_myst_nb(tmp_path):
+    source = notebook_download.install_source(wheel_name=WHEEL, site_url=None, text_extra=False,
+                                              archive_name="icl-book-source.tar.gz", glue_shim=True)
+    chapter_code = "from myst_nb import glue\nglue('shown', 41 + 1)\nglue('hidden', 7, display=False)\n"
+    ran = run_install_cell(source + "\n" + chapter_code, tmp_path, missing="myst_nb")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["42"], "displays what it is asked to display, nothing else"
+    glued = chapter(ROOT / "notebooks" / "induction_emergence.py")
+    assert notebook_download.imports_myst_nb(glued) == ("from myst_nb import glue" in markdown_and_code(glued))
+    assert not notebook_download.imports_myst_nb(chapter(ROOT / "notebooks" / "balance.py"))
+
+
+def markdown_and_code(notebook) -> str:
+    return "\n".join(cell.source for cell in notebook.cells)
