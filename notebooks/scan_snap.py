@@ -538,7 +538,12 @@ check_claim("scan_snap.lemma9-phase2", bool(np.all(np.diff(printed_peak) > 0)), 
 # $\delta$ would pass with probability below 1%.
 
 # %%
-class_counts_10 = lemmas.class_count_failures(1000, (2, 10), (0.01, 0.1, 0.5), runs=2000, seed=5)
+class_counts_10 = lemmas.join_columns(
+    [
+        lemmas.class_count_failures(1000, K, (0.01, 0.1, 0.5), runs=2000, generator=rng(5))
+        for K in (2, 10)
+    ]
+)
 
 # %% [markdown]
 # Each rate is shown divided by its ceiling, so that a bound holds where the ratio stays below 1; the rows run over
@@ -580,8 +585,18 @@ check_claim("scan_snap.lemma10-simplified", gap_58, **C["lemma10-simplified"])
 # it), $\delta = 0.1$, and count the runs in which some class breaks each bound (constants 1).
 
 # %%
-rates, late = lemmas.clock_noise_failures(
-    (3, 10, 30), ((1000, 0.5), (20000, 0.01)), runs=1000, delta=0.1, steps_per_K2=200, seed=11
+clocks_11 = ((1000, 0.5), (20000, 0.01))
+noise_11 = {
+    (clock, K): lemmas.clock_noise_failures(
+        K, clock, runs=1000, delta=0.1, steps_per_K2=200, generator=rng(11)
+    )
+    for clock in clocks_11
+    for K in (3, 10, 30)
+}
+rates = lemmas.join_columns([rates_K for rates_K, _ in noise_11.values()])
+# The late-phase readings on the first clock, at every K past its transition:
+late = lemmas.join_columns(
+    [late_K for (clock, _), (_, late_K) in noise_11.items() if clock == clocks_11[0] and late_K]
 )
 ceiling_11, floor_11 = ss.one_sided_ceiling(0.1, 1000), ss.one_sided_floor(0.1, 1000)
 
@@ -650,7 +665,12 @@ check_claim("scan_snap.corollary1-steps", (S_measured / t_eps).min(), **C["corol
 # class has had its $S_n$ steps, over 200 runs; Corollary 1 speaks of the $(1-\delta)$ quantile, $\delta = 0.1$.
 
 # %%
-totals = lemmas.corollary1_totals((0.1, 0.01, 0.001), K=10, M=1000, eta_Y=0.5, runs=200, seed=6)
+totals = np.array(
+    [
+        lemmas.corollary1_total(eps, K=10, M=1000, eta_Y=0.5, runs=200, generator=rng(6))
+        for eps in (0.1, 0.01, 0.001)
+    ]
+)
 show_table(
     ["S_n", "steps (90%)", "/ (K ln(M/eps)/(eps eta_Y))", "/ (K t_eps)"], totals.round(3).tolist()
 )
@@ -859,7 +879,13 @@ print(
 # and the plain gradient, and the ratio $\beta_{nn'}/\iota_n$ is read off its coefficients:
 
 # %%
-decoder_runs, theorem1 = lemmas.theorem1_ratios(F_th, (0.1, 0.5), steps=4000, seed=3)
+theorem1_runs = {
+    (update, eta): lemmas.theorem1_ratios(F_th, eta, update=update, steps=4000, generator=rng(3))
+    for update in ("modified", "plain")
+    for eta in (0.1, 0.5)
+}
+decoder_runs = {key: run for key, (run, _) in theorem1_runs.items()}
+theorem1 = {key: ratios for key, (_, ratios) in theorem1_runs.items()}
 show_table(
     ["update", "eta_Y", "smallest beta/iota", "largest beta/iota"],
     [[*key, f"{r.min():.3e}", f"{r.max():.3e}"] for key, r in theorem1.items()],
@@ -940,9 +966,14 @@ check_claim("scan_snap.theorem5", max(theorem5_gap, pinv_gap), **C["theorem5"])
 # logarithmic clock shrinks it.
 
 # %%
-theta_rows = lemmas.lemma12_theta(
-    (3, 10), ((20000, 0.01), (1000, 0.5)), runs=1000, delta=0.1, steps_per_K2=20, seed=9
-)
+clocks_12 = ((20000, 0.01), (1000, 0.5))
+theta_rows = [
+    row
+    for K in (3, 10)
+    for row in lemmas.lemma12_theta(
+        K, clocks_12, runs=1000, delta=0.1, steps_per_K2=20, generator=rng(9)
+    )
+]
 show_table(
     ["K", "N", "M", "eta_Y", "bound broken in", "90% quantile / bound"],
     np.round(theta_rows, 3).tolist(),
@@ -1466,7 +1497,13 @@ print(
 # two iterations:
 
 # %%
-runs_small = dynamics.fig4_runs(spec_small, (1.0, 10.0), seeds=range(5), eta_Z=1.0, record_every=2)
+runs_small = {
+    eta_Y: [
+        dynamics.fig4_run(spec_small, eta_Y, eta_Z=1.0, record_every=2, generator=rng(seed))
+        for seed in range(5)
+    ]
+    for eta_Y in (1.0, 10.0)
+}
 
 # %% [markdown]
 # {numref}`fig-scan_snap-fig4` shows the attention of class 1 along the two runs of seed 0.
@@ -1584,9 +1621,14 @@ spec_equal = dynamics.equal_distinct_classes(spec_small, weight=0.55)
 prior_seeds = by_mode(quick=range(10), default=range(20), full=range(50))
 hits = {}
 for eta_Y in (10.0, 1.0):
-    hits[eta_Y], cases = dynamics.initial_prior(
-        spec_equal, eta_Y=eta_Y, seeds=prior_seeds, z_scale=0.3
-    )
+    matches = [
+        match
+        for seed in prior_seeds
+        for match in dynamics.initial_prior(
+            spec_equal, eta_Y=eta_Y, z_scale=0.3, z0_generator=rng(1000 + seed), generator=rng(seed)
+        )
+    ]
+    hits[eta_Y], cases = np.mean(matches, axis=0), len(matches)
     print(
         f"eta_Y = {eta_Y:4g}: gains the most in {hits[eta_Y][0]:.0%}, still wins in {hits[eta_Y][1]:.0%} of {cases} cases"
     )
@@ -1606,7 +1648,12 @@ check_claim("scan_snap.initial-prior", prior_rate, lower=prior_floor, **C["initi
 # untrained model, or SGD, picks token 19 every time).
 
 # %%
-adam_winners, adam_maps = dynamics.adam_winners(spec_small, (0.1, 0.5, 1.0), seeds=range(5))
+adam_runs = {
+    eta: [dynamics.adam_winner(spec_small, eta, generator=rng(seed)) for seed in range(5)]
+    for eta in (0.1, 0.5, 1.0)
+}
+adam_winners = {eta: [winner for winner, _ in runs] for eta, runs in adam_runs.items()}
+adam_maps = {eta: runs[0][1] for eta, runs in adam_runs.items()}  # seed 0
 print("winning distinct token of class 1 over seeds 0-4, by rate:", adam_winners)
 
 # %% [markdown]

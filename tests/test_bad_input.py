@@ -147,7 +147,7 @@ def _spec():
 @functools.cache
 def _fig4_run():
     """One Syn-Small run from zero recorded at steps 0, 50 and 100 (scan_snap_dynamics.fig4_summary needs them)."""
-    return ssd.fig4_runs(_spec(), (1.0,), seeds=(0,), eta_Z=1.0, record_every=50)[1.0][0]
+    return ssd.fig4_run(_spec(), 1.0, eta_Z=1.0, record_every=50, generator=rng(0))
 
 
 @functools.cache
@@ -453,20 +453,22 @@ VALID = {
     "scan_snap_lemmas.lemma8_orders": lambda: dict(M=100),
     "scan_snap_lemmas.remark3_conditions": lambda: dict(M_values=(1000,), eta_values=(0.1,)),
     "scan_snap_lemmas.speed_control_ratios": lambda: dict(K=10, eta_Y=1.0, M_values=(100,)),
-    "scan_snap_lemmas.class_count_failures": lambda: dict(N=100, K_values=(2,), deltas=(0.1,), runs=200, seed=1),
-    "scan_snap_lemmas.clock_noise_failures": lambda: dict(K_values=(2,), clocks=((100, 0.5),), runs=20, delta=0.1,
-                                                          steps_per_K2=20, seed=1),
+    "scan_snap_lemmas.join_columns": lambda: dict(rows=[{"a": [1.0], "b": 2.0}, {"a": [3.0], "b": 4.0}]),
+    "scan_snap_lemmas.class_count_failures": lambda: dict(N=100, K=2, deltas=(0.1,), runs=200, generator=rng(1)),
+    "scan_snap_lemmas.clock_noise_failures": lambda: dict(K=2, clock=(100, 0.5), runs=20, delta=0.1,
+                                                          steps_per_K2=20, generator=rng(1)),
     "scan_snap_lemmas.corollary1_steps": lambda: dict(M_values=(100,), eta_values=(0.5,), eps_values=(0.1,)),
-    "scan_snap_lemmas.corollary1_totals": lambda: dict(eps_values=(0.1,), K=2, M=100, eta_Y=0.5, runs=10, seed=1),
+    "scan_snap_lemmas.corollary1_total": lambda: dict(eps=0.1, K=2, M=100, eta_Y=0.5, runs=10, generator=rng(1)),
     "scan_snap_lemmas.corollary1_curves": lambda: dict(M=100, eta_values=(0.5,), eps_grid=np.array([0.1, 0.01])),
     "scan_snap_lemmas.overlap_lemma_checks": lambda: dict(K_values=(2, 3), size=4, generator=rng(0)),
     "scan_snap_lemmas.e_prime_misses": lambda: dict(matrices=[np.array([[[0.0, 0.3], [0.3, 0.0]]])]),
     "scan_snap_lemmas.overlapping_attention": lambda: dict(K=2, M=10, overlap=0.16, n_distinct=3),
-    "scan_snap_lemmas.theorem1_ratios": lambda: dict(F=_unit_F(), eta_values=(0.5,), steps=5, seed=1),
+    "scan_snap_lemmas.theorem1_ratios": lambda: dict(F=_unit_F(), eta_Y=0.5, update="modified", steps=5,
+                                                     generator=rng(1)),
     "scan_snap_lemmas.lemma3_one_step": lambda: dict(F=_unit_F(), E_prime=np.zeros((3, 3)), M=12, n=1,
                                                      generator=rng(0)),
-    "scan_snap_lemmas.lemma12_theta": lambda: dict(K_values=(2,), clocks=((100, 0.5),), runs=20, delta=0.1,
-                                                   steps_per_K2=20, seed=1),
+    "scan_snap_lemmas.lemma12_theta": lambda: dict(K=2, clocks=((100, 0.5),), runs=20, delta=0.1,
+                                                   steps_per_K2=20, generator=rng(1)),
     "scan_snap_lemmas.eq88_readings": lambda: dict(F=_unit_F(), A=rng(0).normal(size=(3, 12)),
                                                    counts=np.array([1, 2, 3]), E_prime=np.zeros((3, 3)), eta_Y=0.5),
     "scan_snap_dynamics.one_query_probabilities": lambda: dict(common=[0.15], weights=[0.1, 0.2], K=2),
@@ -488,15 +490,16 @@ VALID = {
     "scan_snap_dynamics.measured_transitions": lambda: dict(eta_Y_values=(1.0,)),
     "scan_snap_dynamics.snap_figure_curves": lambda: dict(t=np.array([1.0, 10.0]), eta_Y_values=(1.0,),
                                                           eta_Z_values=(0.5,)),
-    "scan_snap_dynamics.fig4_runs": lambda: dict(spec=_spec(), eta_Y_values=(1.0,), seeds=(0,), eta_Z=1.0,
-                                                 record_every=50),
+    "scan_snap_dynamics.fig4_run": lambda: dict(spec=_spec(), eta_Y=1.0, eta_Z=1.0, record_every=50,
+                                                generator=rng(0)),
     "scan_snap_dynamics.fig4_summary": lambda: dict(spec=_spec(), result=_fig4_run()),
     "scan_snap_dynamics.fig4_table": lambda: dict(stats={1.0: [ssd.fig4_summary(_spec(), _fig4_run())]}),
     "scan_snap_dynamics.attention_entropy": lambda: dict(spec=_spec(), result=_fig4_run(), step_index=1),
     "scan_snap_dynamics.eq110_errors": lambda: dict(spec=_spec(), result=_fig4_run()),
     "scan_snap_dynamics.equal_distinct_classes": lambda: dict(spec=_spec(), weight=0.55),
-    "scan_snap_dynamics.initial_prior": lambda: dict(spec=_spec(), eta_Y=1.0, seeds=(0,), z_scale=0.3),
-    "scan_snap_dynamics.adam_winners": lambda: dict(spec=_spec(), eta_values=(0.5,), seeds=(0,)),
+    "scan_snap_dynamics.initial_prior": lambda: dict(spec=_spec(), eta_Y=1.0, z_scale=0.3, z0_generator=rng(1000),
+                                                     generator=rng(0)),
+    "scan_snap_dynamics.adam_winner": lambda: dict(spec=_spec(), eta=0.5, generator=rng(0)),
     "scan_snap_dynamics.fig6_against_authors": lambda: dict(sweep=_small_sweep()),
     "scan_snap_dynamics.recall_entropy_correlation": lambda: dict(sweep=_small_sweep()),
     "scan_snap_text.make_transformer_lm": lambda: dict(vocab_size=30, d_model=8, d_hidden=8, n_layers=1, dropout=0.0,
@@ -700,8 +703,6 @@ ACCEPTED = {
     "scan_snap_lemmas.number_table": {"column": {"str"}},  # "x" titles a column
     "scan_snap_lemmas.lemma3_one_step": {"n": {"0"}},  # class 0
     "scan_snap_dynamics.attention_entropy": {"step_index": {"-1", "0"}},  # the last and the first recorded step
-    **{f"scan_snap_lemmas.{name}": {"seed": {"0"}} for name in (  # seeds start at 0
-        "class_count_failures", "clock_noise_failures", "corollary1_totals", "theorem1_ratios", "lemma12_theta")},
 }
 
 # Positive reals (a step size, a time, a scale, a tolerance): 2.5 is a valid value of each.
@@ -740,10 +741,12 @@ POSITIVE_REALS = {
     "scan_snap_theory.snap_B_ode": "eta_Y eta_Z",
     "scan_snap_lemmas.eq45_residuals": "eta_Y",
     "scan_snap_lemmas.speed_control_ratios": "eta_Y",
-    "scan_snap_lemmas.corollary1_totals": "eta_Y",
+    "scan_snap_lemmas.corollary1_total": "eta_Y",
+    "scan_snap_lemmas.theorem1_ratios": "eta_Y",
     "scan_snap_lemmas.eq88_readings": "eta_Y",
     "scan_snap_dynamics.theorem2_rates": "eta_Z",
-    "scan_snap_dynamics.fig4_runs": "eta_Z",
+    "scan_snap_dynamics.fig4_run": "eta_Y eta_Z",
+    "scan_snap_dynamics.adam_winner": "eta",
     "scan_snap_dynamics.equal_distinct_classes": "weight",
     "scan_snap_dynamics.initial_prior": "eta_Y z_scale",
     "scan_snap_text.train_transformer_lm": "lr",

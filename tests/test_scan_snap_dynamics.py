@@ -82,7 +82,7 @@ def test_snap_closed_form_branches_and_insights():
 @pytest.fixture(scope="module")
 def small_run():
     spec = ss.syn_small()
-    return spec, dynamics.fig4_runs(spec, (1.0,), seeds=(0,), eta_Z=1.0, record_every=50)[1.0][0]
+    return spec, dynamics.fig4_run(spec, 1.0, eta_Z=1.0, record_every=50, generator=rng(0))
 
 
 def test_fig4_summary_and_table(small_run):
@@ -104,14 +104,18 @@ def test_equal_distinct_classes_and_the_prior_experiment():
     spec = dynamics.equal_distinct_classes(ss.syn_small(), weight=0.55)
     for n in range(spec.K):
         assert np.allclose(spec.P[n, spec.distinct[n]], spec.P[n, spec.distinct[n]][0])
-    hits, cases = dynamics.initial_prior(spec, eta_Y=10.0, seeds=(0, 1), z_scale=0.3)
-    assert cases == 2 * spec.K and np.all((0 <= hits) & (hits <= 1))
+    matches = dynamics.initial_prior(spec, eta_Y=10.0, z_scale=0.3, z0_generator=rng(1000), generator=rng(0))
+    assert len(matches) == spec.K and all(len(pair) == 2 for pair in matches)
+    # the same two generators give the same run
+    assert matches == dynamics.initial_prior(spec, eta_Y=10.0, z_scale=0.3, z0_generator=rng(1000), generator=rng(0))
+    with pytest.raises(ValueError, match="z0_generator"):
+        dynamics.initial_prior(spec, eta_Y=10.0, z_scale=0.3, z0_generator=1000, generator=rng(0))
 
 
-def test_adam_winners_are_distinct_tokens_of_class_1():
+def test_adam_winner_is_a_distinct_token_of_class_1():
     spec = ss.syn_small()
-    winners, maps = dynamics.adam_winners(spec, (0.5,), seeds=(0, 1))
-    assert all(spec.distinct[0, w] for w in winners[0.5]) and maps[0.5].shape == (20,)
+    winner, attention = dynamics.adam_winner(spec, 0.5, generator=rng(0))
+    assert spec.distinct[0, winner] and attention.shape == (20,)
 
 
 def test_fig6_comparison_is_zero_on_the_authors_own_means():

@@ -23,10 +23,9 @@ from scipy.stats import norm, spearmanr
 
 from icllib import scan_snap as ss
 from icllib import scan_snap_theory as sst
-from icllib.config import rng
 # The argument checks the two experiment modules share (a tuple of sizes or rates, a SequenceClasses).
 from icllib.scan_snap_lemmas import _spec, _values
-from icllib.validation import positive_int, positive_number, real_array
+from icllib.validation import numpy_generator_arg, positive_int, positive_number, real_array
 
 # ---------------------------------------------------------------------------------------------------------
 # 4. Scan (Sec. 4 of the chapter)
@@ -288,15 +287,15 @@ def snap_figure_curves(t, eta_Y_values, eta_Z_values, *, setting=sst.SNAP_FIGURE
 # 6. SGD on Syn-Small and Syn-Medium (Secs. 6 and 7 of the chapter: the paper's Figs. 4-6)
 
 
-def fig4_runs(spec: ss.SequenceClasses, eta_Y_values, *, seeds, eta_Z: float, record_every: int) -> dict:
-    """The runs of Fig. 4: :func:`icllib.scan_snap.train_yz` from Y = Z = 0 at the authors' run size, for each
-    eta_Y and seed (``rng(seed)``), recording Z's query rows every ``record_every`` steps; a list of runs by eta_Y."""
-    spec, eta_Y_values = _spec(spec), _values("eta_Y_values", eta_Y_values)
-    seeds = _values("seeds", seeds, integer=True, minimum=-1)
+def fig4_run(spec: ss.SequenceClasses, eta_Y: float, *, eta_Z: float, record_every: int,
+             generator: np.random.Generator) -> ss.TrainResult:
+    """One run of Fig. 4: :func:`icllib.scan_snap.train_yz` from Y = Z = 0 at the authors' run size and the rates
+    ``eta_Y`` and ``eta_Z``, drawing from ``generator`` and recording Z's query rows every ``record_every`` steps."""
+    spec, eta_Y = _spec(spec), positive_number("eta_Y", eta_Y)
     eta_Z, record_every = positive_number("eta_Z", eta_Z), positive_int("record_every", record_every)
-    return {eta_Y: [ss.train_yz(spec, eta_Y=eta_Y, eta_Z=eta_Z, run=ss.AUTHORS_RUN, generator=rng(seed),
-                                record_every=record_every) for seed in seeds]
-            for eta_Y in eta_Y_values}
+    generator = numpy_generator_arg("generator", generator)
+    return ss.train_yz(spec, eta_Y=eta_Y, eta_Z=eta_Z, run=ss.AUTHORS_RUN, generator=generator,
+                       record_every=record_every)
 
 
 def fig4_summary(spec: ss.SequenceClasses, result: ss.TrainResult) -> dict:
@@ -307,7 +306,7 @@ def fig4_summary(spec: ss.SequenceClasses, result: ss.TrainResult) -> dict:
     with a loss below 1e-2."""
     spec = _spec(spec)
     if not isinstance(result, ss.TrainResult) or not {0, 50, 100} <= set(result.steps.tolist()):
-        raise ValueError("result must be a TrainResult recorded at steps 0, 50 and 100 (fig4_runs)")
+        raise ValueError("result must be a TrainResult recorded at steps 0, 50 and 100 (fig4_run)")
     c0, c = (ss.attention_distribution(spec, result.Z_query[i]) for i in (0, -1))
     distinct, P = spec.distinct, spec.P
     top_share = [(c[n, np.argmax(np.where(distinct[n], P[n], -1))] / c[n, distinct[n]].sum())
@@ -377,42 +376,36 @@ def equal_distinct_classes(spec: ss.SequenceClasses, weight: float) -> ss.Sequen
                            name=f"{spec.name}, equal distinct tokens")
 
 
-def initial_prior(spec: ss.SequenceClasses, *, eta_Y: float, seeds, z_scale: float) -> tuple[np.ndarray, int]:
-    """Sec. 6's prior experiment: for each seed, Z(0) ~ N(0, z_scale^2) from ``rng(1000 + seed)`` and Y(0) = 0,
-    SGD from ``rng(seed)`` at eta_Z = 1; for each class, whether the distinct token the initial logits favour
-    (argmax P(l|n) e^{z_ml(0)}) gains the most logit, and whether it still wins at the end. Returns the two
-    frequencies and the number of (seed, class) cases."""
+def initial_prior(spec: ss.SequenceClasses, *, eta_Y: float, z_scale: float, z0_generator: np.random.Generator,
+                  generator: np.random.Generator) -> list:
+    """Sec. 6's prior experiment, one run: Z(0) ~ N(0, z_scale^2) from ``z0_generator`` and Y(0) = 0, SGD from
+    ``generator`` at eta_Z = 1; for each class, whether the distinct token the initial logits favour
+    (argmax P(l|n) e^{z_ml(0)}) gains the most logit, and whether it still wins at the end: a list of K pairs."""
     spec, eta_Y = _spec(spec), positive_number("eta_Y", eta_Y)
-    seeds, z_scale = _values("seeds", seeds, integer=True, minimum=-1), positive_number("z_scale", z_scale)
+    z_scale = positive_number("z_scale", z_scale)
+    z0_generator = numpy_generator_arg("z0_generator", z0_generator)
+    generator = numpy_generator_arg("generator", generator)
+    Z0 = z_scale * z0_generator.normal(size=(spec.M, spec.M))
+    result = ss.train_yz(spec, eta_Y=eta_Y, eta_Z=1.0, run=ss.AUTHORS_RUN, generator=generator,
+                         init=(np.zeros_like(Z0), Z0))
+    c_final = ss.attention_distribution(spec, result.Z)
     matches = []
-    for seed in seeds:
-        Z0 = z_scale * rng(1000 + seed).normal(size=(spec.M, spec.M))
-        result = ss.train_yz(spec, eta_Y=eta_Y, eta_Z=1.0, run=ss.AUTHORS_RUN, generator=rng(seed),
-                             init=(np.zeros_like(Z0), Z0))
-        c_final = ss.attention_distribution(spec, result.Z)
-        for n in range(spec.K):
-            mask, query = spec.distinct[n], spec.query[n]
-            prior_winner = np.argmax(np.where(mask, spec.P[n] * np.exp(Z0[query]), -1))
-            largest_gain = np.argmax(np.where(mask, result.Z[query] - Z0[query], -np.inf))
-            matches.append((largest_gain == prior_winner, np.argmax(np.where(mask, c_final[n], -1)) == prior_winner))
-    return np.mean(matches, axis=0), len(matches)
+    for n in range(spec.K):
+        mask, query = spec.distinct[n], spec.query[n]
+        prior_winner = np.argmax(np.where(mask, spec.P[n] * np.exp(Z0[query]), -1))
+        largest_gain = np.argmax(np.where(mask, result.Z[query] - Z0[query], -np.inf))
+        matches.append((largest_gain == prior_winner, np.argmax(np.where(mask, c_final[n], -1)) == prior_winner))
+    return matches
 
 
-def adam_winners(spec: ss.SequenceClasses, eta_values, *, seeds) -> tuple[dict, dict]:
-    """Fig. 5: Adam from zero with eta_Y = eta_Z = eta for each rate and seed (``rng(seed)``); the winning distinct
-    token of class 1 per seed, by rate, and class 1's final attention on its first 20 tokens for the first seed."""
-    spec, eta_values = _spec(spec), _values("eta_values", eta_values)
-    seeds = _values("seeds", seeds, integer=True, minimum=-1)
-    winners, maps = {}, {}
-    for eta in eta_values:
-        winners[eta] = []
-        for seed in seeds:
-            result = ss.train_yz(spec, eta_Y=eta, eta_Z=eta, run=ss.AUTHORS_RUN, generator=rng(seed), optimizer="adam")
-            c = ss.attention_distribution(spec, result.Z)
-            winners[eta].append(int(np.argmax(np.where(spec.distinct[0], c[0], -1))))
-            if seed == seeds[0]:
-                maps[eta] = c[0, :20]
-    return winners, maps
+def adam_winner(spec: ss.SequenceClasses, eta: float, *, generator: np.random.Generator) -> tuple[int, np.ndarray]:
+    """Fig. 5, one run: Adam from zero with eta_Y = eta_Z = ``eta``, drawing from ``generator``; the winning
+    distinct token of class 1 and class 1's final attention on its first 20 tokens."""
+    spec, eta = _spec(spec), positive_number("eta", eta)
+    generator = numpy_generator_arg("generator", generator)
+    result = ss.train_yz(spec, eta_Y=eta, eta_Z=eta, run=ss.AUTHORS_RUN, generator=generator, optimizer="adam")
+    c = ss.attention_distribution(spec, result.Z)
+    return int(np.argmax(np.where(spec.distinct[0], c[0], -1))), c[0, :20]
 
 
 @dataclass(frozen=True)

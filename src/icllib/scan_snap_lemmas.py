@@ -25,7 +25,6 @@ from scipy.integrate import solve_ivp
 
 from icllib import scan_snap as ss
 from icllib import scan_snap_theory as sst
-from icllib.config import rng
 from icllib.validation import fraction, index_array, numpy_generator_arg, positive_int, positive_number, real_array
 
 
@@ -69,6 +68,16 @@ def number_table(values: dict, column: str, *, digits: str = ".1e") -> tuple[lis
     if not isinstance(column, str):
         raise ValueError(f"column must be the title of the numbers' column, got {column!r}")
     return ["", column], [[name, format(float(value), digits)] for name, value in values.items()]
+
+
+def join_columns(rows) -> dict:
+    """The results of one experiment's items (a list of dicts with the same keys, each value a number or a list of
+    numbers) joined column by column: ``{key: [the values of every item, in order]}``, as one table."""
+    if not isinstance(rows, list) or not rows or not all(isinstance(row, dict) and row for row in rows) \
+            or any(row.keys() != rows[0].keys() for row in rows):
+        raise ValueError(f"rows must be a non-empty list of dicts with the same keys, got {rows!r}")
+    return {key: [value for row in rows for value in (row[key] if isinstance(row[key], list) else [row[key]])]
+            for key in rows[0]}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -271,58 +280,59 @@ def speed_control_ratios(K: int, eta_Y: float, M_values) -> SpeedControl:
                         printed_by_M=printed)
 
 
-def class_count_failures(N: int, K_values, deltas, *, runs: int, seed: int) -> dict:
-    """Lemma 10 and Remark 4 over ``runs`` runs of N uniform class draws (each K from ``rng(seed)``): per (K, delta),
-    in that order, the frequency of runs in which some class breaks each bound, divided by the one-sided binomial
-    ceiling of delta (a ratio above 1 fails), and Remark 4's radius Delta over N_bar."""
-    N = positive_int("N", N)
-    K_values = _values("K_values", K_values, integer=True, minimum=1)
+def class_count_failures(N: int, K: int, deltas, *, runs: int, generator: np.random.Generator) -> dict:
+    """Lemma 10 and Remark 4 over ``runs`` runs of N uniform draws of K classes (all from ``generator``): per delta,
+    the frequency of runs in which some class breaks each bound, divided by the one-sided binomial ceiling of delta
+    (a ratio above 1 fails), and Remark 4's radius Delta over N_bar; lists by delta, to join over K with
+    :func:`join_columns`."""
+    N, K = positive_int("N", N), positive_int("K", K)
     deltas = _values("deltas", deltas)
-    runs, seed = positive_int("runs", runs), positive_int("seed", seed, minimum=0)
+    runs, generator = positive_int("runs", runs), numpy_generator_arg("generator", generator)
     rows = {"lemma10": [], "remark4": [], "ceiling": [], "Delta/N_bar": []}
-    for K in K_values:
-        counts = sst.uniform_class_counts(N, K, runs, generator=rng(seed))
-        N_bar = np.ceil(N / K)
-        for delta in deltas:
-            ceiling = ss.one_sided_ceiling(delta, runs)
-            missed = np.abs(counts - N_bar) > N * ss.hoeffding_radius(N, delta) + 1
-            Delta = np.ceil(np.sqrt(N * np.log(1 / delta)))
-            rows["lemma10"].append(missed.any(axis=1).mean() / ceiling)
-            rows["remark4"].append((np.abs(counts - N_bar) > Delta).any(axis=1).mean() / ceiling)
-            rows["ceiling"].append(ceiling)
-            rows["Delta/N_bar"].append(Delta / N_bar)
+    counts = sst.uniform_class_counts(N, K, runs, generator=generator)
+    N_bar = np.ceil(N / K)
+    for delta in deltas:
+        ceiling = ss.one_sided_ceiling(delta, runs)
+        missed = np.abs(counts - N_bar) > N * ss.hoeffding_radius(N, delta) + 1
+        Delta = np.ceil(np.sqrt(N * np.log(1 / delta)))
+        rows["lemma10"].append(missed.any(axis=1).mean() / ceiling)
+        rows["remark4"].append((np.abs(counts - N_bar) > Delta).any(axis=1).mean() / ceiling)
+        rows["ceiling"].append(ceiling)
+        rows["Delta/N_bar"].append(Delta / N_bar)
     return rows
 
 
-def clock_noise_failures(K_values, clocks, *, runs: int, delta: float, steps_per_K2: int, seed: int):
-    """Lemma 11 and Corollary 1's noise sigma over ``runs`` runs of N = steps_per_K2 K^2 class draws per K (each
-    from ``rng(seed)``), for each decoder clock (M, eta_Y): the failure rates of Eq. 61, Eq. 62 and Corollary 1's
-    general bound, and, past the transition on the first clock, those of the three late-phase readings (the
+def clock_noise_failures(K: int, clock, *, runs: int, delta: float, steps_per_K2: int,
+                         generator: np.random.Generator) -> tuple[dict, dict | None]:
+    """Lemma 11 and Corollary 1's noise sigma over ``runs`` runs of N = steps_per_K2 K^2 draws of K classes (all
+    from ``generator``) on the decoder clock ``clock = (M, eta_Y)``: the failure rates of Eq. 61, Eq. 62 and
+    Corollary 1's general bound, and, if N is past the transition, those of the three late-phase readings (the
     printed Delta / N, the proof's Delta / N_bar, Corollary 1's K sqrt(ln(1/delta) / N)) with the 90% quantile of
-    sigma / (Delta / N)."""
-    K_values = _values("K_values", K_values, integer=True, minimum=1)
-    clocks = _clocks("clocks", clocks)
+    sigma / (Delta / N) (else None)."""
+    K = positive_int("K", K)
+    if not isinstance(clock, tuple) or len(clock) != 2:
+        raise ValueError(f"clock must be an (M, eta_Y) pair, got {clock!r}")
+    positive_int("clock", clock[0], minimum=2)
+    positive_number("clock", clock[1])
+    M, eta = clock
     runs, delta = positive_int("runs", runs), fraction("delta", delta)
-    steps_per_K2, seed = positive_int("steps_per_K2", steps_per_K2), positive_int("seed", seed, minimum=0)
-    rates = {"Eq. 61": [], "Eq. 62": [], "Corollary 1": []}
-    late = {"printed": [], "proof": [], "corollary": [], "printed_q90": []}
-    for M, eta in clocks:
-        for K in K_values:
-            N = steps_per_K2 * K**2
-            counts = sst.uniform_class_counts(N, K, runs, generator=rng(seed))
-            N_bar = -(-N // K)
-            Delta = np.ceil(np.sqrt(N * np.log(1 / delta)))
-            h_bar = sst.decoder_clock_h(N_bar, M, eta)
-            h_gap = np.abs(sst.decoder_clock_h(counts, M, eta) - h_bar)
-            sigma = np.abs(sst.class_count_sigma(counts, M, eta)).max(axis=1)
-            rates["Eq. 61"].append(np.mean((h_gap > h_bar * Delta / N_bar).any(axis=1)))
-            rates["Eq. 62"].append(np.mean(sigma > eta * Delta / 3))
-            rates["Corollary 1"].append(np.mean(sigma > eta * np.sqrt(N * np.log(1 / delta))))
-            if N >= 2 * K * (1 + sst.lemma8_omegas(M)[1]) * np.log(M) / eta and (M, eta) == clocks[0]:
-                late["printed"].append(np.mean(sigma > Delta / N))
-                late["printed_q90"].append(np.quantile(sigma / (Delta / N), 0.9))
-                late["proof"].append(np.mean(sigma > Delta / N_bar))
-                late["corollary"].append(np.mean(sigma > K / np.sqrt(N) * np.sqrt(np.log(1 / delta))))
+    steps_per_K2 = positive_int("steps_per_K2", steps_per_K2)
+    generator = numpy_generator_arg("generator", generator)
+    N = steps_per_K2 * K**2
+    counts = sst.uniform_class_counts(N, K, runs, generator=generator)
+    N_bar = -(-N // K)
+    Delta = np.ceil(np.sqrt(N * np.log(1 / delta)))
+    h_bar = sst.decoder_clock_h(N_bar, M, eta)
+    h_gap = np.abs(sst.decoder_clock_h(counts, M, eta) - h_bar)
+    sigma = np.abs(sst.class_count_sigma(counts, M, eta)).max(axis=1)
+    rates = {"Eq. 61": np.mean((h_gap > h_bar * Delta / N_bar).any(axis=1)),
+             "Eq. 62": np.mean(sigma > eta * Delta / 3),
+             "Corollary 1": np.mean(sigma > eta * np.sqrt(N * np.log(1 / delta)))}
+    if N < 2 * K * (1 + sst.lemma8_omegas(M)[1]) * np.log(M) / eta:
+        return rates, None
+    late = {"printed": np.mean(sigma > Delta / N), "proof": np.mean(sigma > Delta / N_bar),
+            "corollary": np.mean(sigma > K / np.sqrt(N) * np.sqrt(np.log(1 / delta))),
+            "printed_q90": np.quantile(sigma / (Delta / N), 0.9)}
     return rates, late
 
 
@@ -336,20 +346,18 @@ def corollary1_steps(M_values, eta_values, eps_values) -> np.ndarray:
     return np.array(rows).T
 
 
-def corollary1_totals(eps_values, *, K: int, M: int, eta_Y: float, runs: int, seed: int) -> np.ndarray:
-    """Corollary 1's total: for each eps, the 90% quantile over ``runs`` runs (each eps from ``rng(seed)``) of the
-    steps until every one of K uniform classes has had its S_n, as rows (S_n, steps, steps / (K ln(M/eps) /
+def corollary1_total(eps: float, *, K: int, M: int, eta_Y: float, runs: int,
+                     generator: np.random.Generator) -> tuple:
+    """Corollary 1's total at residual ``eps``: the 90% quantile over ``runs`` runs (all from ``generator``) of the
+    steps until every one of K uniform classes has had its S_n, as the row (S_n, steps, steps / (K ln(M/eps) /
     (eps eta_Y)), steps / (K t_eps))."""
-    eps_values = _values("eps_values", eps_values)
+    eps = fraction("eps", eps)
     K, M, eta_Y = positive_int("K", K), positive_int("M", M, minimum=2), positive_number("eta_Y", eta_Y)
-    runs, seed = positive_int("runs", runs), positive_int("seed", seed, minimum=0)
-    rows = []
-    for eps in eps_values:
-        S_n = sst.steps_to_residual(eps, M, eta_Y)
-        needed = np.quantile(sst.steps_until_every_class(S_n, K, runs, generator=rng(seed)), 0.9)
-        bound = K / (eps * eta_Y) * np.log(M / eps)
-        rows.append((S_n, needed, needed / bound, needed / (K * sst.residual_time(eps, M, eta_Y))))
-    return np.array(rows)
+    runs, generator = positive_int("runs", runs), numpy_generator_arg("generator", generator)
+    S_n = sst.steps_to_residual(eps, M, eta_Y)
+    needed = np.quantile(sst.steps_until_every_class(S_n, K, runs, generator=generator), 0.9)
+    bound = K / (eps * eta_Y) * np.log(M / eps)
+    return S_n, needed, needed / bound, needed / (K * sst.residual_time(eps, M, eta_Y))
 
 
 def corollary1_curves(M: int, eta_values, eps_grid) -> dict:
@@ -432,22 +440,21 @@ def _unit_columns(F) -> np.ndarray:
     return F
 
 
-def theorem1_ratios(F, eta_values, *, steps: int, seed: int) -> tuple[dict, dict]:
-    """Train the decoder on the fixed ``F`` for ``steps`` batch-1 steps (each run from ``rng(seed)``) under the
-    modified and the plain update at each eta_Y, and read beta_nn' / iota_n off the gradient's coefficients
-    (g_n = F coef[n]: iota_n is proportional to coef[n, n] and beta_nn' to -coef[n, n']). Returns the runs and the
-    ratios over all ordered pairs, both by (update, eta_Y)."""
+def theorem1_ratios(F, eta_Y: float, *, update: str, steps: int,
+                    generator: np.random.Generator) -> tuple[sst.DecoderRun, np.ndarray]:
+    """Train the decoder on the fixed ``F`` for ``steps`` batch-1 steps (classes drawn from ``generator``) under the
+    ``update`` ("modified" or "plain") at rate ``eta_Y``, and read beta_nn' / iota_n off the gradient's coefficients
+    (g_n = F coef[n]: iota_n is proportional to coef[n, n] and beta_nn' to -coef[n, n']). Returns the run and the
+    ratios over all ordered pairs."""
     F = _unit_columns(F)
-    eta_values = _values("eta_values", eta_values)
-    steps, seed = positive_int("steps", steps), positive_int("seed", seed, minimum=0)
+    eta_Y, steps = positive_number("eta_Y", eta_Y), positive_int("steps", steps)
+    if not isinstance(update, str) or update not in ("modified", "plain"):
+        raise ValueError(f"update must be 'modified' or 'plain', got {update!r}")
+    generator = numpy_generator_arg("generator", generator)
     K = F.shape[1]
-    runs, ratios = {}, {}
-    for update in ("modified", "plain"):
-        for eta in eta_values:
-            runs[update, eta] = sst.decoder_run(F, eta_Y=eta, steps=steps, update=update, generator=rng(seed))
-            coef = runs[update, eta].coef
-            ratios[update, eta] = np.array([-coef[n, m] / coef[n, n] for n in range(K) for m in range(K) if m != n])
-    return runs, ratios
+    run = sst.decoder_run(F, eta_Y=eta_Y, steps=steps, update=update, generator=generator)
+    coef = run.coef
+    return run, np.array([-coef[n, m] / coef[n, n] for n in range(K) for m in range(K) if m != n])
 
 
 def lemma3_one_step(F, E_prime, *, M: int, n: int, generator: np.random.Generator) -> dict:
@@ -480,22 +487,22 @@ def lemma3_one_step(F, E_prime, *, M: int, n: int, generator: np.random.Generato
     return gaps | {"softmax": np.abs(alpha - alpha_from_w).max()}
 
 
-def lemma12_theta(K_values, clocks, *, runs: int, delta: float, steps_per_K2: int, seed: int) -> list:
-    """Lemma 12 over ``runs`` runs of N = steps_per_K2 K^2 class draws per K (each K from ``rng(seed)``), for each
+def lemma12_theta(K: int, clocks, *, runs: int, delta: float, steps_per_K2: int,
+                  generator: np.random.Generator) -> list:
+    """Lemma 12 over ``runs`` runs of N = steps_per_K2 K^2 draws of K classes (all from ``generator``), for each
     decoder clock (M, eta_Y): rows (K, N, M, eta_Y, frequency of runs with ``max |theta_n|`` above
     K sqrt(ln(K/delta)) / sqrt(N), 90% quantile of ``max |theta_n|`` over that bound)."""
-    K_values = _values("K_values", K_values, integer=True, minimum=1)
-    clocks = _clocks("clocks", clocks)
+    K, clocks = positive_int("K", K), _clocks("clocks", clocks)
     runs, delta = positive_int("runs", runs), fraction("delta", delta)
-    steps_per_K2, seed = positive_int("steps_per_K2", steps_per_K2), positive_int("seed", seed, minimum=0)
+    steps_per_K2 = positive_int("steps_per_K2", steps_per_K2)
+    generator = numpy_generator_arg("generator", generator)
+    N = steps_per_K2 * K**2
+    counts = sst.uniform_class_counts(N, K, runs, generator=generator)
+    bound = K / np.sqrt(N) * np.sqrt(np.log(K / delta))
     rows = []
-    for K in K_values:
-        N = steps_per_K2 * K**2
-        counts = sst.uniform_class_counts(N, K, runs, generator=rng(seed))
-        bound = K / np.sqrt(N) * np.sqrt(np.log(K / delta))
-        for M, eta in clocks:
-            theta_max = np.abs(sst.class_count_theta(counts, M, eta)).max(axis=1)
-            rows.append((K, N, M, eta, np.mean(theta_max > bound), np.quantile(theta_max, 0.9) / bound))
+    for M, eta in clocks:
+        theta_max = np.abs(sst.class_count_theta(counts, M, eta)).max(axis=1)
+        rows.append((K, N, M, eta, np.mean(theta_max > bound), np.quantile(theta_max, 0.9) / bound))
     return rows
 
 
