@@ -280,15 +280,16 @@ def test_the_site_ships_no_source_maps_speech_maps_or_catalogues_and_keeps_its_w
 
 
 def test_every_script_and_stylesheet_a_page_loads_is_shipped(site):
-    """What the site drops (site_assets) leaves no page asking for it: each local script and stylesheet a page
-    names is a file of the site, and no page loads the theme's icon script."""
+    """What the site drops (site_assets) leaves no page asking for it: each local script, stylesheet, preload and
+    icon a page names is a file of the site, and no page loads the theme's icon script."""
     import site_assets  # _ext/
 
     missing = []
     for page in site.rglob("*.html"):
         document = parsed(page)
         names = [tag["src"] for tag in document.find_all("script", src=True)]
-        names += [tag["href"] for tag in document.find_all("link", href=True) if "stylesheet" in tag.get("rel", [])]
+        names += [tag["href"] for tag in document.find_all("link", href=True)
+                  if {"stylesheet", "preload", "icon"} & set(tag.get("rel", []))]
         for name in names:
             if EXTERNAL.match(name):
                 continue
