@@ -166,7 +166,7 @@ check_claim("balance.euler-identity", euler_residual, **CHECKS["balance.euler-id
 # and every $\lambda > 0$, and let SGD be modelled by the SDE $d\theta = -\nabla L\,dt + \sqrt{T C(\theta)}\,dW$
 # with $T = \eta/S$. Then
 #
-# $$ \frac{d}{dt}\big(\|u\|^2 - \|w\|^2\big) = -T\,\big(u^\top C_1 u - w^\top C_2 w\big), $$ (balance-law)
+# $$ \begin{aligned} &\frac{d}{dt}\big(\|u\|^2 - \|w\|^2\big) \\ &\qquad = -T\,\big(u^\top C_1 u - w^\top C_2 w\big), \end{aligned} $$ (balance-law)
 #
 # where $C_1 = \mathbb E[A^\top A] - \mathbb E[A]^\top\mathbb E[A]$, $C_2 = \mathbb E[A A^\top] - \mathbb E[A]\mathbb
 # E[A]^\top$ and $A_{ki} = \partial\ell/\partial(u_i w_k)$.
@@ -732,7 +732,7 @@ else:
 # {numref}`fig-balance-attention` draws the two noise terms of every pair and the imbalances $D_i$ along the run.
 
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 6 at higher temperature (batch 20 in `default` mode): the two noise terms of each of the 12 query/key column pairs ($g_K^i$ solid, $g_Q^i$ dashed, one colour per pair; band: standard error over chunks of samples). The gaps shrink from the start; in layer 2 they close to within a factor 2, in layer 1 they do not. Right: the imbalances $D_i$; in layer 1, where $g_K^i$ stays above $g_Q^i$, every $D_i$ keeps falling, as the law says.", "name": "fig-balance-attention"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The two noise terms of each of the 12 query/key column pairs ($g_K^i$ solid, $g_Q^i$ dashed, one colour per pair; band: standard error over chunks of samples), as in the paper's Fig. 6 but at higher temperature (batch 20 in `default` mode). The gaps shrink from the start; in layer 2 they close to within a factor 2, in layer 1 they do not. Right: the imbalances $D_i$; in layer 1, where $g_K^i$ stays above $g_Q^i$, every $D_i$ keeps falling, as the law says.", "name": "fig-balance-attention"}}
 def draw_noise_balance(axes, run, drift_ratio):
     """Fig. 6's two noise terms per column pair (one panel per layer) and the imbalances D_i."""
     steps_ckpt = run["checkpoints"] / 1000
@@ -820,7 +820,7 @@ elif paper_scale is None:
 else:
     print(balance.describe_archive(paper_scale, archived_law))
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 6 at the paper's setting (batch 200, $\\eta = 4\\times10^{-3}$, online SGD until the loss blew up at step 268 178), drawn from the archived `full` run, not recomputed in this build. Panels as in {numref}`fig-balance-attention`: $g_K^i$ (solid) and $g_Q^i$ (dashed) of each column pair per layer, and the imbalances $D_i$. The gaps between $g_K^i$ and $g_Q^i$ shrink for about 200 000 steps and then stay: three pairs of layer 2 end at factors 2.0 to 2.5 (only the 2.5 clearly beyond its standard error).", "name": "fig-balance-attention-paper-scale"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The noise terms and imbalances at the paper's setting (batch 200, $\\eta = 4\\times10^{-3}$, online SGD until the loss blew up at step 268 178), the paper's Fig. 6 proper, drawn from the archived `full` run, not recomputed in this build. Panels as in {numref}`fig-balance-attention`: $g_K^i$ (solid) and $g_Q^i$ (dashed) of each column pair per layer, and the imbalances $D_i$. The gaps between $g_K^i$ and $g_Q^i$ shrink for about 200 000 steps and then stay: three pairs of layer 2 end at factors 2.0 to 2.5 (only the 2.5 clearly beyond its standard error).", "name": "fig-balance-attention-paper-scale"}}
 if paper_scale is not None:
     archived_ratio = math.nan if archived_law is None else archived_law["rate_ratio"][0]
     draw_noise_balance(figure(1, 3)[1], paper_scale, archived_ratio)

@@ -796,7 +796,7 @@ check_claim("induction_emergence.literal-step-diverges", as_predicted, **C["lite
 # %% [markdown]
 # Flow and gradient descent at App. F's thresholds, and the time until ICL against its quadratic asymptote:
 
-# %% mystnb={"figure": {"caption": "The paper's Fig. 5, recomputed. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step $\\lambda/D=0.39$ (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from this chapter's Proposition 2 (dashed), and Definition 1's time $T_\\alpha$ with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}}
+# %% mystnb={"figure": {"caption": "Emergence times and the time until ICL, recomputed as in the paper's Fig. 5. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step $\\lambda/D=0.39$ (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from this chapter's Proposition 2 (dashed), and Definition 1's time $T_\\alpha$ with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}}
 fig, (left, right) = figure(1, 2)
 for index, key in enumerate(("alpha", "beta", "gamma")):
     left.loglog(n, T5[key], "-", color=f"C{index}", label=rf"$T_\{key}$ flow")

@@ -663,7 +663,7 @@ check_claim("induction_subspace.hypothesis1-dominant", fig4["on_top"], **dominan
 exit_ratio = exits["three"] / exits["full"]
 check_claim("induction_subspace.hypothesis2", exit_ratio, **CHECKS["hypothesis2"])
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 4, recomputed. Top: the 19 pseudo-parameters (left) and the batch loss (right) during standard SGD from zero; $\\alpha_3$, $\\beta_2$ and $\\gamma_3$ (thick) grow while the loss leaves its plateau, the other 16 stay small and $\\beta_3, \\dots, \\beta_6$ stay exactly 0. Bottom: only $\\alpha_3$, $\\beta_2$, $\\gamma_3$ trained, on the same data stream; the plateau and its exit are nearly the same.", "name": "fig-induction_subspace-fig4"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The pseudo-parameters and the loss during training from zero, recomputed as in the paper's Fig. 4. Top: the 19 pseudo-parameters (left) and the batch loss (right) during standard SGD from zero; $\\alpha_3$, $\\beta_2$ and $\\gamma_3$ (thick) grow while the loss leaves its plateau, the other 16 stay small and $\\beta_3, \\dots, \\beta_6$ stay exactly 0. Bottom: only $\\alpha_3$, $\\beta_2$, $\\gamma_3$ trained, on the same data stream; the plateau and its exit are nearly the same.", "name": "fig-induction_subspace-fig4"}}
 fig, axes = figure(2, 2, height=6.4)
 
 
@@ -698,7 +698,7 @@ for row, (run, title) in enumerate(
 # %% [markdown]
 # {numref}`fig-induction_subspace-weights` shows the weights at the end of the standard run, the paper's Fig. 3.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 3, recomputed: the weights at the end of the standard run above. Block lines separate the $D \\times D$ blocks. The diagonals of $I$ and the anti-diagonal blocks of $M$ stand out: $\\alpha_3 M$ in the positional block of $W^{(1)}$, $\\beta_2 I$ in block $(X_1, TX_1)$ of $W^{(2)}$, $\\gamma_3 I$ in block 5 ($QX_1$) of $W^{(3)}$; the rest is small SGD noise, and the second block-row of $W^{(2)}$ is exactly 0.", "name": "fig-induction_subspace-weights"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The weights at the end of the standard run above, recomputed as in the paper's Fig. 3. Block lines separate the $D \\times D$ blocks. The diagonals of $I$ and the anti-diagonal blocks of $M$ stand out: $\\alpha_3 M$ in the positional block of $W^{(1)}$, $\\beta_2 I$ in block $(X_1, TX_1)$ of $W^{(2)}$, $\\gamma_3 I$ in block 5 ($QX_1$) of $W^{(3)}$; the rest is small SGD noise, and the second block-row of $W^{(2)}$ is exactly 0.", "name": "fig-induction_subspace-weights"}}
 fig, axes = figure(1, 3, height=3.4)
 labels = (
     (r"$W^{(1)}$", r"key index ($X_1, X_2$)", r"query index ($X_1, X_2$)"),
@@ -781,7 +781,7 @@ show_table(*isp.hypotheses_table(compared))
 app_d_ok = [summary["ok"] for summary in app_d.values()]
 check_claim("induction_subspace.appd-hypotheses", all(app_d_ok), **CHECKS["appd-hypotheses"])
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Figs. 15 and 16 (App. D), recomputed with its batch $B = 256$ (the book's `default` mode shows Fig. 16, $D = 32$, $N = 8$; `full` mode adds Fig. 15, $D = 16$, $N = 32$). Left: the 19 pseudo-parameters of standard training (thick: $\\alpha_3$, $\\beta_2$, $\\gamma_3$). Right: the batch loss of standard training and of training only the three induction-head parameters (20-step means). Both leave the plateau at the same step; afterwards the standard model's loss climbs back up (the SGD-noise rebound) while the three-parameter model's keeps falling.", "name": "fig-induction_subspace-appd"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Standard and three-parameter training at larger sizes, recomputed as in the paper's Figs. 15 and 16 (App. D) with its batch $B = 256$ (the book's `default` mode shows Fig. 16, $D = 32$, $N = 8$; `full` mode adds Fig. 15, $D = 16$, $N = 32$). Left: the 19 pseudo-parameters of standard training (thick: $\\alpha_3$, $\\beta_2$, $\\gamma_3$). Right: the batch loss of standard training and of training only the three induction-head parameters (20-step means). Both leave the plateau at the same step; afterwards the standard model's loss climbs back up (the SGD-noise rebound) while the three-parameter model's keeps falling.", "name": "fig-induction_subspace-appd"}}
 fig, axes = figure(len(app_d_runs), 2, height=3.2 * len(app_d_runs))
 axes = np.atleast_2d(axes)
 for row, ((D_d, N_d), runs) in enumerate(app_d_runs.items()):
@@ -860,7 +860,7 @@ show_table(header_c, table)
 check_claim("induction_subspace.appc-structure", min(shares), **CHECKS["appc-structure"])
 check_claim("induction_subspace.appc-head", all(head_on_top), **CHECKS["appc-head"])
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Figs. 6-14 (App. C), recomputed: $W^{(1)}$, $W^{(2)}$, $W^{(3)}$ (columns) after the paper's numbers of SGD steps, one row per $(N, \\text{step})$; lines separate the $16 \\times 16$ blocks, and each panel has its own symmetric colour scale. From the first snapshot on, the weight sits on the diagonals of $I$ and $M$ in a few blocks ($\\alpha_3 M$ in the positional block of $W^{(1)}$, $\\beta_2 I$ in block $(1, 3)$ of $W^{(2)}$, $\\gamma_3 I$ in block 5 of $W^{(3)}$) and grows there, while everything else is SGD noise.", "name": "fig-induction_subspace-appc"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "$W^{(1)}$, $W^{(2)}$, $W^{(3)}$ (columns) after the paper's numbers of SGD steps, recomputed as in the paper's Figs. 6-14 (App. C): one row per $(N, \\text{step})$; lines separate the $16 \\times 16$ blocks, and each panel has its own symmetric colour scale. From the first snapshot on, the weight sits on the diagonals of $I$ and $M$ in a few blocks ($\\alpha_3 M$ in the positional block of $W^{(1)}$, $\\beta_2 I$ in block $(1, 3)$ of $W^{(2)}$, $\\gamma_3 I$ in block 5 of $W^{(3)}$) and grows there, while everything else is SGD noise.", "name": "fig-induction_subspace-appc"}}
 snapshots = [
     (N_c, step, run["snapshots"][step])
     for N_c, (steps_c, run) in app_c_runs.items()

@@ -806,8 +806,9 @@ legend(ax)
 # an independent query $x_q\sim\mathcal N(0,\Lambda_q)$, test covariates $x_i\sim\mathcal N(0,\Lambda_t)$ and label
 # noise $\sigma$, the prediction $x_q^\top\Gamma^{-1}\hat g$ with $\hat g=\frac1M\sum_iy_ix_i$ has the exact error
 #
-# $$\begin{aligned}\mathcal E(w)={}&(Kw)^\top\Lambda_q(Kw)\\&+\tfrac1M{\rm tr}\big(\Gamma^{-1}\Lambda_q\Gamma^{-1}[(\|w\|^2_{\Lambda_t}+\sigma^2)\Lambda_t+\Lambda_tww^\top\Lambda_t]\big),\\
-# &K=\Gamma^{-1}\Lambda_t-I,\end{aligned}$$ (lsa-shift-error)
+# $$\begin{aligned}\mathcal E(w)={}&(Kw)^\top\Lambda_q(Kw)\\&+\tfrac1M{\rm tr}\big(\Gamma^{-1}\Lambda_q\Gamma^{-1}B\big),\\
+# B={}&(\|w\|^2_{\Lambda_t}+\sigma^2)\Lambda_t+\Lambda_tww^\top\Lambda_t,\\
+# K={}&\Gamma^{-1}\Lambda_t-I,\end{aligned}$$ (lsa-shift-error)
 #
 # (plus $\sigma^2$ when the target is noisy too) since $\mathbb E\hat g=\Lambda_tw$ and ${\rm Cov}\,\hat g$ is the
 # Gaussian fourth moment over $M$. OLS fitted on the same prompt is shown alongside (minimum-norm when $M<d$).

@@ -126,7 +126,7 @@ check_claim("scan_snap.reparameterisation", gap, **C["reparameterisation"])
 # \frac{P^\perp_{X^\top b_T}}{\|X^\top b_T\|}\,Y(x_{T+1}-\alpha)$ (Eq. 3).
 # ```
 #
-# In {prf:ref}`lem-scan_snap-gradient`, because the rows
+# In {prf:ref}`Lemma 1 <lem-scan_snap-gradient>`, because the rows
 # of $X$ are one-hot, $X^\top \mathrm{diag}(b_T) X = \mathrm{diag}(X^\top b_T)$ **exactly, for every $T$**
 # (Lemma 2 states it as a $T\to\infty$ limit, but its proof, Eq. 22, with Lemma 18's Eq. 135 gives it for every
 # $T$; {ref}`scan_snap.N1 <scan-snap-n1>`). With no positional encoding, $X^\top b_T$ depends on the sequence only
@@ -195,7 +195,7 @@ check_claim("scan_snap.count-sufficient", max(identity_gap, simulator_gap), **C[
 # $$\begin{aligned}q_{l|m,n} &\ge \max\Big(0, P(l|m,n) - \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}}\Big),\\ q_{l|m,n} &\le P(l|m,n) + \sqrt{\tfrac{\ln(2/\delta)}{2(T-1)}} .\end{aligned}$$ (scan_snap-hoeffding)
 # ```
 #
-# {prf:ref}`lem-scan_snap-hoeffding` is where the finite sequence length enters the paper's analysis: everything
+# {prf:ref}`Lemma 18 <lem-scan_snap-hoeffding>` is where the finite sequence length enters the paper's analysis: everything
 # after it works with $c_n$, the $T \to \infty$ attention, and pays for finite $T$ only through this radius.
 # The bound holds for one token at a time ({ref}`scan_snap.N2 <scan-snap-n2>`), and the binomial count behind it is
 # $(T-1)q_{l|m,n}$, not the $Tq_{l|m,n}$ of the proof ({ref}`scan_snap.E32 <scan-snap-e32>`).
@@ -292,7 +292,7 @@ row_sum = max(np.abs(run.Y.sum(axis=1)).max(), np.abs(run.Z.sum(axis=1)).max())
 check_claim("scan_snap.row-sums", row_sum, **C["row-sums"])
 
 # %% [markdown]
-# **What we saw in this section.** The reparameterisation and the gradient of {prf:ref}`lem-scan_snap-gradient`
+# **What we saw in this section.** The reparameterisation and the gradient of {prf:ref}`Lemma 1 <lem-scan_snap-gradient>`
 # agree with autograd to float64 round-off, and a sequence enters the forward pass only through its token counts,
 # so the count simulator is exact, not an approximation: the SGD runs of the last two sections, drawn as counts, are
 # runs of the model on sequences. The long-sequence limit of Lemma 2 is approached like
@@ -314,7 +314,7 @@ check_claim("scan_snap.row-sums", row_sum, **C["row-sums"])
 # ```
 #
 # Everything the attention layer feels from the decoder passes through this one number per class, so
-# {prf:ref}`lem-scan_snap-clock` is the chapter's clock: the speed control $\gamma$, the transition time $t_0$ and
+# {prf:ref}`Lemma 5 <lem-scan_snap-clock>` is the chapter's clock: the speed control $\gamma$, the transition time $t_0$ and
 # the snap are all functions of $h$.
 # We run the decoder update $w \leftarrow w + \eta_Y(e_n - \mathrm{softmax}(w))$ for 1000 steps and compare.
 
@@ -373,7 +373,7 @@ assert worst_closed_residual < 1e-11  # the closed form the chapter uses: round-
 # $0 \le h^*(s) - h(s) \le 2\eta_Y/M$ for every step $s$; by Remark 2 the gap vanishes as $s$ grows.
 # ```
 #
-# {prf:ref}`lem-scan_snap-gap` is what lets the rest of the analysis use the smooth clock. We test it on a grid of $M$ and $\eta_Y$ up to
+# {prf:ref}`Lemma 7 <lem-scan_snap-gap>` is what lets the rest of the analysis use the smooth clock. We test it on a grid of $M$ and $\eta_Y$ up to
 # $s = 100\ln M/\eta_Y$ steps (the recursion is sequential, so `quick` leaves out $\eta_Y = 0.01$), reporting the
 # gap in units of $\eta_Y/M$.
 
@@ -432,7 +432,7 @@ legend(ax_gap)
 # $\omega_1 = \Theta(\ln\ln M/\ln M)$; the transition time of Theorem 4 is $t_0 = 2(1+\omega_1)K\ln M/\eta_Y$.
 # ```
 #
-# {prf:ref}`lem-scan_snap-transition` is the $t_0$ of the chapter's opening: before it $e^{Mh}$ is below
+# {prf:ref}`Lemma 8 <lem-scan_snap-transition>` is the $t_0$ of the chapter's opening: before it $e^{Mh}$ is below
 # $(M-1)Mh$, the decoder is still learning and the attention scans; after it the exponential takes over, the
 # decoder's residual shrinks, and the attention snaps. We compute both zeros for three vocabulary sizes and compare
 # them with their stated orders.
@@ -481,7 +481,7 @@ check_claim("scan_snap.remark3", one_zero, expected=True)
 # $t \ge t_0$.
 # ```
 #
-# {prf:ref}`lem-scan_snap-gamma` is the engine of the snap: the attention logits move at a speed proportional to
+# {prf:ref}`Lemma 9 <lem-scan_snap-gamma>` is the engine of the snap: the attention logits move at a speed proportional to
 # $\gamma$, so a $\gamma$ that decays like $\ln t/t$ lets $B_n$ grow only like $\ln\ln t$. Theorem 1(b) prints the second phase without the $M$ inside
 # the logarithm; we measure the ratio to both forms.
 
@@ -528,7 +528,7 @@ check_claim("scan_snap.lemma9-phase2", bool(np.all(np.diff(printed_peak) > 0)), 
 # $|N_n - \lceil N/K\rceil| \le \sqrt{\tfrac N2\ln\tfrac2\delta} + 1$.
 # ```
 #
-# {prf:ref}`lem-scan_snap-counts` is what lets the analysis replace every class's clock by the common
+# {prf:ref}`Lemma 10 <lem-scan_snap-counts>` is what lets the analysis replace every class's clock by the common
 # $h^*(\lceil N/K\rceil)$, up to the factor $1 + \theta_n$ that Lemmas 11 and 12 then bound. We draw 2000 runs of $N = 1000$ steps for
 # $K = 2$ (the largest variance per class) and $K = 10$ and count the runs in which some class breaks the bound
 # (stricter than the lemma, which speaks of one class). **Remark 4** restates it around $\bar N = \lceil N/K\rceil$
@@ -701,7 +701,7 @@ legend(ax, fontsize=7)
 
 # %% [markdown]
 # **What we saw in this section.** The decoder row follows the one-dimensional clock of
-# {prf:ref}`lem-scan_snap-clock` to round-off, the continuous clock has a closed form (Eq. 45), and the discrete clock
+# {prf:ref}`Lemma 5 <lem-scan_snap-clock>` to round-off, the continuous clock has a closed form (Eq. 45), and the discrete clock
 # leads it by less than Lemma 7's bound ({numref}`fig-scan_snap-clock`). Lemma 8's transition, the two phases of
 # Lemma 9's speed control (with the factor $M$ in the logarithm that Theorem 1(b) drops,
 # {ref}`scan_snap.E7 <scan-snap-e7>`), the
@@ -723,7 +723,7 @@ legend(ax, fontsize=7)
 #   \beta_{nn'} \approx E'_{nn'},\ \iota_n \approx 1 - E'_{nn},\\ E' = I - (I+E)^{-1}.\end{gathered}$$ (scan_snap-theorem1)
 # ```
 #
-# The rest of this section checks {prf:ref}`thm-scan_snap-theorem1` piece by piece, starting from the form
+# The rest of this section checks {prf:ref}`Theorem 1 <thm-scan_snap-theorem1>` piece by piece, starting from the form
 # {eq}`scan_snap-theorem1` of the gradient.
 #
 # **First, the algebra of $E'$** (App. D.5). $E = F^\top F - I$ is symmetric with zero diagonal and, since
@@ -910,8 +910,8 @@ check_claim("scan_snap.theorem1-xi-positive", smallest_ratio, **C["theorem1-xi-p
 # $\alpha_n = \mathrm{softmax}(w_n)$ (Eq. 8), because $F^\top(f_n - FE'e_n) = e_n$ (Eq. 27-30).
 # ```
 #
-# {prf:ref}`lem-scan_snap-decouple` is the reason for the modification: with the classes decoupled, each row of
-# $W$ runs its own clock of {prf:ref}`lem-scan_snap-clock`, and the whole decoder is described by $K$ scalars.
+# {prf:ref}`Lemma 3 <lem-scan_snap-decouple>` is the reason for the modification: with the classes decoupled, each row of
+# $W$ runs its own clock of {prf:ref}`Lemma 5 <lem-scan_snap-clock>`, and the whole decoder is described by $K$ scalars.
 # One step from a random $Y$ on a small vocabulary ($M = 200$, the same kind of $F$), against the plain gradient of
 # Eq. 7, which moves every row of $W$ by $\eta_Y (f_j^\top f_n)(e_n - \alpha_n)$:
 
@@ -941,8 +941,8 @@ assert lemma3_gaps["plain"] > 1e-3  # without the modification the other rows mo
 #
 # The factor $I - E' = (F^\top F)^{-1}$ in {eq}`scan_snap-decoder` is where $E'$ comes from: it turns $F$ into the
 # transpose of its pseudo-inverse, and through it the overlaps between classes reach the gradient of
-# {prf:ref}`thm-scan_snap-theorem1`. (The paper writes the continuous $h$ for $h^*$, which
-# {prf:ref}`lem-scan_snap-gap` allows.) Given the class counts this is exact. We
+# {prf:ref}`Theorem 1 <thm-scan_snap-theorem1>`. (The paper writes the continuous $h$ for $h^*$, which
+# {prf:ref}`Lemma 7 <lem-scan_snap-gap>` allows.) Given the class counts this is exact. We
 # compare the coefficients $A$ of $Y = FA$ from the $\eta_Y = 0.5$ run above ($Y$ itself is $20000\times20000$) with
 # the formula, and check $(F^\dagger)^\top = F(I-E')$.
 
@@ -1026,7 +1026,7 @@ check_claim("scan_snap.theorem1-plain", plain.max() / predicted_ratio, **C["theo
 # %% [markdown]
 # **What we saw in this section.** The algebra of $E'$ (Lemmas 13-17) holds to round-off, with
 # $E' = I - (I+E)^{-1}$ as the definition ({ref}`scan_snap.E4 <scan-snap-e4>`) and a corrected factor in the bound of
-# Theorem 1(a) ({ref}`scan_snap.E5 <scan-snap-e5>`). Under the modified update {prf:ref}`thm-scan_snap-theorem1`
+# Theorem 1(a) ({ref}`scan_snap.E5 <scan-snap-e5>`). Under the modified update {prf:ref}`Theorem 1 <thm-scan_snap-theorem1>`
 # holds: the measured $\beta/\iota$ matches the prediction from $E'$ within 2 %, and Lemma 3 and Theorem 5 hold exactly
 # given the class counts. Under the plain gradient $\beta$ collapses by two orders of magnitude
 # ({ref}`scan_snap.E2 <scan-snap-e2>`).
@@ -1145,7 +1145,7 @@ check_claim("scan_snap.theorem2-distinct", closed_form_gap / scale, **C["theorem
 # distinct token $l_0$ is bracketed by $e^{2f_{nl_0}^2(0)B_n(t)} \le \chi_{l_0}(t) \le e^{2B_n(t)}$ (Eq. 12).
 # ```
 #
-# {prf:ref}`thm-scan_snap-order` is what makes the scan an ordering: a token that starts ahead, with a larger
+# {prf:ref}`Theorem 3 <thm-scan_snap-order>` is what makes the scan an ordering: a token that starts ahead, with a larger
 # $P(l|n)$, gains faster and stays ahead, so the attention ranks the distinct tokens by their conditional
 # probability long before it is sparse. First the algebra in SymPy: from $\dot z_l/\dot z_{l'} = (r(0)+1)e^{2\Delta z_l}/e^{2\Delta z_{l'}}$ (Eq. 109) one
 # integrates to Eq. 110, $e^{-2\Delta z_l} - 1 = (r(0)+1)(e^{-2\Delta z_{l'}} - 1)$, which turns into Eq. 11.
@@ -1232,7 +1232,7 @@ check_claim("scan_snap.theorem2-hypothesis", zdot_control[0], **C["theorem2-hypo
 # %% [markdown]
 # **What we saw in this section.** Lemma 4 turns Eq. 4 into {eq}`scan_snap-eq10` exactly once
 # $X^\top b_T = c_n$. Integrated, Eq. 10 raises every distinct token and lowers the common one at every output time,
-# also where Assumption 2 no longer holds ({prf:ref}`thm-scan_snap-scan`); Theorem 3's relation (Eq. 11) and bounds
+# also where Assumption 2 no longer holds ({prf:ref}`Theorem 2 <thm-scan_snap-scan>`); Theorem 3's relation (Eq. 11) and bounds
 # (Eq. 12) hold along the trajectories, the distinct tokens rise in the order of $P(l|n)$, and Corollary 2 holds for
 # symmetric common tokens. Its hypothesis matters: an asymmetric common token is not suppressed.
 
@@ -1249,7 +1249,7 @@ check_claim("scan_snap.theorem2-hypothesis", zdot_control[0], **C["theorem2-hypo
 # $\ln t$ before the transition $t_0$ and like $\ln\ln t$ after it (Eq. 14), so the attention freezes.
 # ```
 #
-# The proof of {prf:ref}`thm-scan_snap-snap` takes two integrals, and we check both. First, $\eta_Z\int_0^t\gamma = \Gamma(t) :=
+# The proof of {prf:ref}`Theorem 4 <thm-scan_snap-snap>` takes two integrals, and we check both. First, $\eta_Z\int_0^t\gamma = \Gamma(t) :=
 # \frac{\eta_Z}{\eta_Y}\frac{K(M-1)^2}{2}h^2(t/K)$ (Eq. 126-128), because $dt = K((M-1)+e^{Mh})dh/\eta_Y$:
 
 # %% [markdown]
@@ -1467,7 +1467,7 @@ legend(ax_B)
 # %% [markdown]
 # **What we saw in this section.** With a single common token the one-variable law of Eq. 13 follows the
 # full dynamics after the transition, with a constant $C_0$ of its own. The closed form {eq}`scan_snap-snap` solves
-# the ODE of {prf:ref}`thm-scan_snap-snap` to the ODE's accuracy once its constant is corrected
+# the ODE of {prf:ref}`Theorem 4 <thm-scan_snap-snap>` to the ODE's accuracy once its constant is corrected
 # ({ref}`scan_snap.E1 <scan-snap-e1>`), and its early and late branches (Eq. 14) stay within 0.05 of it. At a fixed
 # ratio $\nu = \eta_Y/\eta_Z$, $B_n(t_0)$ does not depend on the rates, and the three insights of Sec. 6 hold on the closed form and, for
 # (a), on the decoder's own gradient descent ({numref}`fig-scan_snap-snap`).
@@ -1909,7 +1909,7 @@ from icllib.exercises.scan_snap import check
 #
 # ```{exercise}
 # :label: ex-scan-snap-omega1
-# {prf:ref}`lem-scan_snap-transition` writes the zeros of $e^{Mh} - (M-1)Mh$ as $h = (1+\omega)\ln M/M$. For
+# {prf:ref}`Lemma 8 <lem-scan_snap-transition>` writes the zeros of $e^{Mh} - (M-1)Mh$ as $h = (1+\omega)\ln M/M$. For
 # $M = 1000$, find the larger zero $\omega_1$ numerically and pass it to `check("ex-scan-snap-omega1", omega_1)`.
 # Compare it with the leading order $\ln\ln M/\ln M$: by what factor does the transition time $t_0$ of the chapter
 # differ from $2K\ln M/\eta_Y$?
@@ -1937,7 +1937,7 @@ from icllib.exercises.scan_snap import check
 #
 # ```{exercise}
 # :label: ex-scan-snap-steps
-# Corollary 1 for one class ({prf:ref}`cor-scan_snap-steps`): with $M = 1000$ and $\eta_Y = 0.5$, iterate the
+# {prf:ref}`Corollary 1 <cor-scan_snap-steps>` for one class: with $M = 1000$ and $\eta_Y = 0.5$, iterate the
 # decoder clock {eq}`scan_snap-clock` from $h^* = 0$ until the residual
 # $\|e_n - \alpha_n\| = \frac{M-1}{(M-1)+e^{Mh^*}}\sqrt{M/(M-1)}$ is at most $\epsilon = 0.01$, and pass the number
 # of steps to `check("ex-scan-snap-steps", steps)`. How does it compare with the corollary's
@@ -2042,7 +2042,7 @@ from icllib.exercises.scan_snap import check
 # $P(l|n)$ and the ratio of the entropy's drift over iterations 50-100 to its move over the first 50 (the chapter's
 # freezing check), and compares at matched effective rate, since at the same nominal rate a momentum-free run
 # simply moves ten times slower and may not have reached its transition after 100 iterations. It ties the freezing
-# to the decay of the speed control $\gamma$ after $t_0$ ({prf:ref}`lem-scan_snap-gamma`), which holds for
+# to the decay of the speed control $\gamma$ after $t_0$ ({prf:ref}`Lemma 9 <lem-scan_snap-gamma>`), which holds for
 # gradient flow without momentum, and says whether the measured $t_0$ moves as Lemma 8 predicts for the effective
 # $\eta_Y$.
 # ```

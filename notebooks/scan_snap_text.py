@@ -158,7 +158,7 @@ for n_layers, n_steps in ((1, lm_steps), (3, deep_steps)):
 # %% [markdown]
 # {numref}`fig-scan_snap_text-entropy` draws the recorded entropies of both models against the step.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Fig. 7 on the Wikipedia sample: the mean attention entropy of the first layer (defined above) on a fixed validation window during SGD at a constant learning rate of 5. With one layer the entropy falls from its initial value (attention becomes sparser); at the default width $d = 64$ it keeps drifting down instead of freezing within the budget, and the three-layer model's first layer stays at its initial entropy. At the paper's width (`full` mode) both fall, and the one-layer curve flattens out near 0.", "name": "fig-scan_snap_text-entropy"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The mean attention entropy of the first layer (defined above) on a fixed validation window of the Wikipedia sample during SGD at a constant learning rate of 5, as in the paper's Fig. 7. With one layer the entropy falls from its initial value (attention becomes sparser); at the default width $d = 64$ it keeps drifting down instead of freezing within the budget, and the three-layer model's first layer stays at its initial entropy. At the paper's width (`full` mode) both fall, and the one-layer curve flattens out near 0.", "name": "fig-scan_snap_text-entropy"}}
 fig, ax = figure(1, 1, width=5.5)
 for colour, (n_layers, (steps, entropies, _)) in zip(PALETTE, trajectories.items()):
     ax.plot(
