@@ -130,7 +130,7 @@ CONTRAST = r"""
 CODE_SHARE = r"""
 (() => {
   const article = document.querySelector("article.bd-article") || document.querySelector("article");
-  const inputs = Array.from(article.querySelectorAll("div.cell_input")).filter((node) => node.getClientRects().length);
+  const inputs = Array.from(article.querySelectorAll("div.cell_input")).filter((node) => node.getClientRects().length && !node.closest("details:not([open])"));
   const height = (nodes) => nodes.reduce((sum, node) => sum + node.getBoundingClientRect().height, 0);
   const outputs = Array.from(article.querySelectorAll("div.cell_output")).filter((node) => node.getClientRects().length);
   return JSON.stringify({article: article.getBoundingClientRect().height, code: height(inputs), output: height(outputs),
