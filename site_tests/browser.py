@@ -123,6 +123,16 @@ CONTRAST = r"""
 })()
 """
 
+# Transitions and animations ended at once (their final styles applied), then two animation frames.
+SETTLE = r"""
+(() => {
+  const style = document.createElement("style");
+  style.textContent = "*, *::before, *::after { transition: none !important; animation: none !important; }";
+  document.head.appendChild(style);
+  return new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(true))));
+})()
+"""
+
 # How much of a chapter page a reader scrolls through as code: the height of the code cells' inputs that show
 # (a hide-input cell's input folded in its <details> has no box and counts nothing; outputs, figures and claim
 # cards are not inputs), against the height of the article, the chapter's own column from its title to its
@@ -269,6 +279,9 @@ class Chromium:
             time.sleep(0.05)
         if typeset is not True:
             raise RuntimeError(f"{url}: MathJax failed: {typeset}")
+        # The theme animates its colours (a search button fading in); measured mid-transition, a colour is neither
+        # the one before nor the one after, and contrast checks flake. Every transition ends at once, then two frames.
+        self.evaluate(SETTLE, await_promise=True)
 
     def measure(self, url: str, width: int) -> dict:
         self.load(url, width)
