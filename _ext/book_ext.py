@@ -105,11 +105,19 @@ def offer_the_source(app, doctree):
         paragraph += nodes.reference(text="book.pdf", refuri=f"{up}pdf/book.pdf")
         paragraph += nodes.Text(". This is the student edition: the exercises come without their solutions.")
     else:
+        wheel = notebook_download.wheel_name(Path(app.srcdir))
         paragraph += nodes.Text("download the book's source, ")
         paragraph += nodes.reference(text=source_archive.ARCHIVE_NAME, refuri=up + source_archive.ARCHIVE_NAME)
-        paragraph += nodes.Text(", and follow its README (a few minutes to install the pinned packages, then about a minute to run the chapter in quick mode), or take the executed ")
+        paragraph += nodes.Text(", whose README runs this chapter in two commands (the first installs the book's "
+                                "library with the science stack it pins, the second runs the chapter, about a "
+                                "minute in quick mode), or take the executed ")
         paragraph += nodes.reference(text=f"{name}.ipynb", refuri=f"{up}_sources/{app.env.docname}.ipynb")
-        paragraph += nodes.Text(f" (the source's notebooks/{name}.py is the same chapter as a text notebook).")
+        from_the_site = "from this site, or " if notebook_download.site_url(app.config) else ""
+        paragraph += nodes.Text(", which opens in plain Jupyter: its first cell installs the library where it is "
+                                f"missing, {from_the_site}from ")
+        paragraph += nodes.reference(text=wheel, refuri=f"{up}{notebook_download.WHEEL_FOLDER}/{wheel}")
+        paragraph += nodes.Text(f" saved beside it (the source's notebooks/{name}.py is the same chapter as a text "
+                                "notebook).")
     title_index = doctree[0].first_child_matching_class(nodes.title)
     doctree[0].insert(title_index + 1, paragraph)
     if app.config.course_pack and app.config.course_edition != "student":

@@ -4,13 +4,14 @@
 
 - ``course/student/``: the student edition's pages, a second build of the book from the stored executions
   (no chapter runs again) with sphinx-exercise's ``hide_solutions``, which drops every ``{solution}`` before it
-  reaches a page, the search index or a cross-reference; the edition ships no page source, no executed
-  notebook and no source archive (all three hold the solutions);
+  reaches a page, the search index or a cross-reference; the edition ships no page source and no source archive
+  (both hold the solutions), and its build writes its own downloads without them (``notebook_download.offer``);
 - ``course/student/pdf/`` and ``course/instructor/pdf/``: a PDF of each chapter and one of the book, printed by
   the Chromium the site tests drive (``site_tests/browser.py``), from the student pages and from the published
   pages with every solution expanded;
 - ``course/student/notebooks/`` and ``course/instructor/notebooks/``: each chapter's executed notebook in plain
-  Markdown, without and with its solutions.
+  Markdown, without and with its solutions: the downloads the student build and the published site wrote
+  (``_sources/<page>.ipynb``, references resolved by Sphinx, glued values filled in, the install cell first).
 
 The instructor edition's pages are the published site itself (solutions in dropdowns). ``tests/test_course.py``
 checks the pack: no solution in any student file, every solution in the instructor's, every PDF page filled.
@@ -121,12 +122,15 @@ def build_student_site(root: Path, work: Path) -> Path:
 
 
 def without_solutions_in_the_files(site: Path) -> None:
-    """What in the student build's output still holds solutions: the executed notebooks the page's download
-    button offers, and the book's source archive (its notebooks). Both go; the button gets the student notebook."""
-    shutil.rmtree(site / "_sources", ignore_errors=True)
+    """What in the student build's output still holds solutions: the book's source archive (its notebooks) goes.
+    The pages' downloads (``_sources/<page>.ipynb``) are the student notebooks, which the build wrote without
+    solutions; anything else there (no build writes any: ``html_copy_source`` is off) goes too."""
     import source_archive
 
     (site / source_archive.ARCHIVE_NAME).unlink(missing_ok=True)
+    for path in sorted((site / "_sources").rglob("*")):
+        if path.is_file() and path.suffix != ".ipynb":
+            path.unlink()
 
 
 SHARED_FOLDERS = ("_static", "_images")
@@ -164,28 +168,18 @@ def share_the_published_files(student: Path, site: Path) -> int:
 
 # --- notebooks ---------------------------------------------------------------------------------------------
 
-def notebooks(site: Path, target: Path, *, edition: str) -> list[Path]:
+def notebooks(pages: Path, target: Path) -> list[Path]:
     """Each chapter's notebook as it reads in plain Jupyter, with the cell that installs icllib first: the
-    instructor's is the published page's download (solutions kept, as on the page); the student's is the same
-    executed notebook converted without its solutions (``notebook_download.plain_notebook``)."""
-    import nbformat
-    import notebook_download
-
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    url = (config.get("html", {}).get("baseurl") or "").strip().rstrip("/") or None
+    download of its page in ``pages`` (``_sources/<page>.ipynb``, ``notebook_download.offer``), which the
+    published site writes with its solutions and the student edition's build without them."""
     written = []
     for chapter in chapters():
+        download = pages / "_sources" / f"{chapter.page}.ipynb"
+        if not download.is_file():
+            raise SystemExit(f"{download} is missing: the build wrote no download for {chapter.page}")
         path = target / f"{chapter.name}.ipynb"
-        if edition == "instructor":
-            path.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(site / "_sources" / f"{chapter.page}.ipynb", path)
-        else:
-            executed = nbformat.read(site.parent / "jupyter_execute" / f"{chapter.page}.ipynb", as_version=4)
-            plain = notebook_download.plain_notebook(executed, solutions=False, site_url=url, page=chapter.page,
-                                                     chapter=chapter.number)
-            plain = notebook_download.add_install_cell(plain, wheel_name=notebook_download.wheel_name(ROOT),
-                                                       site_url=url)
-            notebook_download.write_compact(plain, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(download, path)
         written.append(path)
     return written
 
@@ -294,13 +288,8 @@ def build_course(site: Path, work: Path) -> dict:
     shutil.copytree(student_html, course / "student")
     facts["bytes shared with the published site"] = share_the_published_files(course / "student", site)
 
-    for edition in EDITIONS:
-        notebooks(site, course / edition / "notebooks", edition=edition)
-    # The student pages' download button offers the student notebook, where the published pages offer theirs.
-    for chapter in chapters():
-        download = course / "student" / "_sources" / f"{chapter.page}.ipynb"
-        download.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(course / "student" / "notebooks" / f"{chapter.name}.ipynb", download)
+    notebooks(site, course / "instructor" / "notebooks")
+    notebooks(course / "student", course / "student" / "notebooks")
 
     browser = open_browser()
     try:

@@ -5,8 +5,9 @@ The site's pages are MyST: roles (``{ref}``, ``{numref}``, ``{eq}``, ``{prf:ref}
 ``{note}``, ``{math}``, ``{cite-this-chapter}``, ...), targets ``(label)=`` and labelled equations
 ``$$ ... $$ (label)``. Jupyter, Colab and Binder show all of these raw. :func:`plain_notebook` turns them into
 the Markdown every notebook front end renders, and :func:`add_install_cell` puts a cell first that installs the
-book's library where it is missing. The site's downloads (``book_ext.offer_executed_notebook``) and the course
-editions call them.
+book's library where it is missing. Each build writes its pages' downloads with them (:func:`offer`, from
+``book_ext.offer_executed_notebook``): the published site's with the solutions, the course pack's student
+edition's without (``_ext/course.py`` takes both editions' notebooks from these).
 
 Numbers follow the site: a chapter's number is its place among the numbered chapters of ``_toc.yml``, and its
 figures, labelled equations, exercises and each kind of ``prf`` result are numbered in order of appearance
@@ -876,21 +877,40 @@ def downloadable(executed: Path, *, solutions: bool, site_url: str | None, page:
     return add_install_cell(plain, wheel_name=wheel_name(root), site_url=site_url)
 
 
+STUDENT = "student"
+
+
+def student_edition(config) -> bool:
+    """Whether this build is the course pack's student edition (``course_edition``, ``_ext/course.py``)."""
+    return getattr(config, "course_edition", "") == STUDENT
+
+
+def edition_folder(config) -> str:
+    """Where this build's pages lie relative to the published site's root: ``""``, or ``course/student/`` for the
+    student edition (``_ext/course.py`` copies its build there)."""
+    return f"course/{STUDENT}/" if student_edition(config) else ""
+
+
 def offer(app, pagename: str, executed: Path, doctree) -> Path:
     """Write the download of a chapter page: its executed notebook, plain (:func:`plain_notebook`, references
-    resolved by Sphinx, solutions kept as on the page) with the install cell first, to ``_sources/<page>.ipynb``.
-    A role or directive the conversion does not know fails the build (a warning under ``-W``)."""
+    resolved by Sphinx) with the install cell first, to ``_sources/<page>.ipynb``. Solutions are kept as on the
+    page, except in the course pack's student edition (``course_edition = "student"``), whose build writes its
+    own downloads without them and links them to its own pages (``<baseurl>/course/student/``), and these are
+    the edition's notebooks (``_ext/course.py`` copies them). A role or directive the conversion does not know
+    fails the build (a warning under ``-W``)."""
     from docutils import nodes
     from sphinx.util import logging
 
     root = Path(app.srcdir)
     url = site_url(app.config)
+    if url and student_edition(app.config):
+        url = f"{url}/{edition_folder(app.config).rstrip('/')}"
     bibtex = None
     if doctree is not None:
         block = next(doctree.findall(lambda node: isinstance(node, nodes.literal_block)
                                      and "chapter-bibtex" in node.get("classes", [])), None)
         bibtex = block.astext() if block is not None else None
-    plain = downloadable(executed, solutions=True, site_url=url, page=pagename,
+    plain = downloadable(executed, solutions=not student_edition(app.config), site_url=url, page=pagename,
                          chapter=chapter_numbers(root / "_toc.yml").get(pagename),
                          resolve=sphinx_resolver(app, pagename), bibtex=bibtex, root=root)
     left = sorted({found for cell in plain.cells if cell.cell_type == "markdown" for found in raw_myst(cell.source)})
@@ -905,25 +925,29 @@ def offer(app, pagename: str, executed: Path, doctree) -> Path:
 COLAB = "https://colab.research.google.com"
 
 
-def colab_url(repository: str, branch: str, pagename: str) -> str | None:
+def colab_url(repository: str, branch: str, pagename: str, folder: str = "") -> str | None:
     """Colab opens notebooks from GitHub only: the chapter's download as published on ``branch`` (the branch the
-    site is served from), or None for a repository elsewhere."""
+    site is served from), under ``folder`` of the site (``course/student/`` for the student edition's), or None
+    for a repository elsewhere."""
     match = re.match(r"^https?://github\.com/(?P<org>[^/\s]+)/(?P<repo>[^/\s]+?)(\.git)?/?$", repository.strip())
     if match is None:
         return None
-    return f"{COLAB}/github/{match['org']}/{match['repo']}/blob/{branch}/_sources/{pagename}.ipynb"
+    return f"{COLAB}/github/{match['org']}/{match['repo']}/blob/{branch}/{folder}_sources/{pagename}.ipynb"
 
 
 def launch_the_download(app, pagename, templatename, context, doctree):
     """Sphinx ``html-page-context``, after the theme's buttons, on a page with a download: the Colab button opens
     the chapter's plain notebook (the theme's would open the jupytext ``.py``, which Colab cannot read), and the
     download menu offers that notebook but not the ``.py`` source (MyST that Jupyter shows raw; the source archive
-    holds it, and :func:`drop_the_text_sources` takes its 0.4 MB of copies off the site)."""
+    holds it, and :func:`drop_the_text_sources` takes its 0.4 MB of copies off the site). In the student edition
+    Colab opens the edition's own download (no solutions), and there is no Binder button: Binder opens the
+    repository's text notebook, solutions and all."""
     if not context.get("ipynb_source"):
         return
     options = app.config.html_theme_options
     branch = (options.get("launch_buttons", {}).get("colab_branch") or "gh-pages").strip()
-    url = colab_url(options.get("repository_url", "") or "", branch, pagename)
+    url = colab_url(options.get("repository_url", "") or "", branch, pagename, edition_folder(app.config))
+    student = student_edition(app.config)
     for group in context.get("header_buttons", []):
         if not isinstance(group, dict):
             continue
@@ -933,6 +957,8 @@ def launch_the_download(app, pagename, templatename, context, doctree):
                 if url is None:
                     continue
                 button["url"] = url
+            if button.get("text") == "Binder" and student:
+                continue
             if button.get("label") == "download-source-button" and button.get("text") == ".py":
                 continue
             kept.append(button)

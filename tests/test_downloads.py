@@ -307,3 +307,33 @@ def test_a_chapter_that_glues_values_runs_without_myst_nb(tmp_path):
 
 def markdown_and_code(notebook) -> str:
     return "\n".join(cell.source for cell in notebook.cells)
+
+
+def launched(edition: str, repository: str = "https://github.com/example-org/icl-book") -> list[dict]:
+    """The header buttons ``launch_the_download`` leaves on a chapter page of ``edition`` ("" or "student")."""
+    from types import SimpleNamespace
+
+    config = SimpleNamespace(course_edition=edition, html_theme_options={
+        "repository_url": repository, "launch_buttons": {"colab_branch": "gh-pages"}})
+    context = {"ipynb_source": "notebooks/balance.ipynb", "header_buttons": [{"buttons": [
+        {"text": "Binder", "url": "https://mybinder.org/v2/gh/example-org/icl-book/main"},
+        {"text": "Colab", "url": "https://colab.research.google.com/github/example-org/icl-book/blob/main/x.py"}]},
+        {"buttons": [{"label": "download-source-button", "text": ".ipynb"},
+                     {"label": "download-source-button", "text": ".py"}]}]}
+    notebook_download.launch_the_download(SimpleNamespace(config=config), "notebooks/balance", "page.html", context,
+                                          None)
+    return [button for group in context["header_buttons"] for button in group["buttons"]]
+
+
+def test_colab_opens_the_editions_own_download_and_the_student_edition_has_no_binder():
+    colab = "https://colab.research.google.com/github/example-org/icl-book/blob/gh-pages/"
+    published = {button["text"]: button.get("url") for button in launched("")}
+    assert published == {"Binder": "https://mybinder.org/v2/gh/example-org/icl-book/main",
+                         "Colab": f"{colab}_sources/notebooks/balance.ipynb", ".ipynb": None}
+    # the student edition lies in course/student/ of the published site; Binder would open the repository's text
+    # notebook, solutions and all
+    student = {button["text"]: button.get("url") for button in launched("student")}
+    assert student == {"Colab": f"{colab}course/student/_sources/notebooks/balance.ipynb", ".ipynb": None}
+    assert [button["text"] for button in launched("student", "https://gitlab.com/org/book")] == [".ipynb"]
+    assert notebook_download.edition_folder(type("Config", (), {"course_edition": "student"})) == "course/student/"
+    assert notebook_download.edition_folder(type("Config", (), {})) == ""
