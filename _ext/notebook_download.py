@@ -842,9 +842,10 @@ def build_wheel(root: Path, folder: Path) -> Path:
 
 def wheel_at_build_end(app, exception):
     """Sphinx ``build-finished``: the icllib wheel in the site's ``wheels/`` (a test's tiny book, which has no
-    ``src/``, gets none)."""
+    ``src/`` or no ``pyproject.toml``, gets none)."""
     root = Path(app.srcdir)
-    if exception is None and app.builder.format == "html" and (root / "src" / "icllib").is_dir():
+    is_the_book = (root / "src" / "icllib").is_dir() and (root / "pyproject.toml").is_file()
+    if exception is None and app.builder.format == "html" and is_the_book:
         built = build_wheel(root, Path(app.outdir) / WHEEL_FOLDER)
         if built.name != wheel_name(root):
             raise RuntimeError(f"the wheel is {built.name}, the notebooks' install cells name {wheel_name(root)}")
