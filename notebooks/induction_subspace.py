@@ -1272,8 +1272,6 @@ from icllib.exercises.induction_subspace import check
 # ```python
 # from icllib import induction_common as ic
 # from icllib import induction_subspace as isp
-from icllib import induction_subspace_theory as theory
-
 #
 # moving = [name for name in ic.PSEUDO_PARAMETERS if name not in ("beta3", "beta4", "beta5", "beta6")]
 # answer = len(moving) / isp.parameter_count(32)
@@ -1300,8 +1298,6 @@ from icllib import induction_subspace_theory as theory
 # import torch
 #
 # from icllib import induction_subspace as isp
-from icllib import induction_subspace_theory as theory
-
 # from icllib.config import torch_generator
 #
 # D, generator, shares = 8, torch_generator(0), []

@@ -57,3 +57,16 @@ def test_the_chapters_code_is_formatted_to_the_column():
     ("ax.legend()", False), ("x = 1", False)])
 def test_the_bare_value_rule(source, bare):
     assert ends_with_a_bare_value(source) is bare
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_every_line_of_a_markdown_cell_is_commented(path):
+    """In the py:percent source a markdown cell's lines are comments; a bare line there (an import a tool
+    inserted after a commented one, say) would show in the prose as code, and black would format it as code."""
+    bare, markdown = [], False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("# %%"):
+            markdown = "[markdown]" in line
+        elif markdown and line.strip() and not line.startswith("#"):
+            bare.append(f"line {number}: {line}")
+    assert not bare, bare
