@@ -109,6 +109,7 @@ def test_self_check_accepts_the_solution_and_refuses_a_wrong_answer(chapter, lab
     with contextlib.redirect_stdout(printed):
         checks.check(label, checks[label].wrong)
     assert "not yet" in printed.getvalue() and checks[label].hint in printed.getvalue()
+    assert checks[label].judge.tolerance in printed.getvalue(), f"{label}: a wrong answer is not told the tolerance"
     answer_text = str(namespace["answer"])
     if len(answer_text) >= 3:
         assert answer_text not in printed.getvalue(), f"{label}: the hint gives the answer away"

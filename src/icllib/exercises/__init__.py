@@ -6,8 +6,9 @@ Each chapter's checks live in ``icllib.exercises.<chapter>`` as a :class:`SelfCh
     from icllib.exercises.lsa import check
     check("ex-lsa-cor43", 1210)      # prints "ex-lsa-cor43: right." or "...: not yet. Hint: ..."
 
-A check never prints the expected answer. It judges with a tolerance stated in its ``asks`` text, so a right
-answer computed another way (a different seed, float32) still passes where the exercise allows it. The tests
+A check never prints the expected answer. It judges with a tolerance, so a right answer computed another way (a
+different seed, float32) still passes where the exercise allows it; each judge describes its own tolerance
+(``judge.tolerance``), which a wrong answer is told: the text a student reads is the judge's own setting. The tests
 (tests/test_exercises.py) run each check on the instructor's solution, the ``python`` block of the exercise's
 ``{solution}``, and on a typical wrong answer (``wrong``), which the check must refuse.
 """
@@ -87,7 +88,15 @@ class SelfChecks:
         if self.passes(label, answer):
             print(f"{label}: right.")
         else:
-            print(f"{label}: not yet. The check expects {entry.asks}. Hint: {entry.hint}")
+            tolerance = getattr(entry.judge, "tolerance", "")
+            print(f"{label}: not yet. The check expects {entry.asks}{f', {tolerance}' if tolerance else ''}. "
+                  f"Hint: {entry.hint}")
+
+
+def _within(rtol: float, atol: float) -> str:
+    """How a judge with these tolerances reads to a student ("to a relative 0.001")."""
+    parts = ([f"relative {rtol:g}"] if rtol else []) + ([f"absolute {atol:g}"] if atol else [])
+    return "to " + (" or ".join(parts) if parts else "the last bit")
 
 
 def _finite_array(answer) -> np.ndarray:
@@ -114,6 +123,7 @@ def number_near(expected: Callable[[], float], rtol: float = 1e-6, atol: float =
             return False
         return math.isclose(float(value), float(expected()), rel_tol=rtol, abs_tol=atol)
 
+    judge.tolerance = _within(rtol, atol)
     return judge
 
 
@@ -127,6 +137,7 @@ def numbers_near(expected: Callable[[], Any], rtol: float = 1e-6, atol: float = 
         value = _finite_array(answer)
         return value.shape == target.shape and bool(np.allclose(value, target, rtol=rtol, atol=atol))
 
+    judge.tolerance = _within(rtol, atol) + " in each entry"
     return judge
 
 
@@ -142,6 +153,7 @@ def number_between(low: float, high: float) -> Callable[[Any], bool]:
         value = _finite_array(answer)
         return value.shape == () and low <= float(value) <= high
 
+    judge.tolerance = "within the range the exercise allows"  # the bounds themselves would give the answer away
     return judge
 
 
@@ -154,4 +166,5 @@ def exactly(expected: Callable[[], Any]) -> Callable[[Any], bool]:
             return answer.strip().lower() == str(expected()).strip().lower()
         return answer == expected()
 
+    judge.tolerance = "exactly"
     return judge

@@ -55,7 +55,7 @@ SELF_CHECKS = SelfChecks(
     "induction_emergence",
     SelfCheck(
         label="ex-induction-emergence-phase1",
-        asks="T_gamma / N at N = 2 from the integrated flow (one number, relative tolerance 1e-3)",
+        asks="T_gamma / N at N = 2 from the integrated flow (one number)",
         judge=number_near(_t_gamma_over_n_at_2, rtol=1e-3),
         hint="integrate the whole flow of B.5 at N = 2 (the phase-1 formula is only its large-N limit) and divide the "
              "first time gamma reaches 1/2 by N",
@@ -63,7 +63,7 @@ SELF_CHECKS = SelfChecks(
     ),
     SelfCheck(
         label="ex-induction-emergence-threshold",
-        asks="the ratio T_alpha / T_beta of the large-N limits at App. F's thresholds (relative tolerance 1e-3)",
+        asks="the ratio T_alpha / T_beta of the large-N limits at App. F's thresholds",
         judge=number_near(_fig5_asymptote_ratio, rtol=1e-3),
         hint="on the slow manifold alpha = beta^2 / 2, so alpha reaches c when beta reaches sqrt(2c); use "
              "Proposition 2's tau(beta) at App. F's thresholds, not at Definition 1's",
@@ -71,7 +71,7 @@ SELF_CHECKS = SelfChecks(
     ),
     SelfCheck(
         label="ex-induction-emergence-n1",
-        asks="the first time the loss reaches 1/2 along the flow at N = 1 (relative tolerance 1e-3)",
+        asks="the first time the loss reaches 1/2 along the flow at N = 1",
         judge=number_near(lambda: ie.loss_drop_time(1), rtol=1e-3),
         hint="the N^2 law is a large-N statement; at N = 1 integrate the two-parameter flow of (beta, gamma) itself",
         wrong=2.5066282746310002,  # sqrt(2 pi) N^2 at N = 1, the large-N law extrapolated
@@ -87,15 +87,14 @@ SELF_CHECKS = SelfChecks(
     ),
     SelfCheck(
         label="ex-induction-emergence-order-flip",
-        asks="the common threshold c for alpha and beta above which beta emerges after alpha in the large-N limit "
-             "(relative tolerance 1e-6)",
+        asks="the common threshold c for alpha and beta above which beta emerges after alpha in the large-N limit",
         judge=number_near(_order_flip_threshold, rtol=1e-6),
         hint="compare Proposition 2's two limits with the same threshold for both and solve for equality",
         wrong=1.0,  # the threshold at which they coincide when alpha uses half of beta's threshold
     ),
     SelfCheck(
         label="ex-induction-emergence-manifold",
-        asks="alpha at the time T_beta, integrated at N = 64 (relative tolerance 1e-3)",
+        asks="alpha at the time T_beta, integrated at N = 64",
         judge=number_near(_alpha_at_t_beta, rtol=1e-3),
         hint="integrate the flow of B.5 up to the first time beta reaches 1/2 and read alpha there; the slow manifold "
              "is only the large-N limit",

@@ -51,8 +51,8 @@ SELF_CHECKS = SelfChecks(
     "induction_subspace",
     SelfCheck(
         label="ex-induction-subspace-lr",
-        asks="the largest eigenvalue of the batch Hessian at D = 16, B = 512 (one number, relative tolerance 0.1, "
-             "which covers the spread from batch to batch)",
+        asks="the largest eigenvalue of the batch Hessian at D = 16, B = 512 (one number; the tolerance covers the "
+             "spread from batch to batch)",
         judge=number_near(_batch_hessian_top, rtol=0.1),
         hint="the population Hessian is the wrong object: compute the top eigenvalue of the sample second moment of "
              "the query contents of one batch, or use the edge of the Marchenko-Pastur law",
@@ -60,8 +60,7 @@ SELF_CHECKS = SelfChecks(
     ),
     SelfCheck(
         label="ex-induction-subspace-moving-share",
-        asks="the fraction of the weights' dimensions that training from zero explores at D = 32 (relative "
-             "tolerance 1e-6)",
+        asks="the fraction of the weights' dimensions that training from zero explores at D = 32",
         judge=number_near(_moving_share, rtol=1e-6),
         hint="count the directions whose gradient is not identically zero, not the dimension of the subspace, and "
              "divide by the number of raw weights",
@@ -70,7 +69,7 @@ SELF_CHECKS = SelfChecks(
     SelfCheck(
         label="ex-induction-subspace-random-share",
         asks="the mean share of the squared norm of a random triple (W1, W2, W3) that lies in the subspace at D = 8 "
-             "(relative tolerance 0.06, four Monte-Carlo standard errors of a mean over 500 triples)",
+             "(the tolerance is four Monte-Carlo standard errors of a mean over 500 triples)",
         judge=number_near(_random_share, rtol=0.06),
         hint="project all three matrices at once and divide the summed squared norm of the projections by the "
              "summed squared norm of the weights; each matrix has its own count of basis directions",

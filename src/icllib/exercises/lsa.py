@@ -2,7 +2,7 @@
 
 Each judge computes its expected value with the chapter's own functions (:mod:`icllib.lsa`,
 :mod:`icllib.lsa_theory`, :mod:`icllib.lsa_experiments`) when the check runs, and accepts a right answer
-computed another way (by hand, from a fit, at a large finite size) within the tolerance its ``asks`` states.
+computed another way (by hand, from a fit, at a large finite size) within the tolerance its judge states (and a wrong answer is told).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ SELF_CHECKS = SelfChecks(
     "lsa",
     SelfCheck(
         label="ex-lsa-orthogonal",
-        asks="the prediction for the query (1, -1), one real number, within 0.1 % relative",
+        asks="the prediction for the query (1, -1), one real number",
         judge=number_near(orthogonal_query_prediction, rtol=1e-3),
         hint="at W* the prediction is x_q^T Gamma^-1 (1/M) sum_i y_i x_i; build Gamma of Theorem 4.1 for this "
              "Lambda and N, and note that it is diagonal but not a multiple of the identity",
@@ -72,7 +72,7 @@ SELF_CHECKS = SelfChecks(
     ),
     SelfCheck(
         label="ex-lsa-cor43",
-        asks="the limit of N^2 times the 1/N^2 term for d = 10, one real number, within 0.1 % relative",
+        asks="the limit of N^2 times the 1/N^2 term for d = 10, one real number",
         judge=number_near(corollary43_constant, rtol=1e-3),
         hint="with Lambda = I every norm ||a||^2_B averages to tr B over w ~ N(0, I), and Gamma tends to I; add "
              "the three terms of Eq. (4.6) without bounding any of them",
@@ -80,7 +80,7 @@ SELF_CHECKS = SelfChecks(
     ),
     SelfCheck(
         label="ex-lsa-step-size",
-        asks="u_-1 = c at the end of the run, one real number, within 1e-5 relative",
+        asks="u_-1 = c at the end of the run, one real number",
         judge=number_near(step_size_end_point, rtol=1e-5),
         hint="the loss only fixes the product cU; what a gradient step changes, and what gradient flow keeps, is "
              "the imbalance c^2 - ||U||_F^2",
@@ -88,7 +88,7 @@ SELF_CHECKS = SelfChecks(
     ),
     SelfCheck(
         label="ex-lsa-rate",
-        asks="the decay rate r of the loss gap, one real number, within 1 % relative",
+        asks="the decay rate r of the loss gap, one real number",
         judge=number_near(isotropic_tail_rate, rtol=1e-2),
         hint="near a minimum the gap is a quadratic form in the distance, which decays at each Hessian eigenvalue; "
              "the gap is the square of that distance, and the zero eigenvalue is a direction that changes nothing",
@@ -96,7 +96,7 @@ SELF_CHECKS = SelfChecks(
     ),
     SelfCheck(
         label="ex-lsa-covariate-swap",
-        asks="the limit of E(y-hat - y_q)^2 / E y_q^2, one real number, within 0.1 % relative",
+        asks="the limit of E(y-hat - y_q)^2 / E y_q^2, one real number",
         judge=number_near(swapped_covariates_limit, rtol=1e-3),
         hint="as M and N grow the prediction tends to x_q^T Lambda^-1 Lambda_t w: write the error with "
              "K = Lambda^-1 Lambda_t - I and average over w and x_q",

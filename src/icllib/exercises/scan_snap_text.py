@@ -54,28 +54,28 @@ SELF_CHECKS = SelfChecks(
     "scan_snap_text",
     SelfCheck(
         label="ex-scan-snap-text-unk",
-        asks="the <unk> rate of the validation split at vocabulary 2000, as a fraction, within 0.005",
+        asks="the <unk> rate of the validation split at vocabulary 2000, as a fraction",
         judge=number_near(lambda: text.load_corpus(UNK_VOCABULARY).unk_rate("valid"), atol=0.005),
         hint="the vocabulary is chosen on the training articles only; the check wants the other split",
         wrong=0.23,  # the training split's rate
     ),
     SelfCheck(
         label="ex-scan-snap-text-uniform",
-        asks="one number in nats, within 0.1 % of the right value",
+        asks="one number in nats",
         judge=number_near(_uniform_entropy, rtol=1e-3),
         hint="row t of a causal window attends to t + 1 positions, and only rows 5 and later count",
         wrong=math.log(WINDOW),  # every row as long as the window
     ),
     SelfCheck(
         label="ex-scan-snap-text-freeze-measure",
-        asks="the chapter's freeze ratio of the given trajectory, within 0.1 %",
+        asks="the chapter's freeze ratio of the given trajectory",
         judge=number_near(_freeze_ratio, rtol=1e-3),
         hint="the yardstick is the whole drop from the first record to the last, not the drop over the first tenth",
         wrong=0.924,  # the drift over the second half against the drop over the first tenth
     ),
     SelfCheck(
         label="ex-scan-snap-text-chance",
-        asks="a probability between 0 and 1, within 0.1 % of the right value",
+        asks="a probability between 0 and 1",
         judge=number_near(_chance_of_order, rtol=1e-3),
         hint="count the orderings whose rank correlation reaches the threshold, not only the fully reversed one",
         wrong=1 / 120,  # the chance of rho = -1 alone
