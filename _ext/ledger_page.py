@@ -85,8 +85,12 @@ def format_number(value) -> str:
 
 
 def _anchor(identifier: str) -> str:
-    """The label of an erratum or note: ``balance.E1`` -> ``balance-e1`` (cite it with ``{ref}``)."""
-    return identifier.replace(".", "-").replace("_", "-").lower()
+    """The label of an erratum or note: ``balance.E1`` -> ``balance-e1`` (cite it with ``{ref}``).
+
+    Every character but a lower-case letter, a digit and "-" becomes "-" (for a registered id, "." and "_"): the
+    label is written as raw Markdown (``(balance-e1)=``) and as HTML ids, where nothing else can stand safely.
+    """
+    return re.sub(r"[^a-z0-9-]", "-", identifier.lower())
 
 
 def claim_anchor(claim_id: str) -> str:
@@ -296,10 +300,14 @@ def errata_markdown(app) -> str:
 
 def _chapter_link(app, passage) -> str:
     """A link to the chapter, or its title alone when a partial build leaves that chapter out."""
-    title = _escape_markdown(claims_module.registry().chapters[passage.chapter]["title"])
+    title = claims_module.registry().chapters[passage.chapter]["title"]
     if passage.page in app.env.found_docs:
+        # A role's text is not Markdown: a backslash would show, so the title goes in as it is (Sphinx takes the
+        # target after the last "<"); only a backquote, which would end the role, is left to the page's own title.
+        if "`" in title:
+            return f"chapter {{doc}}`/{passage.page}`"
         return f"chapter {{doc}}`{title} </{passage.page}>`"
-    return f"chapter *{title}*"
+    return f"chapter *{_escape_markdown(title)}*"
 
 
 def expand_errata_list(app, docname, source):
@@ -566,7 +574,9 @@ def _schema_section(release: dict) -> nodes.section:
         "one object per ledger row in the order of the page, with the fields below. ledger.csv holds the same "
         "rows, one line each, with book_version and built added to every line and its lists joined by \" | \"; "
         "it leaves out evidence, run, deciding_run, reason, verdict_history and paper_scale_measured, which "
-        "ledger.json holds. ledger.schema.json states the same as a JSON Schema. This build: "
+        "ledger.json holds; there, a text cell that starts with =, +, -, @ and is not a number gets a leading ', "
+        "so that no spreadsheet reads it as a formula. ledger.schema.json states the same as a JSON Schema. "
+        "This build: "
         f"version {release['version']} of {release['released']}, built {release['built']} in mode "
         f"'{release['mode']}'."))
     rows = [[nodes.paragraph("", "", nodes.literal(text=name)), kind, description]
@@ -718,7 +728,24 @@ def _write_machine_readable_ledger(folder: Path, rows: list[dict], release: dict
         for row in rows:
             line = {key: " | ".join(map(str, value)) if isinstance(value, list) else value
                     for key, value in row.items() if key not in CSV_LEFT_OUT}
-            writer.writerow({**line, "book_version": release["version"], "built": release["built"]})
+            writer.writerow({key: spreadsheet_safe(value) for key, value in
+                             {**line, "book_version": release["version"], "built": release["built"]}.items()})
+
+
+# A spreadsheet evaluates a cell that starts with one of these as a formula (=HYPERLINK(...), +cmd|...).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value):
+    """A CSV cell that no spreadsheet evaluates: text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+    return gets a leading ``'``, as OWASP advises for CSV injection; a number (``-0.25``) stays as it is."""
+    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
+        return value
+    try:
+        float(value)
+    except ValueError:
+        return "'" + value
+    return value
 
 
 def setup(app):

@@ -202,6 +202,93 @@ def _require(entry: dict, key: str, where: str) -> str:
     return value.strip()
 
 
+# --- Reading a registry file -------------------------------------------------------------------------------
+# An id reaches published pages as an HTML id, a Sphinx label and raw Markdown (the errata page's `(label)=`
+# lines, a claim card's attributes), so it is held to the shape every id of the book has: `<chapter>.<what>`
+# in letters, digits and `_ . -`. Anything else (a quote, a newline, a `<`) is refused before a page is built.
+ID_PATTERN = re.compile(r"[a-z_]+\.[A-Za-z0-9_.-]+")
+# The header's names end up in links and roles too: a chapter is a module name, a page a document path, a paper
+# a BibTeX key.
+HEADER_PATTERNS = {"chapter": re.compile(r"[a-z_][a-z0-9_]*"), "page": re.compile(r"[A-Za-z0-9_./-]+"),
+                   "paper": re.compile(r"[A-Za-z0-9_:.-]+")}
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _value in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def registry_document(path: Path) -> dict:
+    """One registry file as a mapping, read as UTF-8 by the one loader every reader of the registry uses.
+
+    Raises ``ValueError`` naming the file and the line for a YAML error or a key given twice in one mapping, and
+    naming the file for a document that is not a mapping or a section (``claims``, ``errata``, ``notes``) that is
+    not a list of mappings.
+    """
+    path = Path(path)
+    try:
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506  (a safe loader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = f", line {mark.line + 1}" if mark is not None else ""
+        raise ValueError(f"{path}{line}: {error.problem or error.context}") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not YAML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text: {error}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ValueError(f"{path}: a registry file is a mapping (chapter, title, page, paper, claims, ...), "
+                         f"got a {type(document).__name__}")
+    for section in ("claims", "errata", "notes"):
+        entries = document.get(section)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            raise ValueError(f"{path}: {section!r} must be a list of entries, got a {type(entries).__name__}")
+        for index, entry in enumerate(entries, start=1):
+            if not isinstance(entry, dict):
+                raise ValueError(f"{path}: entry {index} of {section!r} must be a mapping (id: ..., ...), "
+                                 f"got {entry!r}")
+    return document
+
+
+def _identifier(entry: dict, where: str) -> str:
+    """The entry's id, refused unless it has the shape of :data:`ID_PATTERN`."""
+    identifier = _require(entry, "id", where)
+    if not ID_PATTERN.fullmatch(identifier):
+        raise ValueError(f"{where}: id {identifier!r} must read <chapter>.<what> in letters, digits and _ . - "
+                         f"(pattern {ID_PATTERN.pattern})")
+    return identifier
+
+
+def _optional(entry: dict, key: str, where: str) -> str | None:
+    """An optional text field: absent, or a str (a list or a number there is a slip, not a value)."""
+    value = entry.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{where}: field {key!r} must be text, got {value!r}")
+    return value
+
+
+def _string_list(entry: dict, key: str, where: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    """A field that lists names (``modes: [quick]``): a bare string would be read letter by letter."""
+    value = entry.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"{where}: field {key!r} must be a list of names such as [default, full], got {value!r}")
+    return tuple(value)
+
+
 def _registry_files() -> list[Path]:
     override = os.environ.get(REGISTRY_VARIABLE)
     if override:
@@ -223,7 +310,7 @@ def _passage(entry: dict, header: dict, where: str, kind: str) -> Erratum:
                              f"{EXTRACTION_VERDICTS}, got {extraction!r}")
         _require(extraction, "why", f"{where}, extraction")
     return Erratum(
-        id=_require(entry, "id", where),
+        id=_identifier(entry, where),
         chapter=header["chapter"],
         page=header["page"],
         paper=header["paper"],
@@ -248,10 +335,15 @@ def parse_registry(files: list[Path]) -> Registry:
             or not all(isinstance(path, Path) and path.is_file() for path in files):
         raise ValueError(f"files must be a non-empty list of paths of registry files, got {files!r}")
     for path in files:
-        document = yaml.safe_load(path.read_text()) or {}
+        document = registry_document(path)
         header = {key: _require(document, key, path.name) for key in ("chapter", "title", "page", "paper")}
+        for key, pattern in HEADER_PATTERNS.items():
+            if not pattern.fullmatch(header[key]):
+                raise ValueError(f"{path.name}: {key} {header[key]!r} must match {pattern.pattern}")
         header["paper_file"] = document.get("paper_file", "")
-        header["other_paper_files"] = tuple(document.get("other_paper_files") or ())
+        if not isinstance(header["paper_file"], str):
+            raise ValueError(f"{path.name}: paper_file must be a file name, got {header['paper_file']!r}")
+        header["other_paper_files"] = _string_list(document, "other_paper_files", path.name, ())
         chapters[header["chapter"]] = header
         for kind, section in (("erratum", "errata"), ("note", "notes")):
             for entry in document.get(section) or []:
@@ -263,21 +355,21 @@ def parse_registry(files: list[Path]) -> Registry:
         for entry in document.get("claims") or []:
             where = f"{path.name}, claim {entry.get('id')!r}"
             claim = Claim(
-                id=_require(entry, "id", where),
+                id=_identifier(entry, where),
                 chapter=header["chapter"],
                 page=header["page"],
                 paper=header["paper"],
                 location=_require(entry, "location", where),
                 statement=_require(entry, "statement", where),
                 verdict=_require(entry, "verdict", where),
-                evidence=entry.get("evidence"),
-                erratum=entry.get("erratum"),
-                note=entry.get("note"),
-                run=entry.get("run"),
-                deciding_run=entry.get("deciding_run"),
-                reason=entry.get("reason"),
-                modes=tuple(entry.get("modes", MODES)),
-                setting=entry.get("setting"),
+                evidence=_optional(entry, "evidence", where),
+                erratum=_optional(entry, "erratum", where),
+                note=_optional(entry, "note", where),
+                run=_optional(entry, "run", where),
+                deciding_run=_optional(entry, "deciding_run", where),
+                reason=_optional(entry, "reason", where),
+                modes=_string_list(entry, "modes", where, MODES),
+                setting=_optional(entry, "setting", where),
             )
             if claim.setting is not None and (not isinstance(claim.setting, str)
                                               or claim.setting.split(":")[0].strip() not in SETTING_KINDS):
@@ -506,7 +598,9 @@ def card_anchor(claim_id: str) -> str:
     """The HTML id of a claim's first card on its chapter page: ``balance.b11-rate`` -> ``card-balance-b11-rate``."""
     if not isinstance(claim_id, str) or not claim_id.strip():
         raise TypeError(f"claim_id must be a claim's id (a non-empty str), got {claim_id!r}")
-    return "card-" + claim_id.replace(".", "-").replace("_", "-").lower()
+    # Every character that is not a lower-case letter, a digit or "-" becomes "-" (for a registered id, "." and
+    # "_"), so that the anchor can stand in an HTML attribute and a URL whatever the id holds.
+    return "card-" + re.sub(r"[^a-z0-9-]", "-", claim_id.lower())
 
 
 def _number_text(value) -> str:

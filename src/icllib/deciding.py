@@ -40,9 +40,9 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from icllib import config
+from icllib.claims import registry_document
 from icllib.validation import one_of
 
 ARCHIVE = ("results", "deciding")
@@ -308,8 +308,8 @@ def archive_folder(experiment: str, root: Path | None = None) -> Path:
 def registry_rows(chapter: str, registry_folder: Path | None = None) -> dict[str, dict]:
     """The claim rows of one chapter's registry file, by id, as written (with their deciding fields)."""
     folder = Path(registry_folder) if registry_folder is not None else Path(str(resources.files("icllib") / "registry"))
-    document = yaml.safe_load((folder / f"{chapter}.yaml").read_text())
-    return {entry["id"]: entry for entry in document.get("claims") or []}
+    document = registry_document(folder / f"{chapter}.yaml")  # the registry's one loader (icllib.claims)
+    return {entry.get("id"): entry for entry in document.get("claims") or []}
 
 
 def rule_hash(rule: str) -> str:
