@@ -1,10 +1,12 @@
 """The source archive offered on the site: what it holds, that it is reproducible, and its README's commands."""
 
+import os
 import re
 import subprocess
 import sys
 import tarfile
 import tomllib
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -33,9 +35,16 @@ def test_the_archive_holds_what_a_chapter_needs_and_nothing_built(archive):
     assert not [name for name in names if "/." in name], "no hidden files (.ci/, .gitignore)"
 
 
+@cache
+def _source_names() -> frozenset[str]:
+    return frozenset(path.relative_to(ROOT).as_posix() for path in source_archive.source_files(ROOT))
+
+
 def tracked(path: str) -> bool:
-    return subprocess.run(["git", "-C", str(ROOT), "ls-files", "--error-unmatch", path],
-                          capture_output=True).returncode == 0
+    """A file or folder of the book's sources: what git tracks in a checkout, and outside one (the unpacked source
+    archive, which has no .git and whose README promises `make test`) what the archive's own walk finds."""
+    names = _source_names()
+    return path in names or any(name.startswith(path.rstrip("/") + "/") for name in names)
 
 
 def test_the_archive_rebuilds_the_book_and_holds_every_file_the_site_points_to(archive):
@@ -83,3 +92,16 @@ def test_the_readme_runs_a_chapter_in_two_commands_with_only_the_science_stack(a
 def test_a_folder_that_is_not_the_book_is_refused(tmp_path):
     with pytest.raises(ValueError, match="root="):
         source_archive.write_archive(tmp_path, tmp_path / "x.tar.gz")
+
+
+def test_these_tests_pass_in_the_unpacked_archive_which_has_no_git(archive, tmp_path):
+    """The archive's README promises `make test`: no test of this file may need the repository's .git."""
+    with tarfile.open(archive) as packed:
+        packed.extractall(tmp_path, filter="data")
+    folder = tmp_path / source_archive.TOP_FOLDER
+    assert not (folder / ".git").exists()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "tests/test_source_archive.py", "-k", "not unpacked_archive"],
+                          cwd=folder, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
