@@ -23,6 +23,7 @@ import json
 import posixpath
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
@@ -709,39 +710,68 @@ def imports_myst_nb(notebook) -> bool:
     return bool(re.search(r"^\s*(from\s+myst_nb\s+import|import\s+myst_nb)", code, re.MULTILINE))
 
 
-def install_source(*, wheel_name: str, site_url: str | None, text_extra: bool, archive_name: str,
-                   glue_shim: bool = False) -> str:
-    """The code of the first cell: install ``icllib`` where it is missing, from the site when its URL is known,
-    else from a wheel or the source archive beside the notebook; otherwise stop with what to download. With
-    ``glue_shim``, a chapter that glues values (``from myst_nb import glue``) runs without myst-nb."""
+def install_source(*, wheel_name: str, wheel_sha256: str | None, site_url: str | None, text_extra: bool,
+                   archive_name: str, glue_shim: bool = False) -> str:
+    """The code of the first cell: install ``icllib`` where it is missing, from the site (HTTPS only) when its URL
+    is known, else from the wheel or the source archive beside the notebook; otherwise stop with what to
+    download. The wheel is named exactly and pinned by its SHA-256 (``wheel_sha256``, the site's wheel is the same
+    bytes for the same sources), so another ``icllib-*.whl`` lying beside the notebook never wins; an ``icllib``
+    of another version than the wheel's is refused, not run. ``wheel_sha256`` None: the book offers no wheel (a
+    test's tiny book), and the cell installs from the archive only. With ``glue_shim``, a chapter that glues
+    values (``from myst_nb import glue``) runs without myst-nb.
+
+    Raises ``ValueError`` naming ``site_url`` for an address that is not ``https://``, and ``wheel_sha256`` for
+    one that is not 64 hexadecimal digits."""
+    if site_url is not None and (not isinstance(site_url, str) or not re.match(r"^https://[^\s/]+", site_url.strip())):
+        raise ValueError(f"site_url={site_url!r} must be an https:// address or None (a wheel over http can be "
+                         "swapped on the way)")
+    if wheel_sha256 is not None and (not isinstance(wheel_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}",
+                                                                                         wheel_sha256)):
+        raise ValueError(f"wheel_sha256={wheel_sha256!r} must be the wheel's SHA-256 (64 hexadecimal digits) or None")
     extra = "[text]" if text_extra else ""
     modules = '"icllib", "gensim"' if text_extra else '"icllib"'
-    wheel_url = f"{site_url.rstrip('/')}/{WHEEL_FOLDER}/{wheel_name}" if site_url else None
+    version = wheel_name.split("-")[1]
+    wheel_url = f"{site_url.strip().rstrip('/')}/{WHEEL_FOLDER}/{wheel_name}" if site_url and wheel_sha256 else None
     lines = [
         f"# {INSTALL_MARK}: this chapter needs icllib, the book's library (and the science stack it pins).",
         "# Where it is missing (Colab, Binder, a fresh Jupyter) this cell installs it; where it is there, it does",
         "# nothing. ICLLIB_MODE=quick in the kernel's environment gives the one-minute run, the default the site's.",
-        "import importlib.util, pathlib, subprocess, sys",
+        "import hashlib, importlib.metadata, importlib.util, pathlib, subprocess, sys",
         "",
+        f"WANTED = \"{version}\"  # the icllib this chapter was built with",
+        "try:",
+        "    found = importlib.metadata.version(\"icllib\")",
+        "except importlib.metadata.PackageNotFoundError:",
+        "    found = None",
+        "if found is not None and found != WANTED:",
+        "    raise RuntimeError(f\"icllib {found} is installed, this chapter needs icllib {WANTED}: run it in a fresh \"",
+        "                       \"environment, or pip uninstall icllib first\")",
         f"if any(importlib.util.find_spec(name) is None for name in ({modules},)):",
-        f"    here = pathlib.Path.cwd()",
-        f"    wheels = sorted(here.glob(\"{wheel_name.split('-')[0]}-*.whl\"))",
+        "    here = pathlib.Path.cwd()",
+        f"    wheel = here / \"{wheel_name}\"",
         f"    archive = here / \"{archive_name}\"",
     ]
-    if wheel_url:
-        lines += [f"    source = \"icllib{extra} @ {wheel_url}\""]
-        lines += [f"    source = f\"icllib{extra} @ {{wheels[-1].resolve().as_uri()}}\" if wheels else source"]
-    else:
+    # Where icllib comes from, first match wins: the exact wheel beside the notebook, the site, the archive.
+    branches = []
+    if wheel_sha256:
         lines += [
-            f"    if wheels:",
-            f"        source = f\"icllib{extra} @ {{wheels[-1].resolve().as_uri()}}\"",
-            f"    elif archive.is_file():",
-            f"        source = f\"icllib{extra} @ {{archive.resolve().as_uri()}}\"",
-            f"    else:",
-            f"        raise RuntimeError(",
-            f"            \"icllib is not installed. Download {wheel_name} (the book site's {WHEEL_FOLDER}/ folder) or \"",
-            f"            \"{archive_name} (the site's front page) into \" + str(here) + \", then run this cell again.\")",
+            f"    SHA256 = \"{wheel_sha256}\"",
+            "    if wheel.is_file() and hashlib.sha256(wheel.read_bytes()).hexdigest() != SHA256:",
+            "        raise RuntimeError(f\"{wheel} is not the wheel this chapter was built with (another SHA-256): \"",
+            "                           \"download it again from the book's site\")",
         ]
+        branches.append(("wheel.is_file()", f"source = f\"icllib{extra} @ {{wheel.resolve().as_uri()}}#sha256={{SHA256}}\""))
+    if wheel_url:
+        branches.append((None, f"source = f\"icllib{extra} @ {wheel_url}#sha256={{SHA256}}\""))
+    else:
+        branches.append(("archive.is_file()", f"source = f\"icllib{extra} @ {{archive.resolve().as_uri()}}\""))
+        offered = f"{wheel_name} (the book site's {WHEEL_FOLDER}/ folder) or " if wheel_sha256 else ""
+        branches.append((None, f"raise RuntimeError(\"icllib is not installed. Download {offered}{archive_name} \"\n"
+                               f"                           \"(the site's front page) into \" + str(here) + \", then "
+                               f"run this cell again.\")"))
+    for index, (condition, body) in enumerate(branches):
+        keyword = "else:" if condition is None else f"{'elif' if index else 'if'} {condition}:"
+        lines += [f"    {keyword}", f"        {body}"]
     lines += [
         "    print(f\"installing {source} ...\", flush=True)",
         "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", source], check=True)",
@@ -750,8 +780,8 @@ def install_source(*, wheel_name: str, site_url: str | None, text_extra: bool, a
     return "\n".join(lines + (GLUE_SHIM if glue_shim else []))
 
 
-def add_install_cell(notebook, *, wheel_name: str, site_url: str | None, archive_name: str = "icl-book-source.tar.gz"
-                     ) -> nbformat.NotebookNode:
+def add_install_cell(notebook, *, wheel_name: str, site_url: str | None, wheel_sha256: str | None = None,
+                     archive_name: str = "icl-book-source.tar.gz") -> nbformat.NotebookNode:
     """``notebook`` with :func:`install_source`'s cell first (tagged ``icl-book-install``; a notebook that has one
     keeps one). The text chapter's cell installs the ``text`` extra (gensim); a chapter that glues values gets
     a stand-in for myst-nb's ``glue`` where myst-nb is missing."""
@@ -759,7 +789,7 @@ def add_install_cell(notebook, *, wheel_name: str, site_url: str | None, archive
         raise ValueError(f"wheel_name={wheel_name!r} is not a wheel's file name")
     notebook = nbformat.from_dict(copy.deepcopy(dict(notebook)))
     notebook.cells = [cell for cell in notebook.cells if INSTALL_MARK not in cell.get("metadata", {}).get("tags", [])]
-    cell = nbformat.v4.new_code_cell(install_source(wheel_name=wheel_name, site_url=site_url,
+    cell = nbformat.v4.new_code_cell(install_source(wheel_name=wheel_name, wheel_sha256=wheel_sha256, site_url=site_url,
                                                     text_extra=needs_text_extra(notebook), archive_name=archive_name,
                                                     glue_shim=imports_myst_nb(notebook)),
                                      metadata={"tags": [INSTALL_MARK]})
@@ -840,15 +870,37 @@ def build_wheel(root: Path, folder: Path) -> Path:
     return target
 
 
+def _is_the_book(root: Path) -> bool:
+    return (Path(root) / "src" / "icllib").is_dir() and (Path(root) / "pyproject.toml").is_file()
+
+
+@cache
+def wheel_digest(root: Path = ROOT) -> str | None:
+    """The SHA-256 of the wheel :func:`build_wheel` makes from ``root`` (built once per process in a scratch folder:
+    the wheel is the same bytes for the same sources), which the install cells pin; None for a test's tiny book,
+    which offers no wheel."""
+    import hashlib
+    import tempfile
+
+    if not _is_the_book(root):
+        return None
+    with tempfile.TemporaryDirectory(prefix="icllib-digest-") as scratch:
+        return hashlib.sha256(build_wheel(Path(root), Path(scratch)).read_bytes()).hexdigest()
+
+
 def wheel_at_build_end(app, exception):
     """Sphinx ``build-finished``: the icllib wheel in the site's ``wheels/`` (a test's tiny book, which has no
     ``src/`` or no ``pyproject.toml``, gets none)."""
     root = Path(app.srcdir)
-    is_the_book = (root / "src" / "icllib").is_dir() and (root / "pyproject.toml").is_file()
-    if exception is None and app.builder.format == "html" and is_the_book:
+    if exception is None and app.builder.format == "html" and _is_the_book(root):
         built = build_wheel(root, Path(app.outdir) / WHEEL_FOLDER)
         if built.name != wheel_name(root):
             raise RuntimeError(f"the wheel is {built.name}, the notebooks' install cells name {wheel_name(root)}")
+        import hashlib
+
+        if hashlib.sha256(built.read_bytes()).hexdigest() != wheel_digest(root):
+            raise RuntimeError(f"the wheel {built.name} is not the one the notebooks' install cells pin by SHA-256 "
+                               "(a library file changed during the build): build again")
 
 
 def executed_glue(executed: Path) -> dict[str, str]:
@@ -875,7 +927,7 @@ def downloadable(executed: Path, *, solutions: bool, site_url: str | None, page:
                            chapter=chapter if chapter is not None else chapter_numbers(root / "_toc.yml").get(page),
                            resolve=resolve, bibtex=bibtex, glued=executed_glue(executed),
                            bib_file=root / "book" / "references.bib")
-    return add_install_cell(plain, wheel_name=wheel_name(root), site_url=site_url)
+    return add_install_cell(plain, wheel_name=wheel_name(root), wheel_sha256=wheel_digest(root), site_url=site_url)
 
 
 STUDENT = "student"

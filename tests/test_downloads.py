@@ -1,6 +1,7 @@
 """The chapters as a reader downloads them: plain Markdown in Jupyter (no raw MyST), the student edition without
 solutions, exercise numbers as on the site, and a first cell that installs icllib where it is missing."""
 
+import hashlib
 import re
 import subprocess
 import sys
@@ -218,18 +219,21 @@ def test_bad_input_names_the_parameter(bad):
 
 
 WHEEL = "icllib-0.1.0-py3-none-any.whl"
+WHEEL_BYTES = b"the site's wheel"   # stands in for the wheel: the cell checks its SHA-256, not its contents
+SHA256 = hashlib.sha256(WHEEL_BYTES).hexdigest()
 
 
 def test_the_install_cell_installs_from_the_site_when_its_url_is_configured():
-    notebook = notebook_download.add_install_cell(sample_notebook(), wheel_name=WHEEL, site_url=SAMPLE_URL)
+    notebook = notebook_download.add_install_cell(sample_notebook(), wheel_name=WHEEL, site_url=SAMPLE_URL,
+                                                  wheel_sha256=SHA256)
     first = notebook.cells[0]
     assert first.metadata["tags"] == [notebook_download.INSTALL_MARK]
-    assert f"icllib @ {SAMPLE_URL}/wheels/{WHEEL}" in first.source
-    again = notebook_download.add_install_cell(notebook, wheel_name=WHEEL, site_url=SAMPLE_URL)
+    assert f"icllib @ {SAMPLE_URL}/wheels/{WHEEL}#sha256={{SHA256}}" in first.source and SHA256 in first.source
+    again = notebook_download.add_install_cell(notebook, wheel_name=WHEEL, site_url=SAMPLE_URL, wheel_sha256=SHA256)
     assert len(again.cells) == len(notebook.cells), "one install cell, not two"
     text = notebook_download.add_install_cell(chapter(ROOT / "notebooks" / "scan_snap_text.py"), wheel_name=WHEEL,
-                                              site_url=SAMPLE_URL).cells[0].source
-    assert f"icllib[text] @ {SAMPLE_URL}/wheels/{WHEEL}" in text and '"gensim"' in text
+                                              site_url=SAMPLE_URL, wheel_sha256=SHA256).cells[0].source
+    assert f"icllib[text] @ {SAMPLE_URL}/wheels/{WHEEL}#sha256=" in text and '"gensim"' in text
     assert not notebook_download.needs_text_extra(chapter(ROOT / "notebooks" / "balance.py"))
 
 
@@ -243,18 +247,52 @@ def run_install_cell(source: str, folder: Path, missing: str) -> subprocess.Comp
 
 
 def test_the_install_cell_without_a_site_url_uses_a_wheel_or_the_archive_beside_it_else_says_what_to_fetch(tmp_path):
-    source = notebook_download.install_source(wheel_name=WHEEL, site_url=None, text_extra=False,
+    source = notebook_download.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=None, text_extra=False,
                                               archive_name="icl-book-source.tar.gz")
     nothing = run_install_cell(source, tmp_path, missing="icllib")
     assert nothing.returncode != 0 and f"Download {WHEEL}" in nothing.stderr and "icl-book-source.tar.gz" in nothing.stderr
     (tmp_path / "icl-book-source.tar.gz").write_bytes(b"")
     archive = run_install_cell(source, tmp_path, missing="icllib")
     assert archive.returncode == 0 and f"PIP icllib @ file://{tmp_path}/icl-book-source.tar.gz" in archive.stdout
-    (tmp_path / WHEEL).write_bytes(b"")
+    (tmp_path / WHEEL).write_bytes(WHEEL_BYTES)
     wheel = run_install_cell(source, tmp_path, missing="icllib")
-    assert f"PIP icllib @ file://{tmp_path}/{WHEEL}" in wheel.stdout
+    assert f"PIP icllib @ file://{tmp_path}/{WHEEL}#sha256={SHA256}" in wheel.stdout
     present = run_install_cell(source, tmp_path, missing="nothing")
     assert present.returncode == 0 and "PIP" not in present.stdout, "icllib present: the cell installs nothing"
+
+
+def test_the_install_cell_takes_only_the_exact_wheel_with_its_hash_over_https_and_refuses_another_icllib(tmp_path):
+    """A stray icllib-*.whl beside the notebook never wins, a wheel with another SHA-256 is refused, the site is
+    reached over HTTPS only, and an icllib of another version than the wheel's is not run."""
+    source = notebook_download.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=SAMPLE_URL,
+                                              text_extra=False, archive_name="icl-book-source.tar.gz")
+    (tmp_path / "icllib-9.9.9-py3-none-any.whl").write_bytes(b"someone else's wheel")
+    stray = run_install_cell(source, tmp_path, missing="icllib")
+    assert stray.returncode == 0 and f"PIP icllib @ {SAMPLE_URL}/wheels/{WHEEL}#sha256={SHA256}" in stray.stdout
+    (tmp_path / WHEEL).write_bytes(b"tampered")
+    tampered = run_install_cell(source, tmp_path, missing="icllib")
+    assert tampered.returncode != 0 and "another SHA-256" in tampered.stderr and "PIP" not in tampered.stdout
+    for address in ("http://example-org.github.io/icl-book", "ftp://example.org", "//example.org"):
+        with pytest.raises(ValueError, match="site_url"):
+            notebook_download.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=address,
+                                             text_extra=False, archive_name="icl-book-source.tar.gz")
+    with pytest.raises(ValueError, match="wheel_sha256"):
+        notebook_download.install_source(wheel_name=WHEEL, wheel_sha256="abc", site_url=None, text_extra=False,
+                                         archive_name="icl-book-source.tar.gz")
+    older = notebook_download.install_source(wheel_name="icllib-0.0.1-py3-none-any.whl", wheel_sha256=SHA256,
+                                             site_url=SAMPLE_URL, text_extra=False,
+                                             archive_name="icl-book-source.tar.gz")
+    wrong_version = run_install_cell(older, tmp_path, missing="nothing")   # this environment's icllib is 0.1.0
+    assert wrong_version.returncode != 0 and "this chapter needs icllib 0.0.1" in wrong_version.stderr
+
+
+def test_the_sites_downloads_pin_the_wheel_the_build_makes():
+    digest = notebook_download.wheel_digest(ROOT)
+    assert re.fullmatch(r"[0-9a-f]{64}", digest)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        assert hashlib.sha256(notebook_download.build_wheel(ROOT, Path(folder)).read_bytes()).hexdigest() == digest
 
 
 def test_a_download_in_one_call_fills_in_the_glued_values_kept_beside_the_execution(tmp_path):
@@ -294,7 +332,7 @@ def test_the_wheel_holds_the_library_and_its_registry_and_requires_only_the_scie
 
 
 def test_a_chapter_that_glues_values_runs_without_myst_nb(tmp_path):
-    source = notebook_download.install_source(wheel_name=WHEEL, site_url=None, text_extra=False,
+    source = notebook_download.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=None, text_extra=False,
                                               archive_name="icl-book-source.tar.gz", glue_shim=True)
     chapter_code = "from myst_nb import glue\nglue('shown', 41 + 1)\nglue('hidden', 7, display=False)\n"
     ran = run_install_cell(source + "\n" + chapter_code, tmp_path, missing="myst_nb")
