@@ -23,24 +23,55 @@ check-mode:
 	@case "$${ICLLIB_DEVICE:-cpu}" in cpu|auto|cuda|cuda:[0-9]|cuda:[0-9][0-9]) ;; \
 	  *) echo "ICLLIB_DEVICE='$$ICLLIB_DEVICE' is not a device; allowed values: cpu, cuda, cuda:N, auto" >&2; exit 2;; esac
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+# Only hash-checked packages: every one pinned in requirements.lock with the SHA-256 of each file pip may pick
+# (`make lock` writes it from requirements.txt), installed as listed (--no-deps: nothing unlisted comes in). A local
+# wheel the lock lists (this machine's CPU-only torch) goes first, by name, since pip would rank the index's files
+# above it; torch's CUDA runtime (requirements-cuda.lock) only where the torch installed needs it (PyPI's Linux
+# wheel); icllib itself from this folder, built with the locked setuptools (no build isolation: no unhashed download).
+$(VENV)/.installed: requirements.txt requirements.lock requirements-cuda.lock pyproject.toml
+	$(PYTHON) tools/lock.py check
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -r requirements.txt 2>&1 | $(QUIET_PIP)
-	$(PIP) install --no-deps -e . 2>&1 | $(QUIET_PIP)
+	$(BIN)/python tools/lock.py local-wheels > $(VENV)/local-wheels.txt
+	if [ -s $(VENV)/local-wheels.txt ]; then \
+	  $(PIP) install --require-hashes --no-deps -r $(VENV)/local-wheels.txt 2>&1 | $(QUIET_PIP); fi
+	$(PIP) install --require-hashes --no-deps -r requirements.lock 2>&1 | $(QUIET_PIP)
+	if $(BIN)/python tools/lock.py cuda-needed; then \
+	  $(PIP) install --require-hashes --no-deps -r requirements-cuda.lock 2>&1 | $(QUIET_PIP); fi
+	$(PIP) install --no-deps --no-build-isolation -e . 2>&1 | $(QUIET_PIP)
 	$(BIN)/python -m pip check 2>&1 | $(QUIET_PIP)
 	$(BIN)/python -c "import icllib, torch, jupyter_book"
 	touch $@
+
+# requirements.lock and requirements-cuda.lock afresh from requirements.txt, for every platform, with uv (installed
+# under _build/lock-tools/): run it after editing a pin, and commit the three files together.
+.PHONY: lock
+lock:
+	test -x _build/lock-tools/bin/python || $(PYTHON) -m venv _build/lock-tools
+	_build/lock-tools/bin/python -m pip -q --disable-pip-version-check install uv==0.13.9 2>&1 | $(QUIET_PIP)
+	$(PYTHON) tools/lock.py write --uv _build/lock-tools/bin/uv
 
 # The website, in `default` mode unless ICLLIB_MODE says otherwise. The chapters whose code, icllib modules,
 # registry or pins changed since their stored execution run first, side by side; the pages are then built
 # afresh from the stored executions (a prose edit re-executes nothing). Last, the course pack under
 # _build/html/course/ (_ext/course.py: the student edition's pages, both editions' PDFs and notebooks), which
-# the pages link (ICLLIB_COURSE_PACK=1), so that no link of the published site dangles.
-book: check-mode $(VENV)/.installed
+# the pages link (ICLLIB_COURSE_PACK=1), so that no link of the published site dangles. The pack's PDFs are printed
+# by Chromium, looked for before anything runs; `make book COURSE_PACK=0` builds the site without the pack (and
+# without links to it).
+COURSE_PACK ?= 1
+.PHONY: check-chromium
+check-chromium:
+	@if [ "$(COURSE_PACK)" = 1 ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null \
+	  && ! command -v google-chrome >/dev/null; then \
+	  echo "make book: the course pack's PDFs are printed by Chromium, and none is installed. Install it" \
+	    "(Debian/Ubuntu: apt-get install chromium), or build the site without the pack: make book COURSE_PACK=0" >&2; \
+	  exit 2; fi
+	@case "$(COURSE_PACK)" in 0|1) ;; *) echo "COURSE_PACK='$(COURSE_PACK)' must be 1 or 0" >&2; exit 2;; esac
+
+book: check-mode check-chromium $(VENV)/.installed
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/claims _build/course
 	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(EXECUTE)
-	ICLLIB_MODE=$${ICLLIB_MODE:-default} ICLLIB_COURSE_PACK=1 $(BIN)/jupyter-book build . $(JB_FLAGS)
-	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/python _ext/course.py --site _build/html
+	ICLLIB_MODE=$${ICLLIB_MODE:-default} ICLLIB_COURSE_PACK=$(COURSE_PACK) $(BIN)/jupyter-book build . $(JB_FLAGS)
+	if [ "$(COURSE_PACK)" = 1 ]; then ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/python _ext/course.py --site _build/html; fi
 
 # The course pack's two editions (built by `make book`) and their checks: no solution in any student page, PDF
 # or notebook, every solution in the instructor's, every PDF page at least 40 % full but a chapter's last.
@@ -67,8 +98,14 @@ site-checks: $(VENV)/.installed
 
 # Build one chapter with the intro, the ledger and the references: `make chapter CHAPTER=balance`.
 # Zero warnings, except the intro's links to the chapters left out of this partial build.
-chapter: check-mode $(VENV)/.installed
+# A missing or unknown CHAPTER stops in one line, before the environment is built.
+.PHONY: check-chapter
+check-chapter:
 	@test -n "$(CHAPTER)" || { echo "usage: make chapter CHAPTER=<notebook name>" >&2; exit 2; }
+	@test -f "notebooks/$(CHAPTER).py" || { echo "make chapter: no chapter '$(CHAPTER)' (notebooks/$(CHAPTER).py);" \
+	  "chapters: $$(cd notebooks && ls *.py | sed 's/\.py$$//' | tr '\n' ' ')" >&2; exit 2; }
+
+chapter: check-mode check-chapter $(VENV)/.installed
 	mkdir -p _build/chapter-$(CHAPTER)
 	printf 'format: jb-book\nroot: book/intro\nchapters:\n  - file: notebooks/%s\n  - file: book/claims\n  - file: book/errata\n  - file: book/status\n  - file: book/api\n  - file: book/references\n' $(CHAPTER) > _build/chapter-$(CHAPTER)/_toc.yml
 	rm -rf _build/chapter-$(CHAPTER)/_build

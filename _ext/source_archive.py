@@ -28,7 +28,8 @@ TOP_FOLDER = "icl-book-source"
 # `make test`, `make paper-scale` and `make course` read; the repository's own README.md gives way to README below,
 # and hidden files (.ci/, .gitignore) stay out.
 MEMBERS = ("src", "notebooks", "_ext", "book", "benchmarks", "tools", "results", "tests", "site_tests",
-           "Makefile", "_config.yml", "_toc.yml", "conftest.py", "requirements.txt", "pyproject.toml",
+           "Makefile", "_config.yml", "_toc.yml", "conftest.py", "requirements.txt", "requirements.lock",
+           "requirements-cuda.lock", "pyproject.toml",
            "environment.yml", "CONTRIBUTING.md", "LICENSE", "LICENSE-TEXT", "CITATION.cff")
 SKIPPED = {"__pycache__", ".ipynb_checkpoints", "_build"}
 # The walk outside git leaves these out: what editors, notebooks and builds leave beside the sources.
@@ -42,8 +43,8 @@ README = f"""# How Transformers Learn In Context: the book's source
 This archive is the book's repository as its website was built from it: the library `icllib` (`src/`, with the
 claims registry in `src/icllib/registry/`), the chapter notebooks (`notebooks/*.py`, jupytext text notebooks),
 the site's pages (`book/`, `_config.yml`, `_toc.yml`) and Sphinx extensions (`_ext/`), the `Makefile`, `tools/`,
-`benchmarks/`, the archived paper-scale runs (`results/`), the tests and the exact pins (`requirements.txt`;
-`environment.yml` for conda).
+`benchmarks/`, the archived paper-scale runs (`results/`), the tests and the exact pins (`requirements.txt`, and
+every package they pull in with its hashes in `requirements.lock`; `environment.yml` for conda).
 
 ## Run a chapter
 
@@ -67,8 +68,8 @@ sizes (hours, or a GPU with `ICLLIB_DEVICE=cuda`).
 
 ## Rebuild the book
 
-`make book` builds the website into `_build/html` (it installs the whole toolchain of `requirements.txt` into
-`.venv` first); `make test` runs every test; `make paper-scale CHAPTER=<chapter>` runs a chapter at the paper's
+`make book` builds the website into `_build/html` (it installs the whole toolchain of `requirements.lock`, every
+file checked against its hash, into `.venv` first); `make test` runs every test; `make paper-scale CHAPTER=<chapter>` runs a chapter at the paper's
 sizes and archives its checks in `results/full/`; `make course` builds the student and instructor editions, where
 the Makefile has that target. `CONTRIBUTING.md` explains how a chapter is written and checked; `python -m
 benchmarks` times the kernels in `benchmarks/`. With `html.baseurl` set in `_config.yml` to where you publish the

@@ -321,8 +321,9 @@ class Chromium:
 
 
 # axe-core, the accessibility engine the browser test injects into each page: fetched once from the npm
-# registry (npm pack, or the registry's tarball where npm is absent), checked against the registry's
-# integrity hash, and kept under _build/vendor/. It never ships with the site.
+# registry (npm pack, or the registry's tarball where npm is absent), kept as that tarball under _build/vendor/,
+# and checked against the registry's integrity hash on every use, the cached copy included. It never ships with
+# the site.
 AXE_VERSION = "4.10.3"
 AXE_INTEGRITY = "sha512-Xm7bpRXnDSX2YE2YFfBk2FnF0ep6tmG7xPh8iHee8MIcrgq762Nkce856dYtJYLkuIoYZvGfTs/PbZhideTcEg=="
 AXE_TARBALL = f"https://registry.npmjs.org/axe-core/-/axe-core-{AXE_VERSION}.tgz"
@@ -337,18 +338,17 @@ def axe_source(vendor: "os.PathLike[str] | str") -> str:
     import urllib.request
     from pathlib import Path
 
-    target = Path(vendor) / f"axe-core-{AXE_VERSION}.min.js"
-    if target.is_file():
-        return target.read_text(encoding="utf-8")
+    target = Path(vendor) / f"axe-core-{AXE_VERSION}.tgz"
+    data = target.read_bytes() if target.is_file() else None
     with tempfile.TemporaryDirectory() as folder:
         npm = shutil.which("npm")
-        if npm:
+        if data is None and npm:
             result = subprocess.run([npm, "pack", f"axe-core@{AXE_VERSION}", "--pack-destination", folder,
                                      "--silent"], capture_output=True, text=True, timeout=300)
             if result.returncode != 0:
                 raise RuntimeError(f"npm pack axe-core@{AXE_VERSION} failed: {result.stderr[-500:]}")
             data = (Path(folder) / f"axe-core-{AXE_VERSION}.tgz").read_bytes()
-        else:
+        elif data is None:
             try:
                 with urllib.request.urlopen(AXE_TARBALL, timeout=120) as response:
                     data = response.read()
@@ -356,9 +356,11 @@ def axe_source(vendor: "os.PathLike[str] | str") -> str:
                 raise RuntimeError(f"cannot download {AXE_TARBALL}: {error}") from error
     digest = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
     if digest != AXE_INTEGRITY:
-        raise RuntimeError(f"axe-core {AXE_VERSION}: integrity {digest} is not the registry's {AXE_INTEGRITY}")
+        raise RuntimeError(f"axe-core {AXE_VERSION}{' (' + str(target) + ')' if target.is_file() else ''}: "
+                           f"integrity {digest} is not the registry's {AXE_INTEGRITY}")
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         source = archive.extractfile("package/axe.min.js").read().decode("utf-8")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(source, encoding="utf-8")
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
     return source
