@@ -14,7 +14,7 @@ PIP := $(BIN)/python -m pip -q --disable-pip-version-check
 # This machine's pip configuration names local indexes that may be absent: drop those warnings only.
 QUIET_PIP := { grep -v "^WARNING: Location" || true; }
 
-.PHONY: book course test coverage unit notebooks site-quick site-checks chapter paper-scale benchmarks check-mode clean
+.PHONY: book course test test-kernels coverage unit notebooks site-quick site-checks chapter paper-scale benchmarks check-mode clean
 
 # Refuse a bad ICLLIB_MODE before doing anything else.
 check-mode:
@@ -86,6 +86,13 @@ test: check-mode $(VENV)/.installed
 	$(BIN)/python -m icllib.coverage
 	$(MAKE) site-quick
 	$(BIN)/pytest site_tests --site=_build/quick/_build/html --layouts=pairs
+
+# The notebook tests again on another CPU's kernels (CI's second leg): PyTorch, NumPy, MKL and OpenBLAS set as
+# a CPU with only AVX2 (KERNELS=avx2) or no SIMD (KERNELS=default) would run them; every check must pass there
+# with its stated tolerance (benchmarks/capabilities.py; its report compares each check's margin).
+KERNELS ?= default
+test-kernels: check-mode $(VENV)/.installed
+	$(BIN)/python -m benchmarks.capabilities test $(KERNELS) --jobs $(JOBS)
 
 site-quick: check-mode $(VENV)/.installed
 	rm -rf _build/quick

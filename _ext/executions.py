@@ -62,6 +62,8 @@ from icllib.claims import ARCHIVE_FOLDER
 EXECUTIONS_VARIABLE = "ICLLIB_EXECUTIONS"
 KERNEL_THREADS = 1
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# PyTorch's, NumPy's, MKL's and OpenBLAS's choice of SIMD kernels, when a run forces one (the CPU's own otherwise).
+CPU_KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS", "OPENBLAS_CORETYPE")
 PINS = ("requirements.txt", "pyproject.toml")
 JUPYTEXT_FORMAT = "py:percent"
 CELL_TIMEOUT_S = 3600
@@ -301,6 +303,10 @@ def key_parts(notebook, mode: str, root: Path | None = None, package: Path | Non
     add("mode", mode.encode())
     # the heavy cells draw on this device, and a GPU's random stream is not the CPU's
     add("device", os.environ.get("ICLLIB_DEVICE", "cpu").encode())
+    # a run on other CPU kernels (make test's second leg) differs in its last digits: never served from this one's
+    forced = [f"{name}={os.environ[name]}" for name in CPU_KERNEL_VARIABLES if os.environ.get(name)]
+    if forced:
+        add("cpu kernels", ";".join(forced).encode())
     add("python", platform.python_version().encode())
     add("executor", executor_fingerprint())
     modules = dependencies([cell.source for cell in code_cells(notebook)], package)

@@ -1818,7 +1818,7 @@ for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
     )
 np.atleast_1d(axes)[0].set_ylabel("entropy of c_n on distinct tokens")
 np.atleast_1d(axes)[0].plot([], [], "o", mfc="none", color="grey", label="authors' released mean")
-legend(np.atleast_1d(axes)[0])
+legend(np.atleast_1d(axes)[0], where="below")
 
 # %% [markdown]
 # **Figs. 11-12 (App. G)** binarise the same final attention maps by a threshold $\tau$ near $1/M$ and plot the

@@ -232,6 +232,8 @@ VALID = {
     "plotting.use_house_style": lambda: {},
     "plotting.layout_problems": lambda: dict(fig=__import__("icllib.plotting").plotting.figure()[0]),
     "plotting.legend": lambda: dict(ax=_axes_with_a_labelled_line()),
+    "plotting.perturbed_layout_problems": lambda: dict(fig=_axes_with_a_labelled_line().figure, relative=1e-6),
+    "plotting.robust_layout_problems": lambda: dict(fig=_axes_with_a_labelled_line().figure),
     "plotting.figure": lambda: {},
     "plotting.show_table": lambda: dict(header=["a", "b"], rows=[[1, 2]]),
     "plotting.log_log_slope": lambda: dict(x=np.array([1.0, 2.0, 4.0]), y=np.array([3.0, 12.0, 48.0])),

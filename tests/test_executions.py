@@ -127,6 +127,15 @@ def test_the_device_is_in_the_key(package, monkeypatch):
     assert key_of(package) != on_the_cpu   # a GPU's sample is not the CPU's: its page is another execution
 
 
+@pytest.mark.parametrize("variable", executions.CPU_KERNEL_VARIABLES)
+def test_forced_cpu_kernels_are_in_the_key(package, monkeypatch, variable):
+    for name in executions.CPU_KERNEL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    native = key_of(package)
+    monkeypatch.setenv(variable, "default" if variable == "ATEN_CPU_CAPABILITY" else "AVX512F")
+    assert key_of(package) != native   # the second leg of make test runs its chapters, it does not reuse them
+
+
 def test_the_deciding_runs_a_chapter_reads_are_in_its_key(package):
     folder = package.parent / "results" / "deciding" / "an-experiment"
     reading = notebook('from icllib import chapter\nruns = chapter.archived_runs("an-experiment")')

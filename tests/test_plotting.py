@@ -67,6 +67,7 @@ def test_block_heatmap_is_symmetric_and_draws_block_lines():
 # --- Figures that read: overlapping tick labels and legends over data ----------------------------------------
 
 X = np.linspace(0.0, 1.0, 50)
+FIX = "; fix: " + plotting.LEGEND_FIX
 
 
 def test_a_legend_over_the_lines_is_found_and_one_in_an_empty_corner_is_not():
@@ -74,7 +75,7 @@ def test_a_legend_over_the_lines_is_found_and_one_in_an_empty_corner_is_not():
     ax.plot(X, X, label="rising")
     ax.plot(X, 1 - X, label="falling")
     ax.legend(loc="center")
-    assert plotting.layout_problems(fig) == ["panel 1: the legend covers 14 data segments or points"]
+    assert plotting.layout_problems(fig) == ["panel 1: the legend covers 14 data segments or points" + FIX]
     ax.legend(loc="lower center")   # the lines cross at the centre; the bottom middle is empty
     ax.set_ylim(-0.5, 1.0)
     assert plotting.layout_problems(fig) == []
@@ -85,7 +86,7 @@ def test_a_segment_through_the_legend_counts_though_no_point_lies_inside():
     ax.plot([0.0, 1.0], [0.5, 0.5], label="two points, one segment through the middle")
     ax.set(xlim=(0, 1), ylim=(0, 1))
     ax.legend(loc="center")
-    assert plotting.layout_problems(fig) == ["panel 1: the legend covers 1 data segments or points"]
+    assert plotting.layout_problems(fig) == ["panel 1: the legend covers 1 data segments or points" + FIX]
 
 
 def test_scatter_points_under_a_legend_are_found():
@@ -93,7 +94,7 @@ def test_scatter_points_under_a_legend_are_found():
     ax.scatter([0.5, 0.9], [0.5, 0.9], label="points")
     ax.set(xlim=(0, 1), ylim=(0, 1), title="scatter")
     ax.legend(loc="center")
-    assert plotting.layout_problems(fig) == ["panel 1 ('scatter'): the legend covers 1 data segments or points"]
+    assert plotting.layout_problems(fig) == ["panel 1 ('scatter'): the legend covers 1 data segments or points" + FIX]
 
 
 def test_overlapping_tick_labels_are_found():
@@ -119,7 +120,8 @@ def test_each_draw_records_the_figures_check_and_the_latest_run_of_a_chapter_cou
     fig.canvas.draw()
     fig.canvas.draw()   # the same result again: recorded once
     assert claims.figure_problems(results) == [
-        f"demo: figure {fig._icllib_number} ('a title'): panel 1 ('a title'): the legend covers 5 data segments or points"]
+        f"demo: figure {fig._icllib_number} ('a title'): panel 1 ('a title'): the legend covers 5 data segments or points"
+        + FIX]
     assert len(results.read_text().splitlines()) == 1
     monkeypatch.setattr(claims, "_RUN_TOKEN", "the next run of the chapter")
     ax.legend(loc="upper left")
@@ -132,22 +134,77 @@ def test_layout_problems_needs_a_figure():
         plotting.layout_problems("a figure")
 
 
-def test_legend_finds_a_clear_place_or_goes_beside_the_panel():
-    fig, ax = plotting.figure()
-    ax.plot(X, X, label="rising")
-    ax.plot(X, 1 - X, label="falling")
-    ax.set_ylim(-0.3, 1.0)
-    plotting.legend(ax)
-    assert plotting.layout_problems(fig) == []
+def test_legend_sits_beside_the_panel_whatever_the_data():
     fig, ax = plotting.figure()
     for level in np.linspace(0, 1, 12):     # horizontal lines everywhere: no clear place inside
         ax.plot(X, np.full_like(X, level), label=f"{level:.2f}")
     placed = plotting.legend(ax, ncols=2)
-    assert placed.get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1
-    assert plotting.layout_problems(fig) == []
+    fig.draw_without_rendering()
+    assert placed.get_window_extent().x0 > ax.get_window_extent().x1
+    assert plotting.robust_layout_problems(fig) == []
+
+
+def test_a_shared_legend_below_the_figure_reads_and_is_made_once():
+    fig, (left, right) = plotting.figure(1, 2)
+    for ax in (left, right):
+        ax.plot(X, X, label="rising")
+        ax.plot(X, 1 - X, label="falling")
+    placed = plotting.legend(left, where="below")
+    fig.draw_without_rendering()
+    assert placed.get_window_extent().y1 < min(ax.get_window_extent().y0 for ax in (left, right))
+    assert plotting.robust_layout_problems(fig) == []
+    with pytest.raises(ValueError, match="has it already"):
+        plotting.legend(right, where="below")
 
 
 def test_legend_chooses_the_place_itself():
     _, ax = plotting.figure()
     with pytest.raises(ValueError, match="legend_kw must not set loc"):
         plotting.legend(ax, loc="upper left")
+    with pytest.raises(ValueError, match="where must be one of"):
+        plotting.legend(ax, where="best")
+
+
+def test_a_legend_placed_by_the_data_is_a_problem_though_it_covers_nothing():
+    fig, ax = plotting.figure()
+    ax.plot(X, X, label="rising")
+    ax.legend(loc="best")
+    assert plotting.layout_problems(fig) == [
+        "panel 1: the legend is placed by loc='best', which follows the data's last digits" + FIX]
+
+
+def test_a_legend_over_another_panel_is_a_problem():
+    fig, (left, right) = plotting.figure(1, 2, width=6.0)
+    fig.set_layout_engine("none")   # constrained layout would make room for the legend
+    left.plot(X, X, label="rising")
+    left.legend(loc="center left", bbox_to_anchor=(1.2, 0.5))
+    assert plotting.layout_problems(fig) == ["panel 1: the legend overlaps panel 2" + FIX]
+
+
+def test_a_legend_that_misses_the_data_by_a_hair_fails_once_the_data_move():
+    """Points 0.02 px outside the legend's box: clear as drawn, covered when the data move by a relative 1e-3."""
+    fig, ax = plotting.figure()
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.plot([0.0], [0.0], label="a line")
+    placed = ax.legend(loc="center")
+    fig.draw_without_rendering()
+    box = placed.get_window_extent().padded(-2)
+    edge = np.column_stack([np.linspace(box.x0 + 5, box.x1 - 5, 40), np.full(40, box.y1 + 0.02)])
+    ax.scatter(*ax.transData.inverted().transform(edge).T)
+    assert plotting.layout_problems(fig) == []
+    moved = plotting.perturbed_layout_problems(fig, 1e-3)
+    assert len(moved) == 1 and "the legend covers" in moved[0]
+    assert plotting.layout_problems(fig) == []   # the figure is put back as it was
+    assert plotting.robust_layout_problems(fig)[0].endswith("(with the data moved by a relative 0.001)")
+
+
+def test_the_perturbation_puts_data_and_limits_back(tmp_path):
+    fig, ax = plotting.figure()
+    ax.plot(X, X ** 2, label="square")
+    ax.set_yscale("log")
+    before = (ax.lines[0].get_xydata().copy(), ax.get_xlim(), ax.get_ylim(), ax.get_autoscaley_on())
+    plotting.perturbed_layout_problems(fig, 1e-3)
+    after = (ax.lines[0].get_xydata(), ax.get_xlim(), ax.get_ylim(), ax.get_autoscaley_on())
+    assert np.array_equal(before[0], after[0]) and before[1:] == after[1:]
+    with pytest.raises(ValueError, match="relative"):
+        plotting.perturbed_layout_problems(fig, 0.5)

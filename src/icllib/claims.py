@@ -548,6 +548,8 @@ def check_claim(
         "measured": measured,
         "expected": expected,
         "tolerance": _describe_tolerance(rtol, atol, lower, upper),
+        # the same criterion as numbers, for tools/compare_records.py's margins
+        "criterion": {"rtol": rtol, "atol": atol, "lower": lower, "upper": upper},
         "why": why,
         "passed": bool(passed),
         "verdict": claim.verdict,

@@ -1,12 +1,14 @@
 """The book's house style for figures.
 
 Call :func:`figure` for every figure: it applies the style, sizes the figure in the book's units and
-returns ``(fig, axes)``; place legends with :func:`legend`. Figures are shown inline by the notebook; nothing
-is saved to disk. Captions belong to the notebook cell (myst-nb ``figure`` metadata), not to the plot.
+returns ``(fig, axes)``; place legends with :func:`legend`, beside a panel or below the figure, never where
+matplotlib finds room in today's data. Figures are shown inline by the notebook; nothing is saved to disk. Captions belong to the notebook cell (myst-nb ``figure`` metadata), not to the plot.
 
 Every figure made by :func:`figure` is checked each time it is drawn (:func:`layout_problems`: overlapping
-tick labels, a legend over data) and the result recorded with the chapter's claims; the notebook tests fail
-and the book build warns on a figure that does not read.
+tick labels, a legend over data, over a panel or placed by the data) and the result recorded with the
+chapter's claims, on the figure as drawn and with its data moved by a relative 1e-6 and 1e-3
+(:func:`robust_layout_problems`); the notebook tests fail and the book build warns on a figure that does not
+read, on this CPU or on one whose last digits differ.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 
-from icllib.validation import real_array
+from icllib.validation import positive_number, real_array
 
 # Colour-blind-safe qualitative palette (Okabe and Ito), in the order the series are drawn.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
@@ -87,7 +89,7 @@ def _check_layout_when_drawn(event) -> None:
     fig = event.canvas.figure
     if getattr(fig, "_icllib_placing", False):
         return
-    problems = layout_problems(fig, event.renderer)
+    problems = robust_layout_problems(fig, event.renderer)
     if problems != getattr(fig, "_icllib_layout_problems", None):
         fig._icllib_layout_problems = problems
         titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
@@ -130,9 +132,16 @@ def _segments_cross_box(points: np.ndarray, box) -> int:
     return int(np.sum(~parallel_outside & (enter <= leave)))
 
 
+# What each problem asks the author to do, named in the message a failing chapter or build prints.
+LEGEND_FIX = "place it outside the data with icllib.plotting.legend(ax, where='right' or 'below')"
+TICKS_FIX = "fewer ticks (ax.locator_params(axis=..., nbins=...)) or a wider panel"
+
+
 def layout_problems(fig, renderer=None) -> list[str]:
-    """What makes a drawn figure hard to read: tick labels of one axis that overlap each other, and a legend
-    over data (a segment or marker of a plotted line, or a scatter point, inside the legend's box).
+    """What makes a drawn figure hard to read, each with its fix: tick labels of one axis that overlap each other;
+    a legend over data (a segment or marker of a plotted line, or a scatter point, inside the legend's box), over
+    another panel or past the figure's edge; a legend whose place matplotlib finds from the data (``loc="best"``),
+    which moves when the data's last digits do.
 
     Measured on the figure as last drawn (``renderer``: that draw's; default: the figure's canvas draws it).
     Shaded bands and images are not data here: a legend may sit on a band's lighter fill.
@@ -142,6 +151,7 @@ def layout_problems(fig, renderer=None) -> list[str]:
     if renderer is None:
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
+    panels = [ax for ax in fig.axes if ax.get_visible()]
     problems = []
     for number, ax in enumerate(fig.axes, start=1):
         if not ax.get_visible():
@@ -152,17 +162,41 @@ def layout_problems(fig, renderer=None) -> list[str]:
                      for label in _visible_tick_labels(axis)]
             clashes = [f"{a!r}/{b!r}" for (a, box_a), (b, box_b) in zip(boxes, boxes[1:]) if box_a.overlaps(box_b)]
             if clashes:
-                problems.append(f"{panel}: {axis.axis_name} tick labels overlap: {', '.join(clashes[:3])}")
+                problems.append(f"{panel}: {axis.axis_name} tick labels overlap: {', '.join(clashes[:3])}; "
+                                f"fix: {TICKS_FIX}")
         legend = ax.get_legend()
-        covered = _data_under_legend(ax, legend, renderer) if legend is not None and legend.get_visible() else 0
-        if covered:
-            problems.append(f"{panel}: the legend covers {covered} data segments or points")
+        if legend is not None and legend.get_visible():
+            problems += [f"{panel}: {problem}" for problem in _legend_problems(legend, ax, panels, fig, renderer)]
+    for legend in fig.legends:
+        if legend.get_visible():
+            problems += [f"figure legend: {problem}" for problem in _legend_problems(legend, None, panels, fig, renderer)]
     return problems
 
 
-def _data_under_legend(ax, legend, renderer) -> int:
-    """Segments and markers of ``ax``'s lines and scatter points inside ``legend``'s box (2 px in from its edge)."""
+def _legend_problems(legend, ax, panels, fig, renderer) -> list[str]:
+    """What is wrong with one legend (``ax``: the panel it belongs to, None for a figure legend)."""
+    problems = []
+    if legend._loc == 0:   # matplotlib's code for loc="best"
+        problems.append(f"the legend is placed by loc='best', which follows the data's last digits; fix: {LEGEND_FIX}")
     box = legend.get_window_extent(renderer).padded(-2)
+    covered = sum(_data_under_box(panel, box) for panel in panels)
+    if covered:
+        problems.append(f"the legend covers {covered} data segments or points; fix: {LEGEND_FIX}")
+    overlapped = [number for number, panel in enumerate(fig.axes, start=1)
+                  if panel is not ax and panel in panels and box.overlaps(panel.get_window_extent(renderer))]
+    if overlapped:
+        problems.append(f"the legend overlaps panel {', '.join(map(str, overlapped))}; fix: {LEGEND_FIX}")
+    if not fig.bbox.padded(1).contains(box.x0, box.y0) or not fig.bbox.padded(1).contains(box.x1, box.y1):
+        problems.append("the legend runs past the figure's edge; fix: fewer columns (ncols) or a wider figure")
+    return problems
+
+
+def _data_under_box(ax, box) -> int:
+    """Segments and markers of ``ax``'s lines and scatter points inside ``box`` (display coordinates), counting
+    only the part of ``box`` inside the panel: data outside a panel's limits is clipped, not drawn."""
+    box = mpl.transforms.Bbox.intersection(box, ax.bbox)
+    if box is None or box.width <= 0 or box.height <= 0:
+        return 0
     covered = 0
     for line in ax.get_lines():
         data = line.get_xydata()
@@ -179,33 +213,107 @@ def _data_under_legend(ax, legend, renderer) -> int:
     return covered
 
 
-LEGEND_PLACES = ("best", "upper right", "upper left", "lower left", "lower right", "center right", "center left",
-                 "upper center", "lower center")
+# --- The same rule on nearby data: a figure must read whatever the CPU's last digits ------------------------
+
+# The relative changes a figure's data must survive: rounding level, and the spread of float32 results across
+# PyTorch's CPU kernels (benchmarks/capabilities.md) with a wide margin.
+PERTURBATIONS = (1e-6, 1e-3)
 
 
-def legend(ax, **legend_kw):
-    """``ax.legend(**legend_kw)`` where it covers no data: the first of ``LEGEND_PLACES`` ("best", then the
-    corners and sides) with nothing under it, else beside the panel (right of it). Call it once the panel's
-    data are drawn; returns the legend.
+def perturbed_layout_problems(fig, relative: float, seed: int = 0) -> list[str]:
+    """:func:`layout_problems` of ``fig`` with every plotted value (lines, scatter points) and every autoscaled
+    axis limit moved by up to ``relative`` of its size, in a fixed pseudo-random pattern; the figure is put back
+    as it was afterwards. A figure whose check passes only at today's exact values hangs on the last digits."""
+    if not isinstance(fig, mpl.figure.Figure):
+        raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    relative = positive_number("relative", relative)
+    if not relative < 0.1:
+        raise ValueError(f"relative must be in (0, 0.1), got {relative!r}")
+    rng = np.random.default_rng(seed)
 
-    The data differ from one run mode to the next, so a fixed place that is clear in one may cover a curve in
-    another; :func:`layout_problems` checks the result when the figure is drawn.
+    def nudge(values):
+        values = np.asarray(values, dtype=float)
+        return values * (1 + relative * rng.uniform(-1, 1, values.shape))
+
+    saved = []
+    for ax in fig.axes:
+        lines = [(line, line.get_xydata().copy()) for line in ax.get_lines()]
+        scatters = [(c, np.array(c.get_offsets(), dtype=float)) for c in ax.collections
+                    if isinstance(c, mpl.collections.PathCollection)]
+        limits = (ax.get_xlim(), ax.get_ylim(), ax.get_autoscalex_on(), ax.get_autoscaley_on())
+        saved.append((ax, lines, scatters, limits))
+        for line, data in lines:
+            line.set_data(*nudge(data).T)
+        for collection, offsets in scatters:
+            if len(offsets):
+                collection.set_offsets(nudge(offsets))
+        if limits[2]:
+            ax.set_xlim(*_nudged_limits(ax.xaxis, limits[0], relative, rng), auto=None)
+        if limits[3]:
+            ax.set_ylim(*_nudged_limits(ax.yaxis, limits[1], relative, rng), auto=None)
+    fig._icllib_placing = True   # these draws are not the figure as shown: record nothing
+    try:
+        fig.draw_without_rendering()
+        return layout_problems(fig, fig.canvas.get_renderer())
+    finally:
+        for ax, lines, scatters, (xlim, ylim, auto_x, auto_y) in saved:
+            for line, data in lines:
+                line.set_data(*data.T)
+            for collection, offsets in scatters:
+                collection.set_offsets(offsets)
+            ax.set_xlim(*xlim, auto=auto_x)
+            ax.set_ylim(*ylim, auto=auto_y)
+        fig.draw_without_rendering()
+        fig._icllib_placing = False
+
+
+def _nudged_limits(axis, limits, relative: float, rng) -> tuple[float, float]:
+    """``limits`` moved by up to ``relative`` of their span, measured on the axis's own scale (log or linear)."""
+    forward, inverse = axis.get_transform().transform, axis.get_transform().inverted().transform
+    low, high = forward(np.array([[limits[0]], [limits[1]]], dtype=float)).ravel()
+    span = high - low
+    moved = np.array([low, high]) + relative * span * rng.uniform(-1, 1, 2)
+    return tuple(float(value) for value in inverse(moved.reshape(2, 1)).ravel())
+
+
+def robust_layout_problems(fig, renderer=None) -> list[str]:
+    """:func:`layout_problems` of the figure as drawn, then of the figure under each of :data:`PERTURBATIONS`
+    (each problem found there once, named with the perturbation)."""
+    problems = layout_problems(fig, renderer)
+    for relative in PERTURBATIONS:
+        problems += [f"{problem} (with the data moved by a relative {relative:g})"
+                     for problem in perturbed_layout_problems(fig, relative)
+                     if problem not in problems]
+    return problems
+
+
+WHERE = ("right", "below")
+
+
+def legend(ax, where: str = "right", **legend_kw):
+    """The legend of ``ax``'s labelled artists, at a place no data can reach: ``where="right"`` beside the panel
+    (outside its axes, top-aligned), ``where="below"`` under the whole figure, centred, as the figure's one shared
+    legend (for panels that draw the same series). Returns the legend.
+
+    The place is the author's choice, never found from the data: a legend that matplotlib places where it sees
+    room today (``loc="best"``) moves onto a curve when a CPU's last digits move the curve.
     """
     if not isinstance(ax, mpl.axes.Axes):
         raise ValueError(f"ax must be a matplotlib Axes (from icllib.plotting.figure), got {type(ax).__name__}")
+    if where not in WHERE:
+        raise ValueError(f"where must be one of {', '.join(map(repr, WHERE))}, got {where!r}")
     if "loc" in legend_kw or "bbox_to_anchor" in legend_kw:
-        raise ValueError("legend_kw must not set loc or bbox_to_anchor: legend() chooses the place")
+        raise ValueError("legend_kw must not set loc or bbox_to_anchor: legend() places the legend by where=")
+    if where == "right":
+        return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, **legend_kw)
     fig = ax.figure
-    fig._icllib_placing = True   # the trial draws below are not the figure as shown
-    try:
-        for place in LEGEND_PLACES:
-            placed = ax.legend(loc=place, **legend_kw)
-            fig.draw_without_rendering()
-            if not _data_under_legend(ax, placed, fig.canvas.get_renderer()):
-                return placed
-        return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **legend_kw)
-    finally:
-        fig._icllib_placing = False
+    if any(getattr(placed, "_icllib_below", False) for placed in fig.legends):
+        raise ValueError("where='below' is the figure's one shared legend, and this figure has it already")
+    handles, labels = ax.get_legend_handles_labels()
+    legend_kw.setdefault("ncols", min(len(labels), 4) or 1)
+    placed = fig.legend(handles, labels, loc="outside lower center", **legend_kw)
+    placed._icllib_below = True
+    return placed
 
 
 def show_table(header, rows) -> None:
