@@ -73,12 +73,17 @@ def run_chapters(profile: str | None, mode: str, jobs: int) -> tuple[Path, float
     return folder, time.perf_counter() - started
 
 
-def export(folder: Path, chapter: str, mode: str, profile: str | None) -> Path:
-    """A chapter's records from the cache ``folder`` (tools/export_records.py), under that run's kernels."""
+def export(folder: Path, chapter: str, mode: str) -> Path:
+    """The records of the latest execution of ``chapter`` in ``mode`` stored in the profile's own cache ``folder``
+    (the newest by file time: the run just made, even if a source was edited since)."""
+    stored = [facts for facts in folder.glob("*.json")
+              if json.loads(facts.read_text(encoding="utf-8")).get("notebook") == f"{chapter}.py"
+              and json.loads(facts.read_text(encoding="utf-8")).get("mode") == mode]
+    if not stored:
+        raise RuntimeError(f"{folder} holds no {mode} execution of {chapter}.py")
+    latest = max(stored, key=lambda facts: facts.stat().st_mtime)
     out = folder / f"{chapter}.{mode}.jsonl"
-    variables = {**environment(profile), "ICLLIB_EXECUTIONS": str(folder)}
-    subprocess.run([sys.executable, str(ROOT / "tools" / "export_records.py"), chapter, mode, str(out)], cwd=ROOT,
-                   env=variables, check=True)
+    out.write_text(latest.with_suffix(".records.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
     return out
 
 
@@ -88,7 +93,7 @@ def report(profiles: list[str], mode: str, jobs: int) -> int:
     for profile in [None, *profiles]:
         folder, seconds = run_chapters(profile, mode, jobs)
         runs[profile or "native"] = {"kernels": kernels_in_use(environment(profile)), "seconds": round(seconds, 1),
-                                     "records": {c: export(folder, c, mode, profile) for c in CHAPTERS}}
+                                     "records": {c: export(folder, c, mode) for c in CHAPTERS}}
     result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(), "mode": mode,
               "thin": compare_records.THIN, "runs": {}, "chapters": {}}
     lines = [f"# The chapters on other CPUs' kernels ({mode} mode)", "",

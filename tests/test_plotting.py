@@ -122,7 +122,7 @@ def test_each_draw_records_the_figures_check_and_the_latest_run_of_a_chapter_cou
     assert claims.figure_problems(results) == [
         f"demo: figure {fig._icllib_number} ('a title'): panel 1 ('a title'): the legend covers 5 data segments or points"
         + FIX]
-    assert len(results.read_text().splitlines()) == 1
+    assert len(results.read_text(encoding="utf-8").splitlines()) == 1
     monkeypatch.setattr(claims, "_RUN_TOKEN", "the next run of the chapter")
     ax.legend(loc="upper left")
     fig.canvas.draw()
@@ -208,3 +208,18 @@ def test_the_perturbation_puts_data_and_limits_back(tmp_path):
     assert np.array_equal(before[0], after[0]) and before[1:] == after[1:]
     with pytest.raises(ValueError, match="relative"):
         plotting.perturbed_layout_problems(fig, 0.5)
+
+
+def test_the_check_at_each_draw_leaves_the_saved_picture_whole():
+    """The perturbed checks run inside the draw that renders the figure; they must not clear its pixels."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    fig, ax = plotting.figure()
+    ax.plot(X, X, label="rising")
+    plotting.legend(ax)
+    picture = BytesIO()
+    fig.savefig(picture, format="png")
+    assert Image.open(picture).convert("L").getextrema() == (0, 255)   # not one blank colour
+    assert fig._icllib_layout_problems == []

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 import numpy as np
 
 from icllib.validation import positive_number, real_array
@@ -251,10 +252,14 @@ def perturbed_layout_problems(fig, relative: float, seed: int = 0) -> list[str]:
             ax.set_xlim(*_nudged_limits(ax.xaxis, limits[0], relative, rng), auto=None)
         if limits[3]:
             ax.set_ylim(*_nudged_limits(ax.yaxis, limits[1], relative, rng), auto=None)
+    # Drawn on a canvas of its own: this runs inside the draw that renders the figure for the page, whose pixels
+    # another draw on the figure's own canvas would clear before they are saved.
+    shown_on = fig.canvas
+    scratch = FigureCanvasAgg(fig)
     fig._icllib_placing = True   # these draws are not the figure as shown: record nothing
     try:
-        fig.draw_without_rendering()
-        return layout_problems(fig, fig.canvas.get_renderer())
+        scratch.draw()
+        return layout_problems(fig, scratch.get_renderer())
     finally:
         for ax, lines, scatters, (xlim, ylim, auto_x, auto_y) in saved:
             for line, data in lines:
@@ -263,7 +268,7 @@ def perturbed_layout_problems(fig, relative: float, seed: int = 0) -> list[str]:
                 collection.set_offsets(offsets)
             ax.set_xlim(*xlim, auto=auto_x)
             ax.set_ylim(*ylim, auto=auto_y)
-        fig.draw_without_rendering()
+        fig.set_canvas(shown_on)
         fig._icllib_placing = False
 
 
