@@ -152,7 +152,7 @@ def forget_checking_cells(app, env, docname):
 def warn_about_unreadable_figures(app, env):
     """A build warning for each figure whose tick labels overlap or whose legend covers data, as measured when
     its chapter drew it (icllib.plotting.layout_problems)."""
-    for problem in claims_module.figure_problems(ledger_page.results_file(app)):
+    for problem in claims_module.figure_problems(ledger_page.gather_results(app)):
         logger.warning(f"a figure that does not read: {problem}")
 
 
@@ -163,7 +163,7 @@ class CiteThisChapter(SphinxDirective):
     option_spec = {"paper": directives.unchanged}
 
     def run(self):
-        citation = yaml.safe_load((Path(self.env.srcdir) / "CITATION.cff").read_text())
+        citation = yaml.safe_load((Path(self.env.srcdir) / "CITATION.cff").read_text(encoding="utf-8"))
         title_node = self.state.document.next_node(nodes.title)
         chapter_title = title_node.astext() if title_node else self.env.docname
         authors = " and ".join(

@@ -60,6 +60,9 @@ import source_archive
 from icllib.claims import ARCHIVE_FOLDER
 
 EXECUTIONS_VARIABLE = "ICLLIB_EXECUTIONS"
+# In a book build, the folder where each chapter's records are kept (set by _ext/ledger_page.py: the build's own,
+# one per run mode); unset elsewhere.
+BUILD_RECORDS_VARIABLE = "ICLLIB_BUILD_RECORDS"
 KERNEL_THREADS = 1
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # PyTorch's, NumPy's, MKL's and OpenBLAS's choice of SIMD kernels, when a run forces one (the CPU's own otherwise).
@@ -91,9 +94,9 @@ def kernel_ipython_dir() -> Path:
     """An IPython directory under ``_build`` whose kernel profile holds :data:`KERNEL_CONFIG`."""
     folder = book_root() / "_build" / "ipython"
     config = folder / "profile_default" / "ipython_kernel_config.py"
-    if not config.is_file() or config.read_text() != KERNEL_CONFIG:
+    if not config.is_file() or config.read_text(encoding="utf-8") != KERNEL_CONFIG:
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(KERNEL_CONFIG)
+        config.write_text(KERNEL_CONFIG, encoding="utf-8")
     return folder
 
 
@@ -186,7 +189,7 @@ def dependencies(cells: list[str], package: Path | None = None) -> list[Path]:
         if name in seen or not (package / f"{name}.py").is_file():
             continue
         seen.add(name)
-        imports = _imported_modules((package / f"{name}.py").read_text(), package)
+        imports = _imported_modules((package / f"{name}.py").read_text(encoding="utf-8"), package)
         pending |= every_module if imports is None else imports
     data = [path for path in listed if path.suffix not in {".py", ".pyc"} and _data_read(path, package, seen)]
     return sorted({package / "__init__.py", *(package / f"{name}.py" for name in seen), *data})
@@ -313,7 +316,7 @@ def key_parts(notebook, mode: str, root: Path | None = None, package: Path | Non
     for path in modules:
         add(f"icllib/{path.relative_to(package).as_posix()}", path.read_bytes())
     sources = [cell.source for cell in code_cells(notebook)]
-    sources += [path.read_text() for path in modules if path.suffix == ".py" and path.name != "claims.py"]
+    sources += [path.read_text(encoding="utf-8") for path in modules if path.suffix == ".py" and path.name != "claims.py"]
     add("registry", registry_part(sources, package))
     for name in PINS:
         path = root / name
@@ -376,7 +379,7 @@ def _files(folder: Path, notebook_key: str) -> tuple[Path, Path, Path]:
 
 def _write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(f".{path.name}.{os.getpid()}")
-    partial.write_text(text)
+    partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)
 
 
@@ -487,8 +490,8 @@ def _read_entry(folder: Path, notebook_key: str, notebook=None) -> Execution | s
     cells)."""
     notebook_file, records_file, facts_file = _files(folder, notebook_key)
     try:
-        facts = json.loads(facts_file.read_text())
-        notebook_text, records_text = notebook_file.read_text(), records_file.read_text()
+        facts = json.loads(facts_file.read_text(encoding="utf-8"))
+        notebook_text, records_text = notebook_file.read_text(encoding="utf-8"), records_file.read_text(encoding="utf-8")
     except FileNotFoundError as error:
         return f"{Path(error.filename).name} is missing"
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -648,7 +651,7 @@ def execute(path: Path, mode: str, folder: Path | None = None) -> tuple[str, flo
     except CellTimeoutError:
         failure = f"{cell_label(notebook, running[0])} ran past {CELL_TIMEOUT_S} s; nothing stored"
     seconds = time.perf_counter() - started
-    records = records_file.read_text().splitlines() if records_file.is_file() else []
+    records = records_file.read_text(encoding="utf-8").splitlines() if records_file.is_file() else []
     records_file.unlink(missing_ok=True)
     try:
         after = key_parts(read_source(path), mode)
@@ -659,6 +662,7 @@ def execute(path: Path, mode: str, folder: Path | None = None) -> tuple[str, flo
         raise SourcesChanged(f"{path}: {', '.join(changed)} changed while it executed in mode {mode!r}, so its "
                              "outputs may come from either version: nothing stored; run it again")
     pass_on(records, os.environ.get("ICLLIB_RESULTS"))
+    keep_chapter_records(path, records)
     if failure is not None:
         raise RuntimeError(f"{path} failed in mode {mode!r}:\n{failure}") from None
     facts = {"notebook": path.name, "seconds": round(seconds, 1), "threads": KERNEL_THREADS,
@@ -683,11 +687,31 @@ def slowest_cells(notebook, count: int = 3) -> list[dict]:
     return sorted(timed, key=lambda entry: -entry["seconds"])[:count]
 
 
+def keep_chapter_records(path: Path, records: list[str]) -> None:
+    """In a book build, the records of the chapter at ``path`` as it was read now, replacing those an earlier reading
+    of it left: one file per chapter, ``<chapter>.jsonl`` in the folder ``ICLLIB_BUILD_RECORDS`` names (the build's
+    own, per mode, set by ``_ext/ledger_page.py``), so that a check deleted from a chapter leaves no record in an
+    incremental build, and no other command's records reach its ledger. Outside a build, nothing."""
+    folder = os.environ.get(BUILD_RECORDS_VARIABLE)
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        _write_atomically(Path(folder) / f"{path.stem}.jsonl", "".join(line.rstrip("\n") + "\n" for line in records))
+
+
+def failure_line(error: BaseException) -> str:
+    """An error in one line: an ``OSError`` (a full disk, a read-only folder, a cache path that is a file) as what
+    failed on which file, anything else as its message."""
+    if isinstance(error, OSError):
+        files = [str(name) for name in (error.filename, error.filename2) if name]
+        return f"{error.strerror or type(error).__name__}" + (f": {', '.join(files)}" if files else "")
+    return str(error)
+
+
 def pass_on(records: list[str], target: str | Path | None) -> None:
     """Append records to a results file (none: keep them in the cache only)."""
     if target and records:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "a") as stream:
+        with open(target, "a", encoding="utf-8") as stream:
             stream.writelines(line + "\n" for line in records)
 
 
@@ -697,7 +721,7 @@ def last_seconds(path: Path, mode: str, folder: Path) -> float:
     runs = []
     for facts in sorted(folder.glob("*.json")):
         try:
-            run = json.loads(facts.read_text())
+            run = json.loads(facts.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             _discard(folder, facts.stem, f"{facts.name}: {error}")
             continue
@@ -720,11 +744,23 @@ def execute_changed(paths: list[Path], mode: str, jobs: int, folder: Path | None
     code; print a line per chapter. Returns the notebooks that failed (every one runs to its end)."""
     folder = folder or cache_folder()
     remove_stale_partials(folder)
-    changed = [path for path in paths if load(read_source(path), mode, folder) is None]
+    changed, failed = [], []
+
+    def report(path: Path, error: BaseException) -> None:
+        message = failure_line(error)
+        named = isinstance(error, RuntimeError) and path.name in message   # execute's own messages name it
+        print(f"[executions] {message if named else f'{path.name}: {message}'}", file=sys.stderr, flush=True)
+        failed.append(path)
+
+    for path in paths:
+        try:
+            if load(read_source(path), mode, folder) is None:
+                changed.append(path)
+        except OSError as error:   # a chapter that is not there, a cache that cannot be read
+            report(path, error)
     changed.sort(key=lambda path: -last_seconds(path, mode, folder))  # the longest first: they end together
-    for path in sorted(set(paths) - set(changed)):
+    for path in sorted(set(paths) - set(changed) - set(failed)):
         print(f"[executions] {path.name}: stored execution reused (mode {mode})", flush=True)
-    failed = []
     with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(changed) or 1))) as pool:
         futures = {pool.submit(_execute_in_worker, str(path), mode, str(folder)): path for path in changed}
         for future in as_completed(futures):
@@ -732,10 +768,10 @@ def execute_changed(paths: list[Path], mode: str, jobs: int, folder: Path | None
             try:
                 _, seconds = future.result()
                 print(f"[executions] {path.name}: done in {seconds:.0f} s", flush=True)
-            except RuntimeError as error:  # a failed cell, a dead kernel, changed sources, a worker killed
-                message = str(error) if path.name in str(error) else f"{path.name}: {error}"
-                print(f"[executions] {message}", file=sys.stderr, flush=True)
-                failed.append(path)
+            # a failed cell, a dead kernel, changed sources, a worker killed (RuntimeError); a full disk, a read-only
+            # _build, a cache path that is not a folder (OSError): one path, one line naming the chapter
+            except (RuntimeError, OSError) as error:
+                report(path, error)
     return failed
 
 
@@ -744,29 +780,33 @@ def execute_changed(paths: list[Path], mode: str, jobs: int, folder: Path | None
 def _source_path(text: str, root: Path) -> Path:
     """The chapter file whose text this is (the reader is handed the text only)."""
     for path in sorted(root.glob("notebooks/*.py")):
-        if path.read_text() == text:
+        if path.read_text(encoding="utf-8") == text:
             return path
     raise RuntimeError("the book build read a notebook that is not one of notebooks/*.py")
 
 
 def read_chapter(text: str, **jupytext_options):
     """The ``nb_custom_formats`` reader of the book: the jupytext notebook with the outputs of its stored
-    execution for today's code, executing it first if there is none. Its records go to the build's results
-    file, as if it had executed during the build."""
+    execution for today's code, executing it first if there is none. Its records replace those of its previous
+    reading in the build's records (:func:`keep_chapter_records`), as if it had executed during the build. An error
+    of the disk or the cache (``OSError``) is a ``RuntimeError`` naming the chapter, in one line."""
     from icllib.config import mode as run_mode
 
     notebook = jupytext.reads(text, **jupytext_options)
     mode = run_mode()
-    execution = load(notebook, mode)
-    if execution is None:
-        path = _source_path(text, book_root())
-        execute(path, mode)  # its records reach the results file on the way; SourcesChanged stops the build
+    path = _source_path(text, book_root())
+    try:
         execution = load(notebook, mode)
         if execution is None:
-            raise RuntimeError(f"{path}: executed, but its stored execution cannot be read back "
-                               f"({cache_folder()}); build again")
-    else:
-        pass_on(execution.records, os.environ.get("ICLLIB_RESULTS"))
+            execute(path, mode)  # its records reach the build's on the way; SourcesChanged stops the build
+            execution = load(notebook, mode)
+            if execution is None:
+                raise RuntimeError(f"{path}: executed, but its stored execution cannot be read back "
+                                   f"({cache_folder()}); build again")
+        else:
+            keep_chapter_records(path, execution.records)
+    except OSError as error:   # a full disk, a read-only _build, a cache path that is not a folder
+        raise RuntimeError(f"{path.name}: {failure_line(error)}") from None
     return with_outputs(notebook, execution)
 
 
@@ -780,7 +820,12 @@ def main(argv: list[str] | None = None) -> int:
 
     paths = arguments.notebooks or sorted((book_root() / "notebooks").glob("*.py"))
     started = time.perf_counter()
-    failed = execute_changed(paths, mode(), arguments.jobs)
+    try:
+        failed = execute_changed(paths, mode(), arguments.jobs)
+    except (OSError, ValueError) as error:   # the cache folder itself unusable; a bad ICLLIB_MODE
+        print(f"[executions] {', '.join(path.name for path in paths)}: not executed: {failure_line(error)} "
+              f"(execution cache: {cache_folder()})", file=sys.stderr, flush=True)
+        return 1
     print(f"[executions] {len(paths)} chapters ready in {time.perf_counter() - started:.0f} s", flush=True)
     return 1 if failed else 0
 

@@ -28,6 +28,7 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+import executions
 import ledger_history
 import ledger_text
 import paper_scale
@@ -126,7 +127,7 @@ def _toc_files(app) -> list[str]:
             for item in node:
                 walk(item)
 
-    walk(yaml.safe_load(toc_path.read_text()))
+    walk(yaml.safe_load(toc_path.read_text(encoding="utf-8")))
     return files
 
 
@@ -317,16 +318,54 @@ def expand_errata_list(app, docname, source):
         source[0] = ERRATA_LIST.sub(lambda _match: errata_markdown(app), source[0])
 
 
+# A build keeps its checks' records apart from any other command's: one file per chapter, in a folder of the build's
+# own (beside its HTML) and of its run mode, each replaced when its chapter is read again (executions.
+# keep_chapter_records). The ledger reads those of this mode for the chapters this build has, and writes them
+# together to results_file (what the build published). The notebook tests write elsewhere (claims.results_path), so
+# `make test` running beside `make book` cannot put quick-mode numbers in the default ledger, and a check deleted
+# from a chapter leaves nothing behind in an incremental build.
+
+def records_folder(app) -> Path:
+    """``<build>/claims/build-<mode>/``: this build's records, one ``<chapter>.jsonl`` each."""
+    return Path(app.outdir).parent / "claims" / f"build-{mode()}"
+
+
 def results_file(app) -> Path:
+    """``<build>/claims/results.jsonl``: the records this build's ledger shows, one file (written by
+    :func:`gather_results`)."""
     return Path(app.outdir).parent / "claims" / "results.jsonl"
 
 
 def start_fresh_results(app):
-    """Point every executed notebook at this build's results file; empty it for a fresh environment."""
-    path = results_file(app)
-    os.environ[claims_module.RESULTS_VARIABLE] = str(path)
-    if not app.env.all_docs and path.exists():
-        path.unlink()
+    """Point the chapters this build reads at its own records folder; empty it for a fresh environment. A results
+    file named in the environment (``ICLLIB_RESULTS``) is not this build's: the build leaves it alone."""
+    folder = records_folder(app)
+    os.environ[executions.BUILD_RECORDS_VARIABLE] = str(folder)
+    os.environ.pop(claims_module.RESULTS_VARIABLE, None)
+    if not app.env.all_docs:
+        shutil.rmtree(folder, ignore_errors=True)
+        results_file(app).unlink(missing_ok=True)
+
+
+def gather_results(app) -> Path:
+    """Write :func:`results_file` from this build's records: those of its run mode, of the chapters the build has
+    (a chapter taken out of the book leaves its file, not its records); returns its path."""
+    lines = []
+    folder = records_folder(app)
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else ():
+        if f"notebooks/{path.stem}" not in app.env.found_docs:
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and record.get("mode") == mode():
+                lines.append(line)
+    target = results_file(app)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return target
 
 
 def _papers_folder(app) -> Path:
@@ -476,7 +515,7 @@ JSON_TYPES = {"string": {"type": "string"}, "boolean": {"type": "boolean"}, "arr
 
 def book_release(app) -> dict:
     """The book's version and release date (CITATION.cff) and the date of this build."""
-    citation = yaml.safe_load((Path(app.srcdir) / "CITATION.cff").read_text())
+    citation = yaml.safe_load((Path(app.srcdir) / "CITATION.cff").read_text(encoding="utf-8"))
     return {"book": citation.get("title", ""), "version": str(citation.get("version", "")),
             "released": str(citation.get("date-released", "")), "built": time.strftime("%Y-%m-%d", time.gmtime()),
             "mode": mode()}
@@ -591,7 +630,7 @@ def fill_ledger(app, doctree, docname):
         return
     book = claims_module.registry()
     _warn_about_chapters_missing_from_the_toc(app, book, docname)
-    records = claims_module.read_all_results(results_file(app))
+    records = claims_module.read_all_results(gather_results(app))
     archived = paper_scale.archived_records(Path(app.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER))
     events, history_source = _history(app)
     since = ledger_history.last_changes(events)

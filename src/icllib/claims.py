@@ -58,7 +58,7 @@ The rules that decide between them are ``VERDICT_RULES`` (also on the ledger pag
 enforces their mechanical part on the registry and the archived paper-scale runs.
 
 :func:`check_claim` compares a measured value with the paper's value (or with bounds), appends a
-record to the results file (``_build/claims/results.jsonl`` under the book's root, or the path in
+record to the results file (``_build/claims/<mode>/results.jsonl`` under the book's root, or the path in
 ``ICLLIB_RESULTS``) and raises ``AssertionError`` quoting the claim when the check fails. The book's
 ledger page is built from the registry and these records. :func:`save_arrays` records the few small
 arrays a paper-scale figure is drawn from; :func:`archived_arrays` reads them back from the archive.
@@ -410,15 +410,17 @@ def registry() -> Registry:
 
 
 def results_path() -> Path:
-    """Where records go: ``ICLLIB_RESULTS``, else ``_build/claims/results.jsonl`` under the book root.
+    """Where records go: ``ICLLIB_RESULTS``, else ``_build/claims/<mode>/results.jsonl`` under the book root.
 
-    The book root is the nearest folder above the working directory that holds ``_config.yml``; without
-    one, the working directory.
+    One file per run mode, and none of them a book build's (a build keeps its chapters' records in a folder of its
+    own, ``_ext/ledger_page.py``): the notebook tests in quick mode, run while ``make book`` builds, never reach the
+    default ledger. The book root is the nearest folder above the working directory that holds ``_config.yml``;
+    without one, the working directory.
     """
     override = os.environ.get(RESULTS_VARIABLE)
     if override:
         return Path(override)
-    return _book_root() / "_build" / "claims" / "results.jsonl"
+    return _book_root() / "_build" / "claims" / mode() / "results.jsonl"
 
 
 def _book_root() -> Path:
@@ -430,7 +432,7 @@ def _append(record: dict) -> None:
     """Append one record (a check, saved arrays, a figure's layout) to the results file."""
     path = results_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as stream:
+    with path.open("a", encoding="utf-8") as stream:
         stream.write(json.dumps(record) + "\n")
 
 
@@ -438,7 +440,7 @@ def _read_records(path: Path | None):
     """Every record of the results file at ``path`` (default :func:`results_path`), in the order written."""
     path = path or results_path()
     if path.is_file():
-        for line in path.read_text().splitlines():
+        for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 yield json.loads(line)
 
