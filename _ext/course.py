@@ -64,7 +64,7 @@ def chapters(root: Path = ROOT) -> list[Chapter]:
     from icllib import claims
 
     titles = {header["page"]: header["title"] for header in claims.registry().chapters.values()}
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
     pages = [entry["file"] for part in toc.get("parts", []) if part.get("numbered")
              for entry in part.get("chapters", [])]
     return [Chapter(number, Path(page).name, page, titles[page])
@@ -72,7 +72,7 @@ def chapters(root: Path = ROOT) -> list[Chapter]:
 
 
 def book_title(root: Path = ROOT) -> str:
-    return yaml.safe_load((root / "_config.yml").read_text())["title"]
+    return yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["title"]
 
 
 def pdf_name(chapter: Chapter) -> str:
@@ -97,7 +97,7 @@ def tag_the_edition(app, config):
 
 def student_config(root: Path, target: Path) -> Path:
     """The book's ``_config.yml`` with the solutions hidden and the edition named: the student build's config."""
-    config = yaml.safe_load((root / "_config.yml").read_text())
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     # jupyter-book finds a local extension's folder from the config file's: name it absolutely.
     config["sphinx"]["local_extensions"] = {name: str((root / folder).resolve())
                                             for name, folder in config["sphinx"]["local_extensions"].items()}
@@ -107,7 +107,7 @@ def student_config(root: Path, target: Path) -> Path:
     # The page sources (.py, .md) hold the solutions: the student edition does not copy them.
     sphinx_config["html_copy_source"] = False
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    target.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return target
 
 
@@ -309,7 +309,7 @@ def build_course(site: Path, work: Path) -> dict:
                       **{f"{edition} PDFs": folder_size(course / edition / "pdf") for edition in EDITIONS},
                       **{f"{edition} notebooks": notebook_bytes[edition] for edition in EDITIONS},
                       "site without the course pack": folder_size(site) - folder_size(course)}
-    (work / "facts.json").write_text(json.dumps(facts, indent=1))
+    (work / "facts.json").write_text(json.dumps(facts, indent=1), encoding="utf-8")
     return facts
 
 

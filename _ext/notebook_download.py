@@ -89,7 +89,7 @@ class Reference:
 def chapter_numbers(toc_file: Path = ROOT / "_toc.yml") -> dict[str, int]:
     """``{docname: number}`` for the chapters of the numbered parts of ``_toc.yml`` (each numbered toctree counts
     from 1, as Sphinx numbers it)."""
-    toc = yaml.safe_load(Path(toc_file).read_text())
+    toc = yaml.safe_load(Path(toc_file).read_text(encoding="utf-8"))
     numbers: dict[str, int] = {}
     for part in toc.get("parts", []):
         if part.get("numbered"):
@@ -683,7 +683,7 @@ WHEEL_FOLDER = "wheels"
 def needs_text_extra(notebook, library: Path = ROOT / "src" / "icllib") -> bool:
     """Whether the chapter imports gensim, itself or through an ``icllib`` module that imports it."""
     with_gensim = {path.stem for path in Path(library).glob("*.py")
-                   if re.search(r"^\s*(from|import)\s+gensim", path.read_text(), re.MULTILINE)}
+                   if re.search(r"^\s*(from|import)\s+gensim", path.read_text(encoding="utf-8"), re.MULTILINE)}
     code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
     imported = re.findall(r"^[ \t]*from\s+icllib\s+import\s+(\([^)]*\)|[^\n]+)", code, re.MULTILINE)
     names = {name.split()[0] for group in imported for name in group.strip("()").split(",") if name.strip()}
@@ -824,7 +824,7 @@ def wheel_name(root: Path = ROOT) -> str:
 
     pyproject = Path(root) / "pyproject.toml"
     if pyproject.is_file():
-        project = tomllib.loads(pyproject.read_text())["project"]
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
         name, version = project["name"], project["version"]
     else:   # a test's tiny book, built against the installed library
         from importlib import metadata
@@ -909,7 +909,7 @@ def executed_glue(executed: Path) -> dict[str, str]:
     glue_file = Path(executed).with_suffix(".glue.json")
     glued = {}
     if glue_file.is_file():
-        for name, output in json.loads(glue_file.read_text()).items():
+        for name, output in json.loads(glue_file.read_text(encoding="utf-8")).items():
             plain = [value for key, value in output.get("data", {}).items() if key.endswith("text/plain")]
             if plain:
                 glued[name] = "".join(plain[0]) if isinstance(plain[0], list) else plain[0]

@@ -143,7 +143,7 @@ def check_writable(folder: Path) -> None:
     probe = folder / f".probe.{os.getpid()}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        probe.write_text("")
+        probe.write_text("", encoding="utf-8")
         probe.unlink()
     except OSError as error:
         raise ValueError(f"folder {str(folder)!r} cannot be written ({error.strerror or error}): a full run would "
@@ -161,7 +161,7 @@ def _stopped_run(work: Path) -> str:
 
 def _read_json(path: Path):
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
 
@@ -172,7 +172,7 @@ def _json_lines(path: Path) -> tuple[list[dict], int]:
     if not path.is_file():
         return [], 0
     kept, unreadable = [], 0
-    for line in path.read_text().splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             try:
                 kept.append(json.loads(line))
@@ -183,7 +183,7 @@ def _json_lines(path: Path) -> tuple[list[dict], int]:
 
 def _owner_alive(work: Path) -> bool:
     try:
-        return executions.process_alive(int((work / "pid").read_text()))
+        return executions.process_alive(int((work / "pid").read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return False
 
@@ -218,7 +218,8 @@ def run_chapter(name: str, folder: Path | None = None) -> Path:
     work = running_folder(name, folder)
     if work.exists():
         if _owner_alive(work):
-            raise ValueError(f"name {name!r}: a full run of it is under way (process {(work / 'pid').read_text()})")
+            owner = (work / "pid").read_text(encoding="utf-8")
+            raise ValueError(f"name {name!r}: a full run of it is under way (process {owner})")
         raise ValueError(f"name {name!r}: a stopped full run of it is on disk in {work} ({_stopped_run(work)}): "
                          f"archive it with `python _ext/paper_scale.py {name} --archive-partial` or remove it with "
                          "--discard-partial, then run again")
@@ -232,7 +233,7 @@ def run_chapter(name: str, folder: Path | None = None) -> Path:
               "machine": _machine(), "device": device_description(), "threads": executions.KERNEL_THREADS,
               "versions": _versions(), "cells": cells}
     work.mkdir(parents=True)  # under folder, which check_writable found writable
-    (work / "pid").write_text(str(os.getpid()))
+    (work / "pid").write_text(str(os.getpid()), encoding="utf-8")
     executions._write_atomically(work / "header.json", json.dumps(header, sort_keys=True, indent=1))
     records_file, cells_file = work / "records.jsonl", work / "cells.jsonl"
     started = time.perf_counter()
@@ -255,7 +256,7 @@ def run_chapter(name: str, folder: Path | None = None) -> Path:
                 lines = str(content.get("evalue", "")).strip().splitlines()
                 outcome.update(error=content.get("ename", ""),
                                message=lines[0].replace(str(root), ".") if lines else "")
-            with cells_file.open("a") as stream:   # on disk cell by cell: a stopped run keeps what it did
+            with cells_file.open("a", encoding="utf-8") as stream:   # on disk cell by cell: a stopped run keeps what it did
                 stream.write(json.dumps(outcome) + "\n")
             bar.set_postfix(failed_cells=failed_cells, refresh=False)
             bar.update()
@@ -275,7 +276,7 @@ def run_chapter(name: str, folder: Path | None = None) -> Path:
                              f"memory?); {_stopped_run(work)}, kept in {work}: `python _ext/paper_scale.py {name} "
                              "--archive-partial` archives them as a partial run", by_user=False) from None
     wall_s = time.perf_counter() - started
-    lines = records_file.read_text().splitlines() if records_file.is_file() else []
+    lines = records_file.read_text(encoding="utf-8").splitlines() if records_file.is_file() else []
     written = [json.loads(line) for line in lines if line.strip()]
     run = {**header, "wall_s": round(wall_s, 1), "errors": _cell_errors(notebook, root),
            **_records_and_arrays(written)}
@@ -330,7 +331,8 @@ def archive_partial(name: str, folder: Path | None = None) -> Path:
     if not isinstance(header, dict):
         raise ValueError(f"name {name!r}: no stopped full run of it in {work}")
     if _owner_alive(work):
-        raise ValueError(f"name {name!r}: its full run is still under way (process {(work / 'pid').read_text()})")
+        owner = (work / "pid").read_text(encoding="utf-8")
+        raise ValueError(f"name {name!r}: its full run is still under way (process {owner})")
     root = executions.book_root(folder)
     written, _ = _json_lines(work / "records.jsonl")
     cells, _ = _json_lines(work / "cells.jsonl")
@@ -436,7 +438,7 @@ def read_run(path: Path) -> dict:
     :class:`ArchiveError` naming the file (and the record) when it does not parse or fit."""
     path = Path(path)
     try:
-        run = json.loads(path.read_text())
+        run = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ArchiveError(f"{path}: not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}); "
                            f"restore it (git checkout -- {path}) or run make paper-scale "
@@ -535,7 +537,7 @@ def read_pending(folder: Path | None = None) -> list[dict]:
     path = (Path(folder) if folder is not None else default_folder()) / PENDING_FILE
     if not path.is_file():
         return []
-    entries = yaml.safe_load(path.read_text()) or []
+    entries = yaml.safe_load(path.read_text(encoding="utf-8")) or []
     if not isinstance(entries, list):
         raise ValueError(f"{path}: must be a list of entries (chapter, part, cost, why), got {type(entries).__name__}")
     for number, entry in enumerate(entries, start=1):

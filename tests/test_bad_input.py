@@ -36,7 +36,8 @@ API_PAGE = Path(__file__).resolve().parents[1] / "book" / "api.md"
 def _api_functions() -> dict:
     """``{"module.name": callable}`` for every public function and non-dataclass class on the API page."""
     found = {}
-    for module_name, members in re.findall(r"automodule:: icllib\.(\w+)\n((?:\s+:\w+:.*\n)*)", API_PAGE.read_text()):
+    page = API_PAGE.read_text(encoding="utf-8")
+    for module_name, members in re.findall(r"automodule:: icllib\.(\w+)\n((?:\s+:\w+:.*\n)*)", page):
         module = importlib.import_module(f"icllib.{module_name}")
         listed = re.search(r":members:(.*)", members)
         names = [n.strip() for n in listed.group(1).split(",") if n.strip()] if listed else None

@@ -71,7 +71,7 @@ notes:
 def demo_registry(tmp_path, monkeypatch):
     folder = tmp_path / "registry"
     folder.mkdir()
-    (folder / "demo.yaml").write_text(REGISTRY)
+    (folder / "demo.yaml").write_text(REGISTRY, encoding="utf-8")
     results = tmp_path / "results.jsonl"
     monkeypatch.setenv("ICLLIB_REGISTRY", str(folder))
     monkeypatch.setenv("ICLLIB_RESULTS", str(results))
@@ -82,7 +82,7 @@ def demo_registry(tmp_path, monkeypatch):
 def test_passing_claim_is_recorded(demo_registry):
     _, results = demo_registry
     assert claims.check_claim("demo.exact", 2.0 + 1e-13, expected=2, atol=1e-12, why="float") is None
-    record = json.loads(results.read_text())
+    record = json.loads(results.read_text(encoding="utf-8"))
     assert record["id"] == "demo.exact" and record["passed"] and record["mode"] == "quick"
     assert record["why"] == "float" and "atol=1e-12" in record["tolerance"]
 
@@ -91,7 +91,7 @@ def test_failing_claim_raises_with_the_statement_and_is_recorded(demo_registry):
     _, results = demo_registry
     with pytest.raises(AssertionError, match=r"(?s)demo\.exact.*one plus one is two.*measured 2\.5"):
         claims.check_claim("demo.exact", 2.5, expected=2, rtol=0.1, why="test")
-    assert json.loads(results.read_text())["passed"] is False
+    assert json.loads(results.read_text(encoding="utf-8"))["passed"] is False
 
 
 def test_relative_and_absolute_tolerances_add(demo_registry):
@@ -184,7 +184,7 @@ def test_saved_arrays_are_recorded_beside_the_checks_and_skipped_by_the_ledger(d
     _, results = demo_registry
     claims.check_claim("demo.exact", 2.0, expected=2, atol=0, why="exact")
     claims.save_arrays("series", steps=[0, 5], values=[[1.0, 2.0], [math.pi, 4.0]])
-    saved = json.loads(results.read_text().splitlines()[1])
+    saved = json.loads(results.read_text(encoding="utf-8").splitlines()[1])
     assert saved["arrays"] == "series" and saved["shapes"] == {"steps": [2], "values": [2, 2]}
     assert saved["values"]["values"] == [1.0, 2.0, 3.14159, 4.0]
     assert list(claims.read_all_results(results)) == ["demo.exact"]
@@ -193,7 +193,7 @@ def test_saved_arrays_are_recorded_beside_the_checks_and_skipped_by_the_ledger(d
 def test_saved_arrays_keep_a_non_finite_value_as_null(demo_registry):
     _, results = demo_registry
     claims.save_arrays("diverged", loss=[1.0, math.inf, math.nan])
-    assert json.loads(results.read_text())["values"]["loss"] == [1.0, None, None]
+    assert json.loads(results.read_text(encoding="utf-8"))["values"]["loss"] == [1.0, None, None]
 
 
 @pytest.mark.parametrize(("arrays", "message"), [
@@ -231,7 +231,7 @@ def test_save_arrays_refuses_what_an_archive_should_not_hold(demo_registry, arra
 )
 def test_malformed_registry_is_rejected(tmp_path, edit, message):
     path = tmp_path / "bad.yaml"
-    path.write_text(edit(REGISTRY))
+    path.write_text(edit(REGISTRY), encoding="utf-8")
     with pytest.raises(ValueError, match=message):
         claims.parse_registry([path])
 
@@ -245,7 +245,7 @@ def test_the_book_registry_is_valid_and_every_claim_is_checked_somewhere():
     root = Path(__file__).resolve().parents[1]
     used = set()
     for notebook in (root / "notebooks").glob("*.py"):
-        used |= set(re.findall(r"check_claim\(\s*[\"']([^\"']+)[\"']", notebook.read_text()))
+        used |= set(re.findall(r"check_claim\(\s*[\"']([^\"']+)[\"']", notebook.read_text(encoding="utf-8")))
     checkable = {cid for cid, claim in registry.claims.items() if claim.verdict != "out of scope"}
     assert used <= set(registry.claims), f"unregistered claim ids: {sorted(used - set(registry.claims))}"
     assert checkable <= used, f"registered claims no chapter checks: {sorted(checkable - used)}"
@@ -331,13 +331,13 @@ notes:
 def rules_book(tmp_path):
     """A scratch registry that follows every rule, and an archive folder with one passing run."""
     def book(text=RULES_REGISTRY):
-        (tmp_path / "rules.yaml").write_text(text)
+        (tmp_path / "rules.yaml").write_text(text, encoding="utf-8")
         return claims.parse_registry([tmp_path / "rules.yaml"])
     archive = tmp_path / "full"
     archive.mkdir()
     (archive / "rules.json").write_text(json.dumps({"chapter": "rules", "date": "2026-11-26", "records": [
         {"id": "rules.exact", "measured": 1.0, "passed": True},
-        {"id": "rules.sign", "measured": 1.0, "passed": True}]}))
+        {"id": "rules.sign", "measured": 1.0, "passed": True}]}), encoding="utf-8")
     return book, archive
 
 
@@ -351,7 +351,7 @@ def test_r1_a_failed_archived_check_is_neither_reproduced_nor_clarified(rules_bo
     (archive / "rules.json").write_text(json.dumps({"chapter": "rules", "date": "2026-11-26", "records": [
         {"id": "rules.exact", "measured": 1.0, "passed": True},
         {"id": "rules.exact", "measured": 2.0, "passed": False},
-        {"id": "rules.sign", "measured": 2.0, "passed": False}]}))
+        {"id": "rules.sign", "measured": 2.0, "passed": False}]}), encoding="utf-8")
     problems = claims.verdict_problems(book(), archive)
     assert set(problems) == {"rules.exact", "rules.sign"}
     assert problems["rules.exact"][0].startswith("R1: reproduced although its check failed")
@@ -439,7 +439,7 @@ def test_the_book_registry_follows_the_verdict_rules():
 def test_the_ledger_page_states_every_rule():
     from pathlib import Path
 
-    page = (Path(__file__).resolve().parents[1] / "book" / "claims.md").read_text()
+    page = (Path(__file__).resolve().parents[1] / "book" / "claims.md").read_text(encoding="utf-8")
     assert all(" ".join(rule.split()) in " ".join(page.split()) for rule in claims.VERDICT_RULES)
 
 

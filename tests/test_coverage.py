@@ -64,8 +64,8 @@ claims:
 
 @pytest.fixture
 def demo(tmp_path):
-    (tmp_path / "paper.txt").write_text(PAPER)
-    (tmp_path / "demo.yaml").write_text(REGISTRY)
+    (tmp_path / "paper.txt").write_text(PAPER, encoding="utf-8")
+    (tmp_path / "demo.yaml").write_text(REGISTRY, encoding="utf-8")
     return tmp_path, claims.parse_registry([tmp_path / "demo.yaml"])
 
 
@@ -98,7 +98,7 @@ def test_a_result_without_a_row_is_reported(demo):
 def test_a_quote_that_is_not_verbatim_is_reported(demo, tmp_path):
     folder, _ = demo
     text = REGISTRY.replace("quote: the constant is $C_0 = 2$", "quote: the constant C_0 is 2")
-    (tmp_path / "demo.yaml").write_text(text)
+    (tmp_path / "demo.yaml").write_text(text, encoding="utf-8")
     book = claims.parse_registry([tmp_path / "demo.yaml"])
     (problem,) = coverage.quote_problems(folder, book)
     assert problem.startswith("demo.E1: quote not found verbatim near line 3")
@@ -115,7 +115,7 @@ def test_a_quote_far_from_its_line_is_reported(demo, tmp_path):
 def test_an_orphan_erratum_is_reported(demo, tmp_path):
     folder, _ = demo
     text = REGISTRY.replace("    verdict: corrected\n    erratum: demo.E1\n", "    verdict: reproduced\n")
-    (tmp_path / "demo.yaml").write_text(text)
+    (tmp_path / "demo.yaml").write_text(text, encoding="utf-8")
     book = claims.parse_registry([tmp_path / "demo.yaml"])
     assert coverage.quote_problems(folder, book) == ["demo.E1: no ledger row names this erratum"]
 
@@ -126,11 +126,11 @@ def demo_list(demo, monkeypatch, tmp_path):
     folder, book = demo
     monkeypatch.setenv("ICLLIB_REGISTRY", str(folder))
     listing = tmp_path / "paper_results.json"
-    listing.write_text(json.dumps(coverage.results_list_from_texts(folder, book)))
+    listing.write_text(json.dumps(coverage.results_list_from_texts(folder, book)), encoding="utf-8")
     monkeypatch.setattr(coverage, "RESULTS_LIST", listing)
     texts = tmp_path / "text_claims"
     texts.mkdir()
-    (texts / "paper.yaml").write_text(TEXT_CLAIMS.format(sha=hashlib.sha256(PAPER.encode()).hexdigest()))
+    (texts / "paper.yaml").write_text(TEXT_CLAIMS.format(sha=hashlib.sha256(PAPER.encode()).hexdigest()), encoding="utf-8")
     monkeypatch.setattr(coverage, "TEXT_CLAIMS", texts)
     return folder, book, listing
 
@@ -153,11 +153,11 @@ def test_without_the_texts_the_committed_list_decides(demo_list, tmp_path, capsy
 
 def test_a_list_that_no_longer_matches_its_text_fails(demo_list, capsys):
     folder, _, listing = demo_list
-    (folder / "paper.txt").write_text(PAPER + "Lemma 9 is new.\n")
+    (folder / "paper.txt").write_text(PAPER + "Lemma 9 is new.\n", encoding="utf-8")
     assert coverage.main(["--papers", str(folder)]) == 1
     assert "does not match the paper texts" in capsys.readouterr().out
     assert coverage.main(["--papers", str(folder), "--update-list"]) == 0
-    assert "Lemma 9" in json.loads(listing.read_text())["paper.txt"]["results"]
+    assert "Lemma 9" in json.loads(listing.read_text(encoding="utf-8"))["paper.txt"]["results"]
 
 
 @pytest.mark.parametrize(("call", "error"), [
@@ -176,7 +176,7 @@ def test_the_in_text_claims_are_checked_against_the_rows_and_the_text(demo_list,
     assert coverage.text_claim_problems(folder, book) == []
     assert coverage.text_claim_problems(None, book) == []
     path = coverage.TEXT_CLAIMS / "paper.yaml"
-    good = path.read_text()
+    good = path.read_text(encoding="utf-8")
     for old, new, message in [
         ("rows: [demo.theorem]", "rows: [demo.nowhere]", "row 'demo.nowhere' is not in the registry"),
         ("rows: [demo.theorem]", "rows: []", "needs either the ledger rows"),
@@ -184,12 +184,12 @@ def test_the_in_text_claims_are_checked_against_the_rows_and_the_text(demo_list,
         ("quote: The loss decreases.", "quote: The loss increases.", "quote not found verbatim"),
         ("line: 4", "line: 0", "needs a positive line"),
     ]:
-        path.write_text(good.replace(old, new))
+        path.write_text(good.replace(old, new), encoding="utf-8")
         problems = coverage.text_claim_problems(folder, book)
         assert len(problems) == 1 and message in problems[0], (old, problems)
     # A list made on another version of the text is stale; without the text only the rows are checked.
-    path.write_text(good)
-    (folder / "paper.txt").write_text(PAPER + "Lemma 9 is new.\n")
+    path.write_text(good, encoding="utf-8")
+    (folder / "paper.txt").write_text(PAPER + "Lemma 9 is new.\n", encoding="utf-8")
     (problem,) = coverage.text_claim_problems(folder, book)
     assert "made on another version of the text" in problem
     path.unlink()
@@ -217,17 +217,18 @@ def test_with_some_texts_absent_the_missing_are_named_and_the_present_quotes_che
     """Issue 29: with one of two paper texts present, the check names the absent one and still checks the quotes of
     the present one (it used to say that the texts were absent and skip every quote)."""
     folder, _, listing = demo_list
-    (folder / "other.yaml").write_text(OTHER_CHAPTER)
-    committed = json.loads(listing.read_text())
+    (folder / "other.yaml").write_text(OTHER_CHAPTER, encoding="utf-8")
+    committed = json.loads(listing.read_text(encoding="utf-8"))
     committed["absent.txt"] = {"sha256": "0" * 64, "results": ["Theorem 1"]}
-    listing.write_text(json.dumps(committed))
+    listing.write_text(json.dumps(committed), encoding="utf-8")
     (coverage.TEXT_CLAIMS / "absent.yaml").write_text(
         "paper_file: absent.txt\nsha256: unknown\nclaims:\n  - line: 1\n    quote: a result\n"
-        "    rows: [other.result]\n")
+        "    rows: [other.result]\n", encoding="utf-8")
     book = claims.parse_registry([folder / "demo.yaml", folder / "other.yaml"])
     assert coverage.missing_texts(folder, book) == ["absent.txt"]
     assert not coverage.texts_at_hand(folder, book)
-    (folder / "demo.yaml").write_text(REGISTRY.replace("quote: the constant is $C_0 = 2$", "quote: the constant C_0 is 2"))
+    (folder / "demo.yaml").write_text(REGISTRY.replace("quote: the constant is $C_0 = 2$", "quote: the constant C_0 is 2"),
+                                      encoding="utf-8")
     book = claims.parse_registry([folder / "demo.yaml", folder / "other.yaml"])
     (problem,) = coverage.quote_problems(folder, book)
     assert problem.startswith("demo.E1: quote not found verbatim")

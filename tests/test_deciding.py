@@ -77,13 +77,13 @@ def test_every_row_with_a_complete_archive_carries_its_rules_verdict():
 def test_a_run_is_archived_with_its_rule_commit_and_device(tmp_path):
     written = deciding.run_and_archive("standard-transformer-2048", ["gpt2-seed1"], device="cpu", root=tmp_path,
                                        D=8, steps=3, batch=4)
-    record = json.loads(written[0].read_text())
+    record = json.loads(written[0].read_text(encoding="utf-8"))
     assert record["device"] == "cpu" and record["run"] == "gpt2-seed1" and record["commit"]
     assert set(record["rule_sha256"]) == set(deciding.EXPERIMENTS["standard-transformer-2048"]["rows"])
     assert [run["run"] for run in deciding.archived_runs("standard-transformer-2048", tmp_path)] == ["gpt2-seed1"]
     written = deciding.run_and_archive("b11-batch200-seeds", ["seed2"], device="cpu", root=tmp_path, steps=60,
                                        g_samples=8, checkpoint_every=20)
-    record = json.loads(written[0].read_text())
+    record = json.loads(written[0].read_text(encoding="utf-8"))
     assert record["overlap_at"] == [20, 40, 60] and record["overlap"]["within_factor_2"] <= 12
     with pytest.raises(ValueError, match="names"):
         deciding.run_and_archive("b11-batch200-seeds", ["seed9"], device="cpu", root=tmp_path)
@@ -107,6 +107,6 @@ def test_seeds_batched_measure_what_each_seed_measures_alone(tmp_path):
         assert together[seed]["overlap"]["within_factor_2"] == alone[seed]["overlap"]["within_factor_2"]
     written = deciding.run_and_archive("b11-batch200-seeds", ["seed4", "seed5"], device="cpu", root=tmp_path,
                                        steps=60, g_samples=8, checkpoint_every=20)
-    assert [json.loads(path.read_text())["settings"]["batched_with"] for path in written] == [[4, 5], [4, 5]]
+    assert [json.loads(path.read_text(encoding="utf-8"))["settings"]["batched_with"] for path in written] == [[4, 5], [4, 5]]
     with pytest.raises(ValueError, match="seeds must be distinct"):
         deciding.run_b11_seeds([1, 1], steps=2)

@@ -19,7 +19,7 @@ def _run_chapter(results: Path) -> list[tuple[str, str]]:
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
                            str(CHAPTER)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [(record["id"], json.dumps(record.get("measured"))) for record in records if "id" in record]
 
 

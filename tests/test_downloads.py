@@ -110,7 +110,7 @@ def test_exercises_are_numbered_as_on_the_site(path):
 
 def test_chapter_numbers_follow_the_table_of_contents():
     numbers = notebook_download.chapter_numbers()
-    toc = (ROOT / "_toc.yml").read_text()
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
     in_order = re.findall(r"file: (notebooks/\w+)", toc)
     assert [numbers[name] for name in in_order] == list(range(1, len(in_order) + 1))
     assert "book/claims" not in numbers
@@ -302,7 +302,7 @@ def test_a_download_in_one_call_fills_in_the_glued_values_kept_beside_the_execut
     nbformat.write(notebook, executed)
     (tmp_path / "tiny.glue.json").write_text(
         '{"t": {"data": {"text/plain": "0.956"}, "metadata": {"scrapbook": {"name": "t"}}, '
-        '"output_type": "display_data"}}')
+        '"output_type": "display_data"}}', encoding="utf-8")
     plain = notebook_download.downloadable(executed, solutions=False, site_url=None, page="notebooks/tiny")
     assert plain.cells[0].metadata["tags"] == [notebook_download.INSTALL_MARK]
     assert plain.cells[1].source == "T = 0.96."
@@ -323,7 +323,7 @@ def test_the_wheel_holds_the_library_and_its_registry_and_requires_only_the_scie
     assert "icllib/registry/paper_results.json" in names and "icllib/claims.py" in names
     metadata = zipfile.ZipFile(wheel).read(f"icllib-{wheel.name.split('-')[1]}.dist-info/METADATA").decode()
     required = re.findall(r"^Requires-Dist: (.+)$", metadata, re.MULTILINE)
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert set(required) == set(project["dependencies"]) | {
         f'{requirement}; extra == "text"' for requirement in project["optional-dependencies"]["text"]}
     assert "torch==2.13.0" in required and 'gensim==4.4.0; extra == "text"' in required

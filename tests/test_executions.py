@@ -37,21 +37,22 @@ def registry_text(chapter: str, rows: str) -> str:
 def make_package(folder: Path) -> Path:
     package = folder / "icllib"
     (package / "registry").mkdir(parents=True)
-    (package / "__init__.py").write_text('"""A made-up icllib."""\n')
-    (package / "chapter.py").write_text("from icllib.helpers import helper\n")
-    (package / "helpers.py").write_text("from .base import BASE\n\ndef helper():\n    return BASE\n")
-    (package / "base.py").write_text("BASE = 1\n")
-    (package / "other.py").write_text("OTHER = 1\n")
-    (package / "coverage.py").write_text("PAPERS = 'registry/paper_results.json'\n")
-    (package / "data.json").write_text("{}\n")
+    (package / "__init__.py").write_text('"""A made-up icllib."""\n', encoding="utf-8")
+    (package / "chapter.py").write_text("from icllib.helpers import helper\n", encoding="utf-8")
+    (package / "helpers.py").write_text("from .base import BASE\n\ndef helper():\n    return BASE\n", encoding="utf-8")
+    (package / "base.py").write_text("BASE = 1\n", encoding="utf-8")
+    (package / "other.py").write_text("OTHER = 1\n", encoding="utf-8")
+    (package / "coverage.py").write_text("PAPERS = 'registry/paper_results.json'\n", encoding="utf-8")
+    (package / "data.json").write_text("{}\n", encoding="utf-8")
     (package / "registry" / "chapter.yaml").write_text(registry_text("chapter", REGISTRY_ROW.format(
-        chapter="chapter", name="one") + REGISTRY_ROW.format(chapter="chapter", name="two")))
+        chapter="chapter", name="one") + REGISTRY_ROW.format(chapter="chapter", name="two")), encoding="utf-8")
     (package / "registry" / "other.yaml").write_text(registry_text("other", REGISTRY_ROW.format(chapter="other",
-                                                                                                 name="one")))
-    (package / "registry" / "paper_results.json").write_text("{}\n")
+                                                                                                 name="one")),
+                                                     encoding="utf-8")
+    (package / "registry" / "paper_results.json").write_text("{}\n", encoding="utf-8")
     (package / "registry" / "text_claims").mkdir()
-    (package / "registry" / "text_claims" / "000_paper.yaml").write_text("claims: []\n")
-    (folder / "requirements.txt").write_text("numpy==2.4.6\n")
+    (package / "registry" / "text_claims" / "000_paper.yaml").write_text("claims: []\n", encoding="utf-8")
+    (folder / "requirements.txt").write_text("numpy==2.4.6\n", encoding="utf-8")
     return package
 
 
@@ -98,14 +99,14 @@ def test_page_only_cell_metadata_does_not_change_the_key_but_other_metadata_does
     ("registry/paper_results.json", False), ("registry/text_claims/000_paper.yaml", False)])   # coverage's
 def test_a_module_changes_the_key_exactly_when_the_chapter_imports_it(package, changed, changes_key):
     before = key_of(package)
-    with (package / changed).open("a") as stream:
+    with (package / changed).open("a", encoding="utf-8") as stream:
         stream.write("# edited\n")
     assert (key_of(package) != before) is changes_key
 
 
 def test_the_pins_change_the_key(package):
     before = key_of(package)
-    (package.parent / "requirements.txt").write_text("numpy==2.4.7\n")
+    (package.parent / "requirements.txt").write_text("numpy==2.4.7\n", encoding="utf-8")
     assert key_of(package) != before
 
 
@@ -114,7 +115,7 @@ def test_the_paper_scale_archive_a_chapter_draws_from_is_in_its_key(package):
     drawing = notebook('from icllib.claims import archived_arrays\nseries = archived_arrays("chapter", "fig")')
     without_archive = key_of(package, drawing), key_of(package)
     archive.parent.mkdir(parents=True)
-    archive.write_text('{"arrays": {}}')
+    archive.write_text('{"arrays": {}}', encoding="utf-8")
     assert key_of(package, drawing) != without_archive[0]
     assert key_of(package) == without_archive[1]   # a chapter that does not read the archive keeps its key
     assert executions.archives_read(drawing) == ["chapter"]
@@ -141,7 +142,7 @@ def test_the_deciding_runs_a_chapter_reads_are_in_its_key(package):
     reading = notebook('from icllib import chapter\nruns = chapter.archived_runs("an-experiment")')
     before, other = key_of(package, reading), key_of(package)
     folder.mkdir(parents=True)
-    (folder / "seed1.json").write_text("{}")
+    (folder / "seed1.json").write_text("{}", encoding="utf-8")
     assert key_of(package, reading) != before
     assert key_of(package) == other
     assert executions.deciding_runs_read(reading) == ["an-experiment"]
@@ -151,7 +152,7 @@ def test_the_deciding_runs_a_chapter_reads_are_in_its_key(package):
 def test_the_coverage_files_of_the_registry_are_in_the_key_of_a_chapter_that_imports_coverage(package, changed):
     reading = notebook("from icllib import coverage")
     before = key_of(package, reading), key_of(package)
-    with (package / changed).open("a") as stream:
+    with (package / changed).open("a", encoding="utf-8") as stream:
         stream.write("# edited\n")
     assert key_of(package, reading) != before[0] and key_of(package) == before[1]
 
@@ -171,17 +172,19 @@ def test_a_registry_edit_changes_the_key_of_a_chapter_that_checks_the_claim_only
         package, old, new, changes_key):
     path = package / "registry" / "chapter.yaml"
     before = key_of(package, notebook(CHECKING))
-    text = path.read_text()
-    path.write_text(text.replace(old, new, 1))   # the first row: chapter.one
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")   # the first row: chapter.one
     assert (key_of(package, notebook(CHECKING)) != before) is changes_key
 
 
 def test_a_registry_edit_leaves_the_keys_of_chapters_that_do_not_check_the_claim(package):
     before = key_of(package, notebook(CHECKING)), key_of(package)
     other = package / "registry" / "other.yaml"
-    other.write_text(other.read_text().replace("verdict: reproduced", "verdict: reproduced\n    modes: [full]"))
+    other.write_text(other.read_text(encoding="utf-8").replace("verdict: reproduced", "verdict: reproduced\n    modes: [full]"),
+                     encoding="utf-8")
     chapter = package / "registry" / "chapter.yaml"
-    chapter.write_text(chapter.read_text().replace("id: chapter.two", "id: chapter.second"))
+    chapter.write_text(chapter.read_text(encoding="utf-8").replace("id: chapter.two", "id: chapter.second"),
+                       encoding="utf-8")
     assert (key_of(package, notebook(CHECKING)), key_of(package)) == before
 
 
@@ -190,23 +193,25 @@ def test_a_claim_id_the_code_computes_makes_every_claim_count(package, code):
     source = f"from icllib import chapter\nfrom icllib.claims import check_claim\n{code}"
     before = key_of(package, notebook(source))
     other = package / "registry" / "other.yaml"
-    other.write_text(other.read_text().replace("verdict: reproduced", "verdict: reproduced\n    modes: [full]"))
+    other.write_text(other.read_text(encoding="utf-8").replace("verdict: reproduced", "verdict: reproduced\n    modes: [full]"),
+                     encoding="utf-8")
     assert key_of(package, notebook(source)) != before
     assert executions.checked_claims([source]) is None
 
 
 def test_a_registry_that_does_not_parse_is_keyed_on_its_bytes(package):
     path = package / "registry" / "chapter.yaml"
-    path.write_text(path.read_text().replace("id: chapter.two", "id: chapter.one"))   # a duplicate id
+    path.write_text(path.read_text(encoding="utf-8").replace("id: chapter.two", "id: chapter.one"),   # a duplicate id
+                    encoding="utf-8")
     before = key_of(package, notebook(CHECKING))
-    path.write_text(path.read_text() + "# still a duplicate\n")
+    path.write_text(path.read_text(encoding="utf-8") + "# still a duplicate\n", encoding="utf-8")
     assert key_of(package, notebook(CHECKING)) != before
 
 
 @pytest.mark.parametrize("code", ["import icllib", "from icllib import *", "%time import icllib.chapter"])
 def test_code_that_may_reach_any_module_depends_on_all_of_them(package, code):
     before = key_of(package, notebook(code))
-    (package / "other.py").write_text("OTHER = 2\n")
+    (package / "other.py").write_text("OTHER = 2\n", encoding="utf-8")
     assert key_of(package, notebook(code)) != before
 
 
@@ -252,7 +257,7 @@ def tiny_book(tmp_path):
 
 
 def write_chapter(folder: Path, prose: str) -> None:
-    (folder / "notebooks" / "tiny.py").write_text(NOTEBOOK.format(prose=prose))
+    (folder / "notebooks" / "tiny.py").write_text(NOTEBOOK.format(prose=prose), encoding="utf-8")
 
 
 def build(folder: Path, env) -> str:
@@ -261,8 +266,9 @@ def build(folder: Path, env) -> str:
     done = subprocess.run([str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"], cwd=folder,
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    page = (folder / "_build" / "html" / "notebooks" / "tiny.html").read_text()
-    ledger = (folder / "_build" / "html" / "book" / "claims.html").read_text().replace("<wbr>", "")  # ids may break after their dots
+    page = (folder / "_build" / "html" / "notebooks" / "tiny.html").read_text(encoding="utf-8")
+    # ids may break after their dots
+    ledger = (folder / "_build" / "html" / "book" / "claims.html").read_text(encoding="utf-8").replace("<wbr>", "")
     assert "tiny.two" in ledger and "checks FAILED in this build" not in ledger   # the filter menu names FAILED
     return page
 
@@ -284,12 +290,13 @@ def test_a_prose_edit_reuses_the_execution_and_a_module_edit_re_executes(tiny_bo
     assert "Prose two." in page and "mark: first" in page
     assert len(stored(folder)) == 1 and stored(folder)[0].stat().st_mtime_ns == executed_at
 
-    with (folder / "src" / "icllib" / "balance.py").open("a") as stream:  # a module the chapter never imports
+    # a module the chapter never imports
+    with (folder / "src" / "icllib" / "balance.py").open("a", encoding="utf-8") as stream:
         stream.write("\nBUILD_MARK = 'unused'\n")
     build(folder, env)
     assert len(stored(folder)) == 1
 
-    with (folder / "src" / "icllib" / "config.py").open("a") as stream:
+    with (folder / "src" / "icllib" / "config.py").open("a", encoding="utf-8") as stream:
         stream.write("\nBUILD_MARK = 'second'\n")
     page = build(folder, env)
     assert "mark: second" in page and "mark: first" not in page
@@ -303,7 +310,7 @@ def test_the_build_after_the_notebook_tests_executes_nothing(tiny_book):
                            env=env, capture_output=True, text=True, timeout=600)
     assert tests.returncode == 0, tests.stdout[-3000:]
     [execution] = stored(folder)
-    assert "nbval" in execution.with_suffix(".json").read_text()
+    assert "nbval" in execution.with_suffix(".json").read_text(encoding="utf-8")
     page = build(folder, env)
     assert "mark: first" in page
     assert stored(folder) == [execution]

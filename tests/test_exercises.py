@@ -81,7 +81,7 @@ def test_self_checks_match_the_exercises(chapter):
     for label in checks.by_label:
         assert f'check("{label}"' in found[label]["exercise"], f"{label}'s text does not show how to check it"
     page = registry().chapters[chapter]["page"]
-    assert f"from icllib.exercises.{chapter} import check" in (ROOT / f"{page}.py").read_text()
+    assert f"from icllib.exercises.{chapter} import check" in (ROOT / f"{page}.py").read_text(encoding="utf-8")
 
 
 def solution_cases():

@@ -43,17 +43,17 @@ def make_tiny_book(folder: Path, value: float) -> dict[str, str]:
     shutil.copytree(ROOT / "_ext", folder / "_ext")
     (folder / "book").mkdir()
     shutil.copy(ROOT / "book" / "references.bib", folder / "book" / "references.bib")
-    (folder / "book" / "intro.md").write_text("# Intro\n\nA tiny book.\n")
-    (folder / "book" / "claims.md").write_text("# Ledger\n\n```{claims-ledger}\n```\n")
-    (folder / "book" / "refs.md").write_text("# References\n\n```{bibliography}\n:all:\n```\n")
+    (folder / "book" / "intro.md").write_text("# Intro\n\nA tiny book.\n", encoding="utf-8")
+    (folder / "book" / "claims.md").write_text("# Ledger\n\n```{claims-ledger}\n```\n", encoding="utf-8")
+    (folder / "book" / "refs.md").write_text("# References\n\n```{bibliography}\n:all:\n```\n", encoding="utf-8")
     (folder / "_toc.yml").write_text(
         "format: jb-book\nroot: book/intro\nchapters:\n"
-        "  - file: notebooks/tiny\n  - file: book/claims\n  - file: book/refs\n"
+        "  - file: notebooks/tiny\n  - file: book/claims\n  - file: book/refs\n", encoding="utf-8"
     )
     (folder / "notebooks").mkdir()
-    (folder / "notebooks" / "tiny.py").write_text(NOTEBOOK.format(value=value))
+    (folder / "notebooks" / "tiny.py").write_text(NOTEBOOK.format(value=value), encoding="utf-8")
     (folder / "registry").mkdir()
-    (folder / "registry" / "tiny.yaml").write_text(REGISTRY)
+    (folder / "registry" / "tiny.yaml").write_text(REGISTRY, encoding="utf-8")
     return {**os.environ, "ICLLIB_MODE": "quick", "ICLLIB_REGISTRY": str(folder / "registry")}
 
 
@@ -78,5 +78,6 @@ def test_a_failed_claim_fails_the_notebook_tests_and_the_build(tmp_path, value, 
     else:
         assert notebook_tests.returncode == 0, outputs[0]
         assert build.returncode == 0, outputs[1]
-        ledger = (tmp_path / "_build" / "html" / "book" / "claims.html").read_text().replace("<wbr>", "")  # ids may break after their dots
+        # ids may break after their dots
+        ledger = (tmp_path / "_build" / "html" / "book" / "claims.html").read_text(encoding="utf-8").replace("<wbr>", "")
         assert "tiny.two" in ledger and "reproduced" in ledger

@@ -86,12 +86,12 @@ READ_CHAPTER = ("import sys; sys.path.insert(0, '_ext'); import executions; "
 ], ids=["make-book", "book-build", "notebook-tests"])
 def test_a_module_edited_while_a_chapter_runs_stores_nothing_and_says_so(tiny_book, command):
     folder, env = tiny_book
-    (folder / "notebooks" / "tiny.py").write_text(EDITING.format(folder=str(folder)))
+    (folder / "notebooks" / "tiny.py").write_text(EDITING.format(folder=str(folder)), encoding="utf-8")
 
     done = run(command, folder, env)
 
     output = done.stdout + done.stderr
-    assert "EDITED_DURING_THE_RUN" in (folder / "src" / "icllib" / "config.py").read_text(), output[-2000:]
+    assert "EDITED_DURING_THE_RUN" in (folder / "src" / "icllib" / "config.py").read_text(encoding="utf-8"), output[-2000:]
     assert done.returncode != 0, output[-3000:]
     assert "icllib/config.py changed while" in output, output[-3000:]
     assert stored(folder) == []
@@ -119,14 +119,20 @@ def cache(tmp_path, monkeypatch):
 
 
 def cut_last_line(path: Path) -> None:
-    path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
+    path.write_text("".join(path.read_text(encoding="utf-8").splitlines(keepends=True)[:-1]), encoding="utf-8")
+
+
+def half(text: str) -> str:
+    return text[: len(text) // 2]
 
 
 DAMAGE = {
-    "truncated notebook": (".ipynb", lambda path: path.write_text(path.read_text()[: len(path.read_text()) // 2])),
-    "empty facts": (".json", lambda path: path.write_text("")),
+    "truncated notebook": (".ipynb", lambda path: path.write_text(half(path.read_text(encoding="utf-8")),
+                                                                  encoding="utf-8")),
+    "empty facts": (".json", lambda path: path.write_text("", encoding="utf-8")),
     "garbage facts": (".json", lambda path: path.write_bytes(b"\x00\xff garbage")),
-    "records cut mid-line": (".records.jsonl", lambda path: path.write_text(path.read_text()[:-9])),
+    "records cut mid-line": (".records.jsonl", lambda path: path.write_text(path.read_text(encoding="utf-8")[:-9],
+                                                                            encoding="utf-8")),
     "records cut at a line": (".records.jsonl", cut_last_line),
     "records missing": (".records.jsonl", lambda path: path.unlink()),
 }
@@ -150,23 +156,24 @@ def test_a_damaged_entry_heals_on_the_next_build(tiny_book):
     command = [sys.executable, "_ext/executions.py", "notebooks/tiny.py"]
     assert run(command, folder, env).returncode == 0
     [entry] = stored(folder)
-    entry.write_text(entry.read_text()[:100])   # a disk that filled up, a writer killed without rename
+    # a disk that filled up, a writer killed without rename
+    entry.write_text(entry.read_text(encoding="utf-8")[:100], encoding="utf-8")
 
     done = run(command, folder, env)
 
     assert done.returncode == 0, done.stderr
     assert f"{entry}: unreadable stored execution" in done.stderr and "tiny.py: executing" in done.stdout
-    assert stored(folder) == [entry] and nbformat.reads(entry.read_text(), as_version=4).cells
+    assert stored(folder) == [entry] and nbformat.reads(entry.read_text(encoding="utf-8"), as_version=4).cells
 
 
 def test_a_verdict_edited_in_the_registry_reuses_the_entry_with_todays_verdict(cache, tmp_path):
     notebook, folder, key = cache
     registry = tmp_path / "icllib" / "registry" / "lsa.yaml"
-    text = registry.read_text()
+    text = registry.read_text(encoding="utf-8")
     edited = text.replace("affect the prediction.\n", "affect the prediction (reworded).\n", 1)
     registry.write_text(edited.replace("    verdict: reproduced\n  - id: lsa.lemma51",
-                                       "    verdict: beyond the paper\n  - id: lsa.lemma51", 1))
-    assert registry.read_text() != text
+                                       "    verdict: beyond the paper\n  - id: lsa.lemma51", 1), encoding="utf-8")
+    assert registry.read_text(encoding="utf-8") != text
     execution = executions.load(notebook, "quick", folder)
     assert execution is not None and executions.key(notebook, "quick") == key
     assert [json.loads(line)["verdict"] for line in execution.records] == ["beyond the paper", "reproduced"]
@@ -174,8 +181,8 @@ def test_a_verdict_edited_in_the_registry_reuses_the_entry_with_todays_verdict(c
 
 def test_a_garbage_facts_file_of_an_unrelated_entry_is_removed_not_fatal(cache, capsys):
     _, folder, key = cache
-    (folder / "0123abcd.json").write_text("{not json")
-    (folder / "0123abcd.ipynb").write_text("{}")
+    (folder / "0123abcd.json").write_text("{not json", encoding="utf-8")
+    (folder / "0123abcd.ipynb").write_text("{}", encoding="utf-8")
 
     assert executions.last_seconds(Path("notebooks/tiny.py"), "quick", folder) == 1.0
 
@@ -187,14 +194,15 @@ def test_a_garbage_facts_file_of_an_unrelated_entry_is_removed_not_fatal(cache, 
 
 def test_a_dead_kernel_names_its_chapter_and_files_of_dead_processes_are_removed(tiny_book):
     folder, env = tiny_book
-    (folder / "notebooks" / "tiny.py").write_text("# %%\nprint('first')\n\n# %%\nimport os\n\nos._exit(3)\n")
+    (folder / "notebooks" / "tiny.py").write_text("# %%\nprint('first')\n\n# %%\nimport os\n\nos._exit(3)\n",
+                                                  encoding="utf-8")
     cache, kernels = folder / "_build" / "executions", folder / "_build" / "kernels"
     dead, alive = 999_999_999, os.getpid()   # above any pid_max: no such process
     left = [cache / f".records.{dead}.tiny.jsonl", cache / f".abc.ipynb.{dead}", kernels / f"{dead}-tiny-0.json"]
     kept = [cache / f".records.{alive}.tiny.jsonl", kernels / f"{alive}-tiny-0.json"]
     for path in left + kept:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("{}")
+        path.write_text("{}", encoding="utf-8")
 
     done = run([sys.executable, "_ext/executions.py", "notebooks/tiny.py"], folder, env)
 
@@ -245,7 +253,7 @@ def test_an_untracked_file_is_in_no_key_and_not_in_the_source_archive(checkout):
     before_keys, before_members = keys(checkout), members(checkout)
     assert f"{source_archive.TOP_FOLDER}/src/icllib/config.py" in before_members
     for name in UNTRACKED:
-        (checkout / name).write_text("SECRET = 'do not publish'\n")
+        (checkout / name).write_text("SECRET = 'do not publish'\n", encoding="utf-8")
 
     assert keys(checkout) == before_keys
     after = members(checkout)
@@ -255,10 +263,10 @@ def test_an_untracked_file_is_in_no_key_and_not_in_the_source_archive(checkout):
 
 def test_a_tracked_edit_changes_the_key_and_a_staged_file_is_packed(checkout):
     before_keys = keys(checkout)
-    (checkout / "src" / "icllib" / "scratch.py").write_text("X = 1\n")
+    (checkout / "src" / "icllib" / "scratch.py").write_text("X = 1\n", encoding="utf-8")
     git(checkout, "add", "--", "src/icllib/scratch.py")
     assert f"{source_archive.TOP_FOLDER}/src/icllib/scratch.py" in members(checkout)
-    with (checkout / "src" / "icllib" / "config.py").open("a") as stream:
+    with (checkout / "src" / "icllib" / "config.py").open("a", encoding="utf-8") as stream:
         stream.write("\n# edited\n")
     assert all(keys(checkout)[chapter] != key for chapter, key in before_keys.items())
 
@@ -266,7 +274,7 @@ def test_a_tracked_edit_changes_the_key_and_a_staged_file_is_packed(checkout):
 def test_outside_git_the_walk_leaves_hidden_files_backups_and_notebooks_out(checkout):
     shutil.rmtree(checkout / ".git")
     for name in UNTRACKED:
-        (checkout / name).write_text("SECRET = 'do not publish'\n")
+        (checkout / name).write_text("SECRET = 'do not publish'\n", encoding="utf-8")
     names = members(checkout)
     assert f"{source_archive.TOP_FOLDER}/src/icllib/config.py" in names
     assert not [name for name in names if name.endswith((".env", "~", ".swp", ".ipynb"))]
@@ -307,11 +315,11 @@ print("never reached")
 
 @pytest.fixture
 def paper_book(tmp_path, monkeypatch):
-    (tmp_path / "_config.yml").write_text("title: tiny\n")
+    (tmp_path / "_config.yml").write_text("title: tiny\n", encoding="utf-8")
     (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "tiny.py").write_text(STOPPING)
+    (tmp_path / "notebooks" / "tiny.py").write_text(STOPPING, encoding="utf-8")
     (tmp_path / "registry").mkdir()
-    (tmp_path / "registry" / "tiny.yaml").write_text(PAPER_REGISTRY)
+    (tmp_path / "registry" / "tiny.yaml").write_text(PAPER_REGISTRY, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ICLLIB_REGISTRY", str(tmp_path / "registry"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
@@ -319,7 +327,7 @@ def paper_book(tmp_path, monkeypatch):
 
 
 def test_an_unwritable_archive_folder_is_refused_before_the_chapter_starts(paper_book):
-    (paper_book / "blocked").write_text("a file where the archive's folder should be")
+    (paper_book / "blocked").write_text("a file where the archive's folder should be", encoding="utf-8")
     started = time.perf_counter()
     with pytest.raises(ValueError, match="folder '.*blocked/full' cannot be written"):
         paper_scale.run_chapter("tiny", paper_book / "blocked" / "full")
@@ -333,14 +341,15 @@ def test_a_run_whose_process_was_killed_is_archived_as_partial_from_what_reached
     folder = paper_book / "results" / "full"
     work = paper_scale.running_folder("tiny", folder)
     work.mkdir(parents=True)
-    (work / "pid").write_text("999999999")   # no such process: killed with -9, or the machine went down
+    (work / "pid").write_text("999999999", encoding="utf-8")   # no such process: killed with -9, or the machine went down
     (work / "header.json").write_text(json.dumps({
         "chapter": "tiny", "mode": "full", "commit": "abc1234", "date": "2026-11-26 01:00 UTC", "machine": "m",
-        "threads": 1, "versions": {}, "cells": 3}))
+        "threads": 1, "versions": {}, "cells": 3}), encoding="utf-8")
     check = {"id": "tiny.two", "measured": 2.0, "expected": 2.0, "tolerance": "atol=1e-12", "passed": True,
              "why": "exact", "mode": "full"}
-    (work / "records.jsonl").write_text(json.dumps(check) + "\n" + json.dumps(check)[:30])   # a half-written line
-    (work / "cells.jsonl").write_text(json.dumps({"cell": 1, "status": "ok", "seconds": 3600.0}) + "\n")
+    (work / "records.jsonl").write_text(json.dumps(check) + "\n" + json.dumps(check)[:30],   # a half-written line
+                                        encoding="utf-8")
+    (work / "cells.jsonl").write_text(json.dumps({"cell": 1, "status": "ok", "seconds": 3600.0}) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="a stopped full run of it is on disk .* ran 1 of 3 cells and kept 1 records"):
         paper_scale.run_chapter("tiny", folder)
 
@@ -359,7 +368,7 @@ def test_a_run_stopped_by_ctrl_c_keeps_its_records_and_archives_them_as_partial(
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     work = paper_scale.running_folder("tiny", paper_book / "results" / "full")
     deadline = time.monotonic() + 120
-    while not ((work / "cells.jsonl").is_file() and (work / "cells.jsonl").read_text().strip()):
+    while not ((work / "cells.jsonl").is_file() and (work / "cells.jsonl").read_text(encoding="utf-8").strip()):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.2)
     process.send_signal(signal.SIGINT)   # Ctrl-C, an hour into a two-hour cell
@@ -367,7 +376,7 @@ def test_a_run_stopped_by_ctrl_c_keeps_its_records_and_archives_them_as_partial(
 
     assert process.returncode == 130, errors
     assert "stopped by Ctrl-C" in errors and "--archive-partial" in errors
-    assert [json.loads(line)["id"] for line in (work / "records.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in (work / "records.jsonl").read_text(encoding="utf-8").splitlines()
             if "id" in json.loads(line)] == ["tiny.two"]
     again = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert again.returncode == 2 and "a stopped full run of it is on disk" in again.stderr
@@ -376,7 +385,7 @@ def test_a_run_stopped_by_ctrl_c_keeps_its_records_and_archives_them_as_partial(
     archived = subprocess.run([*command, "--archive-partial"], capture_output=True, text=True, timeout=60)
 
     assert archived.returncode == 0, archived.stderr
-    run = json.loads((paper_book / "results" / "full" / "tiny.json").read_text())
+    run = json.loads((paper_book / "results" / "full" / "tiny.json").read_text(encoding="utf-8"))
     assert run["partial"] is True and (run["cells_run"], run["cells"]) == (1, 3)
     assert run["stopped"] == "stopped by Ctrl-C in cell 2 ('import time')"
     assert [record["id"] for record in run["records"]] == ["tiny.two"] and "series" in run["arrays"]

@@ -28,8 +28,8 @@ def recipe(target: str) -> str:
 
 def test_the_lock_holds_every_pin_of_requirements_txt_each_with_hashes():
     assert lock.problems() == []
-    entries = [entry for path in (lock.LOCK, lock.CUDA_LOCK) for entry in lock.entries(path.read_text("utf-8"))]
-    assert len(entries) > len(lock.pins(lock.REQUIREMENTS.read_text("utf-8"))) + 50, "the transitive ones too"
+    entries = [entry for path in (lock.LOCK, lock.CUDA_LOCK) for entry in lock.entries(path.read_text(encoding="utf-8"))]
+    assert len(entries) > len(lock.pins(lock.REQUIREMENTS.read_text(encoding="utf-8"))) + 50, "the transitive ones too"
     assert all(lock.hashes(entry) for entry in entries)
 
 
@@ -75,7 +75,7 @@ def test_make_book_and_make_test_install_only_the_lock_with_hashes_required():
 
 def test_a_pin_edited_without_make_lock_is_named(tmp_path, monkeypatch):
     edited = tmp_path / "requirements.txt"
-    edited.write_text(lock.REQUIREMENTS.read_text("utf-8").replace("numpy==", "numpy==0.0.1+"), encoding="utf-8")
+    edited.write_text(lock.REQUIREMENTS.read_text(encoding="utf-8").replace("numpy==", "numpy==0.0.1+"), encoding="utf-8")
     monkeypatch.setattr(lock, "REQUIREMENTS", edited)
     assert [problem for problem in lock.problems() if problem.startswith("requirements.txt pins numpy==")]
 

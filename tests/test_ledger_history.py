@@ -42,7 +42,7 @@ def git(folder: Path, *arguments: str) -> None:
 def scratch(tmp_path):
     registry = tmp_path / "src" / "icllib" / "registry"
     registry.mkdir(parents=True)
-    (registry / "toy.yaml").write_text(REGISTRY.format(first="inconclusive"))
+    (registry / "toy.yaml").write_text(REGISTRY.format(first="inconclusive"), encoding="utf-8")
     git(tmp_path, "init", "-q")
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-q", "-m", "toy: the first rows")
@@ -51,7 +51,7 @@ def scratch(tmp_path):
 
 @needs_git
 def test_a_committed_change_of_verdict_is_reported_with_its_date_and_reason(scratch):
-    (scratch / "toy.yaml").write_text(REGISTRY.format(first="reproduced"))
+    (scratch / "toy.yaml").write_text(REGISTRY.format(first="reproduced"), encoding="utf-8")
     git(scratch, "commit", "-q", "-am", "toy: the long run reproduces Theorem 1")
     events, source = ledger_history.ledger_history(scratch)
     assert source == "git"
@@ -65,7 +65,7 @@ def test_a_committed_change_of_verdict_is_reported_with_its_date_and_reason(scra
 
 @needs_git
 def test_an_uncommitted_change_is_reported_as_such(scratch):
-    (scratch / "toy.yaml").write_text(REGISTRY.format(first="not reproduced"))
+    (scratch / "toy.yaml").write_text(REGISTRY.format(first="not reproduced"), encoding="utf-8")
     events = ledger_history.history_from_git(scratch)
     assert events[-1]["id"] == "toy.first" and events[-1]["to"] == "not reproduced"
     assert events[-1]["commit"] == ledger_history.UNCOMMITTED
@@ -78,7 +78,7 @@ def test_without_git_the_history_file_and_the_registry_now_tell_what_changed(scr
     assert ledger_history.write_history_file(scratch, history_file) == 2
     copy = elsewhere / "registry"     # the same registry without .git, as in a source archive
     shutil.copytree(scratch, copy)
-    (copy / "toy.yaml").write_text(REGISTRY.format(first="corrected"))
+    (copy / "toy.yaml").write_text(REGISTRY.format(first="corrected"), encoding="utf-8")
     assert not ledger_history.git_available(copy)
     events, source = ledger_history.ledger_history(copy, history_file)
     assert source == "file"
@@ -91,7 +91,7 @@ def test_the_committed_history_file_agrees_with_git_as_far_as_it_goes():
     registry = ROOT / "src" / "icllib" / "registry"
     if not ledger_history.git_available(registry):
         pytest.skip("no full git history here (a source archive or a shallow clone)")
-    recorded = json.loads(ledger_history.HISTORY_FILE.read_text())["events"]
+    recorded = json.loads(ledger_history.HISTORY_FILE.read_text(encoding="utf-8"))["events"]
     from_git = ledger_history.history_from_git(registry, working_tree=False)
     assert recorded == from_git[:len(recorded)], \
         "the history file differs from git's history: run python _ext/ledger_history.py --update"

@@ -39,7 +39,7 @@ def test_no_cell_ends_with_a_bare_value(path):
 def test_no_control_characters(path):
     """A TeX macro written through a Python string without r"" ("\\alpha" as "\\a" + "lpha") leaves a control
     character in the text, which MathJax cannot typeset; it happened once to $\\alpha_3$ and $\\beta_2$."""
-    found = [(number, repr(line)[:80]) for number, line in enumerate(path.read_text().splitlines(), start=1)
+    found = [(number, repr(line)[:80]) for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
              if any(ord(character) < 32 and character != "\t" for character in line)]
     assert not found, f"control characters at lines {found}"
 

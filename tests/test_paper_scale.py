@@ -70,7 +70,7 @@ def write_run(folder: Path, chapter: str, records: list[dict], errors=()) -> Non
     run = {"chapter": chapter, "mode": "full", "commit": "abc1234", "date": "2026-11-25 10:00 UTC",
            "machine": "a CPU, 2 cores", "threads": 1, "versions": {}, "wall_s": 3725.0,
            "errors": list(errors), "records": records}
-    (folder / f"{chapter}.json").write_text(json.dumps(run, sort_keys=True, indent=1))
+    (folder / f"{chapter}.json").write_text(json.dumps(run, sort_keys=True, indent=1), encoding="utf-8")
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def archive(tmp_path):
     write_run(folder, "balance", [record("balance.c", True, True, expected=True, tolerance="")])
     (folder / "pending.yaml").write_text(
         "- chapter: balance\n  part: Fig. 6 at batch 200\n  cost: about 80 min on 2 CPU cores\n  why: too long\n"
-        "- chapter: induction_subspace\n  cost: about 75 min on 2 CPU cores\n  why: over the 25 min budget\n")
+        "- chapter: induction_subspace\n  cost: about 75 min on 2 CPU cores\n  why: over the 25 min budget\n", encoding="utf-8")
     return folder
 
 
@@ -108,9 +108,9 @@ def test_paper_scale_summary(archive):
 
 def test_a_run_on_a_gpu_shows_its_device(tmp_path, in_the_book):
     write_run(tmp_path, "lsa", [record("lsa.a", 0.99871, True, expected=1.0)])
-    run = json.loads((tmp_path / "lsa.json").read_text())
+    run = json.loads((tmp_path / "lsa.json").read_text(encoding="utf-8"))
     run["device"] = "cuda:0 (NVIDIA H200, CUDA 13.0, torch 2.11.0+cu130)"
-    (tmp_path / "lsa.json").write_text(json.dumps(run))
+    (tmp_path / "lsa.json").write_text(json.dumps(run), encoding="utf-8")
     rows = {row[0]: row for row in paper_scale.status_rows(tmp_path)}
     assert rows["lsa"][3] == "a CPU, 2 cores; device cuda:0 (NVIDIA H200, CUDA 13.0, torch 2.11.0+cu130)"
 
@@ -136,7 +136,7 @@ def test_an_absent_archive_is_empty(tmp_path):
 @pytest.mark.parametrize("text", ["chapter: lsa\n", "- chapter: lsa\n  cost: 1 h\n", "- [lsa]\n",
                                   "- chapter: lsa\n  cost: 1 h\n  why: long\n  part: ''\n"])
 def test_a_malformed_pending_file_is_refused(tmp_path, text):
-    (tmp_path / "pending.yaml").write_text(text)
+    (tmp_path / "pending.yaml").write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match="pending.yaml"):
         paper_scale.read_pending(tmp_path)
 
@@ -180,11 +180,11 @@ raise RuntimeError("the last cell ran\\nand this second line is not archived")
 
 
 def test_run_chapter_records_a_failed_check_and_goes_on_to_the_last_cell(tmp_path, monkeypatch):
-    (tmp_path / "_config.yml").write_text("title: tiny\n")
+    (tmp_path / "_config.yml").write_text("title: tiny\n", encoding="utf-8")
     (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "tiny.py").write_text(NOTEBOOK)
+    (tmp_path / "notebooks" / "tiny.py").write_text(NOTEBOOK, encoding="utf-8")
     (tmp_path / "registry").mkdir()
-    (tmp_path / "registry" / "tiny.yaml").write_text(REGISTRY)
+    (tmp_path / "registry" / "tiny.yaml").write_text(REGISTRY, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ICLLIB_REGISTRY", str(tmp_path / "registry"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
@@ -192,8 +192,8 @@ def test_run_chapter_records_a_failed_check_and_goes_on_to_the_last_cell(tmp_pat
     target = paper_scale.run_chapter("tiny")
 
     assert target == tmp_path / "results" / "full" / "tiny.json"
-    run = json.loads(target.read_text())
-    assert target.read_text() == json.dumps(run, sort_keys=True, indent=1) + "\n"
+    run = json.loads(target.read_text(encoding="utf-8"))
+    assert target.read_text(encoding="utf-8") == json.dumps(run, sort_keys=True, indent=1) + "\n"
     assert [(entry["id"], entry["passed"], entry["mode"]) for entry in run["records"]] == [
         ("tiny.passes", True, "full"), ("tiny.fails", False, "full")]
     assert run["records"][1]["statement"] == "the measured value is three"
@@ -202,7 +202,7 @@ def test_run_chapter_records_a_failed_check_and_goes_on_to_the_last_cell(tmp_pat
     assert run["errors"][1]["message"] == "the last cell ran"
     assert run["commit"].startswith("unknown") and run["threads"] == 1 and run["wall_s"] > 0
     assert {"python", "numpy", "scipy", "torch", "icllib"} <= set(run["versions"])
-    assert "Traceback" not in target.read_text() and str(tmp_path) not in target.read_text()
+    assert "Traceback" not in target.read_text(encoding="utf-8") and str(tmp_path) not in target.read_text(encoding="utf-8")
     assert paper_scale.read_pending() == [] and set(paper_scale.archived_records()) == {"tiny.passes", "tiny.fails"}
     series = archived_arrays("tiny", "series")
     assert series["steps"].tolist() == [0, 10, 20] and series["grid"].shape == (2, 2)
@@ -221,9 +221,10 @@ def test_the_committed_archives_fit_the_schema():
 def test_the_fields_other_tools_write_are_accepted(tmp_path):
     write_run(tmp_path, "lsa", [record("lsa.a", 1.0, True, expected=1.0)])
     path = tmp_path / "lsa.json"
-    run = json.loads(path.read_text())
+    run = json.loads(path.read_text(encoding="utf-8"))
     path.write_text(json.dumps({**run, "device": "NVIDIA H100 80GB HBM3", "deciding": {"experiment": "x"},
-                                "partial": True, "cells": 9, "cells_run": 4, "stopped": "stopped by Ctrl-C"}))
+                                "partial": True, "cells": 9, "cells_run": 4, "stopped": "stopped by Ctrl-C"}),
+                    encoding="utf-8")
     assert paper_scale.read_run(path)["device"] == "NVIDIA H100 80GB HBM3"
 
 
@@ -254,8 +255,8 @@ def damaged(run: dict) -> dict[str, tuple[dict | str, str]]:
                                     "unknown field", "another chapter", "error without cell", "arrays short"])
 def test_a_damaged_archive_is_refused_naming_the_file_and_the_record(archive, damage):
     path = archive / "lsa.json"
-    content, words = damaged(json.loads(path.read_text()))[damage]
-    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    content, words = damaged(json.loads(path.read_text(encoding="utf-8")))[damage]
+    path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
     for reader in (paper_scale.archived_records, paper_scale.chapter_runs):
         with pytest.raises(paper_scale.ArchiveError) as refused:
             reader(archive)
@@ -275,22 +276,23 @@ def git(folder: Path, *arguments: str) -> str:
 def book_in_git(tmp_path, monkeypatch):
     """A git checkout with one chapter importing one module of its own, an archived run at the commit, and a
     module the chapter does not import."""
-    (tmp_path / "_config.yml").write_text("title: tiny\n")
+    (tmp_path / "_config.yml").write_text("title: tiny\n", encoding="utf-8")
     package = tmp_path / "src" / "icllib"
     package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "tiny.py").write_text("from icllib.helpers import VALUE\n")
-    (package / "helpers.py").write_text("VALUE = 2\n")
-    (package / "unrelated.py").write_text("OTHER = 1\n")
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "tiny.py").write_text("from icllib.helpers import VALUE\n", encoding="utf-8")
+    (package / "helpers.py").write_text("VALUE = 2\n", encoding="utf-8")
+    (package / "unrelated.py").write_text("OTHER = 1\n", encoding="utf-8")
     (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "tiny.py").write_text("# %%\nfrom icllib import tiny\n\nprint(tiny.VALUE)\n")
+    (tmp_path / "notebooks" / "tiny.py").write_text("# %%\nfrom icllib import tiny\n\nprint(tiny.VALUE)\n", encoding="utf-8")
     git(tmp_path, "init", "-q")
     git(tmp_path, "add", "--", ".")
     git(tmp_path, "commit", "-q", "-m", "a chapter")
     folder = tmp_path / "results" / "full"
     write_run(folder, "tiny", [record("tiny.two", 2.0, True, expected=2.0)])
-    run = json.loads((folder / "tiny.json").read_text())
-    (folder / "tiny.json").write_text(json.dumps({**run, "commit": git(tmp_path, "rev-parse", "--short", "HEAD")}))
+    run = json.loads((folder / "tiny.json").read_text(encoding="utf-8"))
+    (folder / "tiny.json").write_text(json.dumps({**run, "commit": git(tmp_path, "rev-parse", "--short", "HEAD")}),
+                                      encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     return tmp_path, folder
 
@@ -302,8 +304,8 @@ def code_column(folder: Path) -> str:
 
 def test_a_run_whose_chapter_code_is_unchanged_says_so(book_in_git):
     root, folder = book_in_git
-    (root / "src" / "icllib" / "unrelated.py").write_text("OTHER = 2\n")   # not the chapter's code
-    (root / "notes.txt").write_text("untracked")
+    (root / "src" / "icllib" / "unrelated.py").write_text("OTHER = 2\n", encoding="utf-8")   # not the chapter's code
+    (root / "notes.txt").write_text("untracked", encoding="utf-8")
     commit = git(root, "rev-parse", "--short", "HEAD")
     assert code_column(folder) == f"unchanged since {commit}"
     assert paper_scale.paper_scale_summary("tiny.two", paper_scale.archived_records(folder)).endswith(
@@ -313,10 +315,10 @@ def test_a_run_whose_chapter_code_is_unchanged_says_so(book_in_git):
 @pytest.mark.parametrize("edited", ["notebooks/tiny.py", "src/icllib/tiny.py", "src/icllib/helpers.py"])
 def test_a_run_whose_chapter_code_changed_names_what_changed(book_in_git, edited):
     root, folder = book_in_git
-    with (root / edited).open("a") as stream:
+    with (root / edited).open("a", encoding="utf-8") as stream:
         stream.write("\n# edited\n")
     git(root, "commit", "-q", "-am", "an edit")   # committed or not, the code differs from the run's
-    commit = json.loads((folder / "tiny.json").read_text())["commit"]
+    commit = json.loads((folder / "tiny.json").read_text(encoding="utf-8"))["commit"]
     assert code_column(folder) == f"changed since {commit}: {edited}"
     summary = paper_scale.paper_scale_summary("tiny.two", paper_scale.archived_records(folder))
     assert summary.endswith(f"its code changed since {commit}: {edited}")
@@ -325,7 +327,7 @@ def test_a_run_whose_chapter_code_changed_names_what_changed(book_in_git, edited
 @pytest.mark.parametrize("commit", ["0123abc", "unknown (not a git checkout)", "0123abc+dirty"])
 def test_a_run_whose_commit_git_does_not_know_is_marked(book_in_git, commit):
     _, folder = book_in_git
-    run = json.loads((folder / "tiny.json").read_text())
-    (folder / "tiny.json").write_text(json.dumps({**run, "commit": commit}))
+    run = json.loads((folder / "tiny.json").read_text(encoding="utf-8"))
+    (folder / "tiny.json").write_text(json.dumps({**run, "commit": commit}), encoding="utf-8")
     assert code_column(folder) == f"commit {commit!r} unknown to git: whether the code changed is unknown"
     assert "unknown to git" in paper_scale.paper_scale_summary("tiny.two", paper_scale.archived_records(folder))

@@ -56,8 +56,9 @@ def test_the_archive_rebuilds_the_book_and_holds_every_file_the_site_points_to(a
     for needed in ("Makefile", "_config.yml", "_toc.yml", "book/intro.md", "_ext/book_ext.py",
                    "_ext/paper_scale.py", "conftest.py"):
         assert f"{top}/{needed}" in names, needed
-    pages = "\n".join(path.read_text() for path in [*(ROOT / "book").glob("*.md"), *(ROOT / "notebooks").glob("*.py")])
-    makefile = (ROOT / "Makefile").read_text()
+    pages = "\n".join(path.read_text(encoding="utf-8")
+                      for path in [*(ROOT / "book").glob("*.md"), *(ROOT / "notebooks").glob("*.py")])
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     targets = set(re.findall(r"`make ([a-z][\w-]*)", pages))
     assert "paper-scale" in targets
     assert not [target for target in targets if not re.search(rf"^{target}:", makefile, re.MULTILINE)]
@@ -84,7 +85,7 @@ def test_the_readme_runs_a_chapter_in_two_commands_with_only_the_science_stack(a
     assert not [tool for tool in DOCUMENTATION_TOOLCHAIN if tool in install]
     assert "ICLLIB_MODE=quick" in run and f"notebooks/{source_archive.EXAMPLE_CHAPTER}.py" in run
     assert (ROOT / "notebooks" / f"{source_archive.EXAMPLE_CHAPTER}.py").is_file()
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     runtime = " ".join(pyproject["dependencies"] + pyproject["optional-dependencies"]["text"])
     assert not [tool for tool in DOCUMENTATION_TOOLCHAIN if tool in runtime], "the wheel's requirements"
 

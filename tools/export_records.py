@@ -18,7 +18,8 @@ def main(chapter: str, mode: str, out: str) -> int:
     if execution is None:
         print(f"no stored {mode} execution of today's {source.name}", file=sys.stderr)
         return 1
-    Path(out).write_text("".join(line if line.endswith("\n") else line + "\n" for line in execution.records))
+    Path(out).write_text("".join(line if line.endswith("\n") else line + "\n" for line in execution.records),
+                         encoding="utf-8")
     return 0
 
 

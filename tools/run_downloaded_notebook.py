@@ -78,7 +78,7 @@ def main() -> int:
             return 1
     for other in sorted((arguments.site / "_sources" / "notebooks").glob("*.ipynb")):
         # every chapter's download reads cleanly and numbers as its page does; one of them is then run
-        chapter = json.loads(other.read_text())
+        chapter = json.loads(other.read_text(encoding="utf-8"))
         left = myst_left(chapter)
         if left:
             print(f"{other} shows raw MyST in plain Jupyter:\n  " + "\n  ".join(left[:20]), file=sys.stderr)
@@ -88,7 +88,7 @@ def main() -> int:
         if differ:
             print(f"{other} is numbered unlike {page}:\n  " + "\n  ".join(differ), file=sys.stderr)
             return 1
-    notebook = json.loads(download.read_text())
+    notebook = json.loads(download.read_text(encoding="utf-8"))
     if notebook_download.INSTALL_MARK not in notebook["cells"][0].get("metadata", {}).get("tags", []):
         print(f"{download}: the first cell is not the cell that installs icllib", file=sys.stderr)
         return 1
@@ -120,7 +120,7 @@ def main() -> int:
         if toolchain:
             print(f"the documentation toolchain came in: {toolchain}", file=sys.stderr)
             return 1
-        executed = json.loads((folder / "executed.ipynb").read_text())
+        executed = json.loads((folder / "executed.ipynb").read_text(encoding="utf-8"))
         outputs = [output for cell in executed["cells"] for output in cell.get("outputs", [])]
         errors = [output for output in outputs if output.get("output_type") == "error"]
         if not outputs or errors:

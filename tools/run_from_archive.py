@@ -42,12 +42,12 @@ def main() -> int:
         with tarfile.open(archive) as tar:
             tar.extractall(empty, filter="data")
         folder = Path(empty) / source_archive.TOP_FOLDER
-        for command in readme_commands((folder / "README.md").read_text()):
+        for command in readme_commands((folder / "README.md").read_text(encoding="utf-8")):
             print(f"$ {command}", flush=True)
             # a clean environment: nothing of the clone's .venv or of the CI's variables leaks in
             environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(Path.home()), "LANG": "C.UTF-8"}
             subprocess.run(["bash", "-eo", "pipefail", "-c", command], cwd=folder, env=environment, check=True)
-        executed = json.loads((folder / "notebooks" / f"{source_archive.EXAMPLE_CHAPTER}.ipynb").read_text())
+        executed = json.loads((folder / "notebooks" / f"{source_archive.EXAMPLE_CHAPTER}.ipynb").read_text(encoding="utf-8"))
         outputs = [output for cell in executed["cells"] for output in cell.get("outputs", [])]
         errors = [output for output in outputs if output.get("output_type") == "error"]
         if not outputs or errors:

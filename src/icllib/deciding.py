@@ -364,7 +364,7 @@ def run_and_archive(experiment: str, names=None, *, device=None, root: Path | No
                   "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "wall_s": round(time.perf_counter() - started, 1),
                   **measured}
         path = folder / f"{name}.json"
-        path.write_text(json.dumps(record, sort_keys=True, indent=1) + "\n")
+        path.write_text(json.dumps(record, sort_keys=True, indent=1) + "\n", encoding="utf-8")
         print(f"[deciding] {experiment} {name}: {record['wall_s']} s on {record['device']}; wrote {path}", flush=True)
         written.append(path)
 
@@ -390,7 +390,7 @@ def archived_runs(experiment: str, root: Path | None = None) -> list[dict]:
     runs = []
     for path in sorted(archive_folder(experiment, root).glob("*.json")):
         try:
-            run = json.loads(path.read_text())
+            run = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}: not a JSON file ({error})") from None
         for field in ("experiment", "run", "rule_sha256", "commit", "device", "settings"):
