@@ -44,15 +44,23 @@ def test_the_lock_serves_every_platform_not_only_this_one():
 
 def test_a_wheel_that_exists_only_locally_is_named_in_the_header_with_its_hash():
     text = lock.LOCK.read_text(encoding="utf-8")
-    named = re.findall(r"^#   (\S+\.whl) \(sha256 ([0-9a-f]{64})\), from (\S+)$", text, re.MULTILINE)
+    named = lock.named_local_wheels(text)
     locked = {lock.entry_name(entry): set(lock.hashes(entry)) for entry in lock.entries(text)}
-    for wheel, digest, folder in named:
+    for wheel, (digest, folder) in named.items():
         assert digest in locked[lock.normalise(wheel.split("-")[0])], wheel
         if (Path(folder) / wheel).is_file():
             assert hashlib.sha256((Path(folder) / wheel).read_bytes()).hexdigest() == digest
     for line in lock.local_requirements():
         assert re.fullmatch(r"[a-z0-9-]+ @ file:///\S+\.whl --hash=sha256:[0-9a-f]{64}", line), line
         assert line.split("sha256:")[1] in locked[line.split(" @ ")[0]]
+
+
+def test_a_local_wheel_is_added_to_its_release_and_named_so_that_a_refresh_elsewhere_keeps_it():
+    entry = "torch==2.13.0 \\\n    --hash=sha256:" + "a" * 64 + "\n    # via -r requirements.txt"
+    wheels = {"torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl": ("b" * 64, "/opt/wheels")}
+    added, notes = lock.with_local_hashes(entry, wheels)
+    assert lock.hashes(added) == ["a" * 64, "b" * 64] and added.endswith("# via -r requirements.txt")
+    assert lock.named_local_wheels("\n".join(notes)) == wheels
 
 
 def test_make_book_and_make_test_install_only_the_lock_with_hashes_required():

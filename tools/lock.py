@@ -103,18 +103,26 @@ def local_wheels(folders: list[Path], pinned: dict[str, str]) -> dict[str, list[
     return found
 
 
-def with_local_hashes(entry: str, wheels: list[Path]) -> tuple[str, list[str]]:
-    """The entry with each local wheel's hash added after PyPI's, and the header lines naming them."""
+LOCAL_LINE = re.compile(r"^#   (?P<file>\S+\.whl) \(sha256 (?P<digest>[0-9a-f]{64})\), from (?P<folder>\S+)$", re.MULTILINE)
+
+
+def named_local_wheels(text: str) -> dict[str, tuple[str, str]]:
+    """``{wheel file: (sha256, folder)}`` of the local wheels a lock's header names."""
+    return {match["file"]: (match["digest"], match["folder"]) for match in LOCAL_LINE.finditer(text)}
+
+
+def with_local_hashes(entry: str, wheels: dict[str, tuple[str, str]]) -> tuple[str, list[str]]:
+    """The entry with each local wheel's hash (``{file: (sha256, folder)}``) added after PyPI's, and the header
+    lines naming them."""
     lines = entry.splitlines()
     last_hash = max(index for index, line in enumerate(lines) if "--hash=" in line)
     notes = []
-    for wheel in wheels:
-        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    for name, (digest, folder) in sorted(wheels.items()):
         if digest not in hashes(entry):
             lines[last_hash] = lines[last_hash] + " \\"
             lines.insert(last_hash + 1, f"    --hash=sha256:{digest}")
             last_hash += 1
-        notes.append(f"#   {wheel.name} (sha256 {digest}), from {wheel.parent}")
+        notes.append(f"#   {name} (sha256 {digest}), from {folder}")
     return "\n".join(lines), notes
 
 
@@ -126,7 +134,17 @@ def write(uv: str) -> None:
                         "--output-file", str(compiled)], check=True, cwd=ROOT)
         resolved = entries(compiled.read_text(encoding="utf-8"))
     pinned = pins("\n".join(resolved))
-    wheels = local_wheels(find_links(), pinned)
+    # The local wheels found here, and those the present lock names that this machine lacks (a lock refreshed
+    # elsewhere keeps the book's machines' CPU-only torch), as long as they build a release still pinned.
+    wheels: dict[str, dict[str, tuple[str, str]]] = {}
+    previous = named_local_wheels(LOCK.read_text(encoding="utf-8")) if LOCK.is_file() else {}
+    for file, (digest, folder) in previous.items():
+        name, version = file.split("-")[:2]
+        if pinned.get(normalise(name)) == version.split("+")[0]:
+            wheels.setdefault(normalise(name), {})[file] = (digest, folder)
+    for name, found in local_wheels(find_links(), pinned).items():
+        for wheel in found:
+            wheels.setdefault(name, {})[wheel.name] = (hashlib.sha256(wheel.read_bytes()).hexdigest(), str(wheel.parent))
     main, cuda, notes = [], [], []
     for entry in resolved:
         name = entry_name(entry)
