@@ -214,9 +214,10 @@ class BuildInfo(SphinxDirective):
         output.extend(self._chapter_executions())
         output.extend(self._paper_scale())
         output.extend(self._build_times())
+        output.extend(self._other_kernels())
         benchmark_file = Path(self.env.srcdir) / "benchmarks" / "results.json"
         if benchmark_file.is_file():
-            results = json.loads(benchmark_file.read_text())
+            results = json.loads(benchmark_file.read_text(encoding="utf-8"))
             output.append(nodes.rubric(text="Benchmarks (python -m benchmarks)"))
             recorded = f"{results.get('date', '?')} on {results.get('machine', '?')}"
             output.append(nodes.paragraph(text=(
@@ -274,11 +275,28 @@ class BuildInfo(SphinxDirective):
                                      "and which files: where it did, the archived numbers describe older code."),
                 table(tuple(paper_scale.STATUS_HEADER), paper_scale.status_rows(folder))]
 
+    def _other_kernels(self) -> list[nodes.Node]:
+        report_file = Path(self.env.srcdir) / "benchmarks" / "capabilities.json"
+        if not report_file.is_file():
+            return []
+        report = json.loads(report_file.read_text(encoding="utf-8"))
+        runs = "; ".join(f"{name}: {run['kernels'].get('torch', '?')} in PyTorch, NumPy up to "
+                         f"{run['kernels'].get('numpy', '?')}" for name, run in report["runs"].items())
+        return [nodes.rubric(text="On other CPUs' kernels (python -m benchmarks.capabilities report)"),
+                nodes.paragraph(text=(
+                    f"Every chapter in {report['mode']} mode, measured {report['date']} on {report['machine']}, run "
+                    f"again with PyTorch, NumPy, MKL and OpenBLAS set as a CPU of another kind would run them ({runs}). "
+                    "Per check, the largest difference from the native run is compared with the room the native "
+                    "value leaves before its check fails; a difference of a tenth of that room or more counts as a "
+                    "thin margin (benchmarks/capabilities.md lists every check). CI runs the notebook tests again "
+                    "without SIMD (make test-kernels).")),
+                table(("Chapter", "profile", "checks", "thin or unmatched", "smallest margin"), _kernel_rows(report))]
+
     def _build_times(self) -> list[nodes.Node]:
         times_file = Path(self.env.srcdir) / "benchmarks" / "build_times.json"
         if not times_file.is_file():
             return []
-        times = json.loads(times_file.read_text())
+        times = json.loads(times_file.read_text(encoding="utf-8"))
         before, after = times["before"], times["after"]
         rows = []
         for command, target in times["targets_s"].items():
@@ -293,6 +311,17 @@ class BuildInfo(SphinxDirective):
                     f"after = {after['commit']}. A prose edit adds a sentence to a chapter's markdown and to the "
                     f"home page.")),
                 table(("Command", "before (s)", "after (s)", "target (s)", "speed-up"), rows)]
+
+
+def _kernel_rows(report: dict) -> list[list[str]]:
+    """One row per chapter and profile of ``benchmarks/capabilities.json``."""
+    rows = []
+    for chapter, profiles in report.get("chapters", {}).items():
+        for profile, found in profiles.items():
+            smallest = found.get("smallest margin")
+            rows.append([chapter, profile, str(found["checks"]), str(len(found["thin"]) + len(found["unmatched"])),
+                         f"{smallest['check']} ({smallest['share']:.2g} of its slack)" if smallest else "no check"])
+    return rows
 
 
 def offer_executed_notebook(app, pagename, templatename, context, doctree):

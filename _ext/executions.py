@@ -557,13 +557,25 @@ def with_outputs(notebook, execution: Execution):
     return merged
 
 
+@cache
+def cpu_kernels() -> str:
+    """The SIMD kernels PyTorch dispatches to here (``AVX512``, ``AVX2``, ``DEFAULT``): the CPU's best, or what
+    ``ATEN_CPU_CAPABILITY`` forces. A float32 result's last digits depend on it, so every timing and run names it."""
+    try:
+        import torch
+    except ImportError:
+        return "no PyTorch"
+    return f"PyTorch {torch.backends.cpu.get_cpu_capability()}"
+
+
 def machine() -> str:
+    """The CPU model, its cores, the system and the kernels PyTorch uses: what a timing or a run is recorded with."""
     model = "unknown CPU"
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
-        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text(encoding="utf-8").splitlines()
                       if line.startswith("model name")), model)
-    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}"
+    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}, {cpu_kernels()} kernels"
 
 
 # --- Executing -------------------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ def main() -> None:
                         help="run every cell even after a failed check (the failures are printed)")
     arguments = parser.parse_args()
 
-    results = json.loads(arguments.output.read_text()) if arguments.output.is_file() else {}
+    results = json.loads(arguments.output.read_text(encoding="utf-8")) if arguments.output.is_file() else {}
     chapters = results.setdefault("chapters", {})
     if not arguments.no_chapters:  # the date and machine at the top are the chapters'; each kernel has its own
         results.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -114,7 +114,7 @@ def main() -> None:
                 print(f"chapter {name} [{mode}]: {seconds:.1f} s", flush=True)
     if not arguments.no_kernels:
         results.setdefault("kernels", {}).update(time_kernels(arguments.repeat, arguments.kernels))
-    arguments.output.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    arguments.output.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {arguments.output.relative_to(ROOT) if arguments.output.is_relative_to(ROOT) else arguments.output}")
 
 

@@ -39,7 +39,7 @@ def timed(command: list[str], folder: Path, log: Path) -> dict:
     environment = {name: value for name, value in os.environ.items()
                    if not name.startswith("ICLLIB_") and name not in {"VIRTUAL_ENV", "PYTHONPATH"}}
     started = time.perf_counter()
-    with log.open("w") as stream:
+    with log.open("w", encoding="utf-8") as stream:
         code = subprocess.run(command, cwd=folder, env=environment, stdout=stream, stderr=subprocess.STDOUT).returncode
     seconds = round(time.perf_counter() - started, 1)
     print(f"  {' '.join(command)}: {seconds:.0f} s, exit {code}", flush=True)
@@ -56,17 +56,17 @@ def fresh_clone(commit: str, folder: Path) -> str:
 def prose_edit(folder: Path) -> None:
     for name, (old, new) in PROSE_EDITS.items():
         path = folder / name
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
         if old not in text:
             raise RuntimeError(f"{name}: no place for the prose edit ({old!r})")
-        path.write_text(text.replace(old, new, 1))
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
 def chapter_seconds(folder: Path) -> dict[str, float]:
     """Each chapter's default-mode execution time in ``make book``, from the execution cache."""
     times = {}
     for facts_file in (folder / "_build" / "executions").glob("*.json"):
-        facts = json.loads(facts_file.read_text())
+        facts = json.loads(facts_file.read_text(encoding="utf-8"))
         if facts.get("mode") == "default" and "seconds" in facts:
             times[Path(facts["notebook"]).stem] = facts["seconds"]
     return dict(sorted(times.items()))
@@ -104,7 +104,7 @@ def main() -> None:
               for command in ("make test", "make book")}
     results = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
                "targets_s": TARGETS_S, "before": before, "after": after, "speed-up": ratios}
-    arguments.output.write_text(json.dumps(results, indent=1) + "\n")
+    arguments.output.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(results, indent=1))
 
 

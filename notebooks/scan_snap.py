@@ -1081,7 +1081,7 @@ lemma4_gap = np.abs(dZ_l4[query_l4] - eq10 / 3).max() / np.abs(dZ_l4[query_l4]).
 check_claim("scan_snap.lemma4", lemma4_gap, **C["lemma4"])
 
 # %% [markdown]
-# We integrate Eq. 10 (LSODA, rtol 1e-10) with $\beta = E'$ recomputed from the current $f$'s and $\gamma(t)$ from
+# We integrate Eq. 10 (LSODA, rtol 1e-12) with $\beta = E'$ recomputed from the current $f$'s and $\gamma(t)$ from
 # the exact clock: one query token, $K = 3$ classes, one common token with $P = 0.15$, five distinct tokens per
 # class with weights proportional to $0.05,\dots,0.25$, vocabulary (decoder) size $M = 20000$, $\eta_Y = 1$,
 # $\eta_Z = 0.5$. Theorem 2 assumes Assumption 2, which with $K = 3$ needs $|\lambda_1(E)| < 1/3$ and every

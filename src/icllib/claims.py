@@ -721,7 +721,7 @@ def archived_arrays(chapter: str, name: str) -> dict | None:
     path = archive_path(chapter)
     if not path.is_file():
         return None
-    run = json.loads(path.read_text())
+    run = json.loads(path.read_text(encoding="utf-8"))
     saved = run.get("arrays", {}).get(name)
     if saved is None:
         return None
@@ -792,7 +792,7 @@ def _archived_failures(folder: Path | None) -> dict[str, list[str]]:
     folder = Path(folder) if folder is not None else _book_root().joinpath(*ARCHIVE_FOLDER)
     failures: dict[str, list[str]] = {}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
-        run = json.loads(path.read_text())
+        run = json.loads(path.read_text(encoding="utf-8"))
         for record in run.get("records", []):
             if record.get("passed") is False:
                 failures.setdefault(record["id"], []).append(f"{path.name} of {run.get('date', '?')}")
