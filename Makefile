@@ -82,10 +82,10 @@ course: book
 # the ledger's coverage of the papers (every numbered result has a row, every erratum quotes its paper
 # verbatim), then a quick build of the site from the notebook tests' stored executions, and its checks.
 test: check-mode $(VENV)/.installed
-	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(BIN)/pytest -n $(JOBS) --dist loadfile tests notebooks
+	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(BIN)/pytest -n $(JOBS) --dist loadfile --durations=12 tests notebooks
 	$(BIN)/python -m icllib.coverage
 	$(MAKE) site-quick
-	$(BIN)/pytest site_tests --site=_build/quick/_build/html --layouts=pairs
+	$(BIN)/pytest site_tests --site=_build/quick/_build/html --layouts=pairs --durations=8
 
 # The notebook tests again on another CPU's kernels (CI's second leg): PyTorch, NumPy, MKL and OpenBLAS set as
 # a CPU with only AVX2 (KERNELS=avx2) or no SIMD (KERNELS=default) would run them; every check must pass there

@@ -307,8 +307,9 @@ class BuildInfo(SphinxDirective):
         return [nodes.rubric(text="Build times (python -m benchmarks.build_times)"),
                 nodes.paragraph(text=(
                     f"Measured {times['date']} on {times['machine']}, each commit on a fresh clone (make test "
-                    f"includes installing the environment from a warm pip cache): before = {before['commit']}, "
-                    f"after = {after['commit']}. A prose edit adds a sentence to a chapter's markdown and to the "
+                    f"includes installing the environment from a warm pip cache): "
+                    + (f"before = {before['commit']}, " if before else "")
+                    + f"after = {after['commit']}. A prose edit adds a sentence to a chapter's markdown and to the "
                     f"home page.")),
                 table(("Command", "before (s)", "after (s)", "target (s)", "speed-up"), rows)]
 

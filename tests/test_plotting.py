@@ -223,3 +223,16 @@ def test_the_check_at_each_draw_leaves_the_saved_picture_whole():
     fig.savefig(picture, format="png")
     assert Image.open(picture).convert("L").getextrema() == (0, 255)   # not one blank colour
     assert fig._icllib_layout_problems == []
+
+
+def test_no_chapter_or_module_places_a_legend_by_itself():
+    """Every legend goes through plotting.legend, which never asks matplotlib to find room in the data."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    sources = [*root.joinpath("notebooks").glob("*.py"), *root.joinpath("src", "icllib").rglob("*.py")]
+    direct = [f"{path.relative_to(root)}:{number}" for path in sources if path.name != "plotting.py"
+              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+              if re.search(r"\.legend\(|loc=[\"']best", line)]
+    assert not direct, f"legends placed outside icllib.plotting.legend: {direct}"
