@@ -284,8 +284,9 @@ class BuildInfo(SphinxDirective):
                          f"{run['kernels'].get('numpy', '?')}" for name, run in report["runs"].items())
         return [nodes.rubric(text="On other CPUs' kernels (python -m benchmarks.capabilities report)"),
                 nodes.paragraph(text=(
-                    f"Every chapter in {report['mode']} mode, measured {report['date']} on {report['machine']}, run "
-                    f"again with PyTorch, NumPy, MKL and OpenBLAS set as a CPU of another kind would run them ({runs}). "
+                    f"Every chapter in {report['mode']} mode, measured {report['date']} on {report['machine']}, "
+                    f"run again with PyTorch, NumPy, MKL and OpenBLAS set as a CPU of another kind would run them "
+                    f"({runs}). "
                     "Per check, the largest difference from the native run is compared with the room the native "
                     "value leaves before its check fails; a difference of a tenth of that room or more counts as a "
                     "thin margin (benchmarks/capabilities.md lists every check). CI runs the notebook tests again "

@@ -2,23 +2,22 @@
 ``quick`` mode, records every claim with the same measured value, bit for bit and in the same order."""
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+import executions  # noqa: E402
+
 CHAPTER = ROOT / "notebooks" / "induction_emergence.py"  # the fastest chapter (about 20 s in quick mode)
 
 
 def _run_chapter(results: Path) -> list[tuple[str, str]]:
-    """Execute the chapter (each cell a test, through the nbval collector of conftest.py) and return its
-    check records (not its figures' layout records) as ``(id, measured)`` pairs; ``measured`` is kept as its JSON text, which writes floats exactly
-    (the shortest repr that round-trips), so equal text is equal bits."""
-    env = {**os.environ, "ICLLIB_MODE": "quick", "ICLLIB_RESULTS": str(results)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax",
-                           str(CHAPTER)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    """Execute the chapter in a fresh kernel, as the book build does (``executions.run_kernel``), and return its
+    check records (not its figures' layout records) as ``(id, measured)`` pairs; ``measured`` is kept as its JSON
+    text, which writes floats exactly (the shortest repr that round-trips), so equal text is equal bits."""
+    results.write_text("", encoding="utf-8")
+    executions.run_kernel(executions.read_source(CHAPTER), CHAPTER, "quick", results)
     records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [(record["id"], json.dumps(record.get("measured"))) for record in records if "id" in record]
 

@@ -2,7 +2,8 @@
 
 Call :func:`figure` for every figure: it applies the style, sizes the figure in the book's units and
 returns ``(fig, axes)``; place legends with :func:`legend`, beside a panel or below the figure, never where
-matplotlib finds room in today's data. Figures are shown inline by the notebook; nothing is saved to disk. Captions belong to the notebook cell (myst-nb ``figure`` metadata), not to the plot.
+matplotlib finds room in today's data. Figures are shown inline by the notebook; nothing is saved to disk.
+Captions belong to the notebook cell (myst-nb ``figure`` metadata), not to the plot.
 
 Every figure made by :func:`figure` is checked each time it is drawn (:func:`layout_problems`: overlapping
 tick labels, a legend over data, over a panel or placed by the data) and the result recorded with the
@@ -170,7 +171,8 @@ def layout_problems(fig, renderer=None) -> list[str]:
             problems += [f"{panel}: {problem}" for problem in _legend_problems(legend, ax, panels, fig, renderer)]
     for legend in fig.legends:
         if legend.get_visible():
-            problems += [f"figure legend: {problem}" for problem in _legend_problems(legend, None, panels, fig, renderer)]
+            problems += [f"figure legend: {problem}"
+                         for problem in _legend_problems(legend, None, panels, fig, renderer)]
     return problems
 
 
