@@ -286,7 +286,7 @@ def _nudged_limits(axis, limits, relative: float, rng) -> tuple[float, float]:
 
 
 def robust_layout_problems(fig, renderer=None) -> list[str]:
-    """:func:`layout_problems` of the figure as drawn, then of the figure under each of :data:`PERTURBATIONS`
+    """:func:`layout_problems` of the figure as drawn, then of the figure under each of ``PERTURBATIONS``
     (each problem found there once, named with the perturbation)."""
     problems = layout_problems(fig, renderer)
     for relative in PERTURBATIONS:
