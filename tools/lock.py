@@ -1,6 +1,6 @@
 """The hash-locked install: ``requirements.lock`` and ``requirements-cuda.lock``, made from ``requirements.txt``.
 
-``requirements.txt`` names the book's 32 direct pins; the lock pins every package they pull in as well, each with the
+``requirements.txt`` names the book's 34 direct pins; the lock pins every package they pull in as well, each with the
 SHA-256 of every file of its release that pip may pick on some platform (Linux, macOS, Windows; x86_64 and ARM), so
 that ``pip install --require-hashes --no-deps -r requirements.lock`` (the Makefile's ``.venv/.installed``, which
 ``make book`` and ``make test`` share) installs nothing that was not hashed here, on any of them.
