@@ -125,9 +125,10 @@ chapter: check-mode check-chapter $(VENV)/.installed
 coverage: $(VENV)/.installed
 	$(BIN)/python -m icllib.coverage
 
-# Run a chapter (or all, one after the other) in `full` mode and archive its checks in results/full/<chapter>.json:
-# `make paper-scale CHAPTER=scan_snap`, on a GPU `ICLLIB_DEVICE=cuda make paper-scale CHAPTER=all`. Hours, or a
-# GPU: not part of `make test` or `make book`.
+# Run a chapter (or all, each a task of the executor: one at a time here, or as Slurm jobs with
+# ICLLIB_EXECUTOR=submitit) in `full` mode and archive its checks in results/full/<chapter>.json, then describe the
+# archives again in results/ro-crate-metadata.json: `make paper-scale CHAPTER=scan_snap`, on a GPU
+# `ICLLIB_DEVICE=cuda make paper-scale CHAPTER=all`. Hours, or a GPU: not part of `make test` or `make book`.
 paper-scale: check-mode $(VENV)/.installed
 	@test -n "$(CHAPTER)" || { echo "usage: make paper-scale CHAPTER=<notebook name>|all" >&2; exit 2; }
 	@$(BIN)/python -m icllib.config  # ICLLIB_DEVICE=cuda on a machine without CUDA stops here, not after an hour

@@ -2,7 +2,8 @@
 
 The site is built in ``default`` mode, so a claim whose check needs the papers' own sizes has no number on the
 page unless a full run left one. ``python _ext/paper_scale.py <chapter>|all`` (``make paper-scale``) runs
-chapters in ``full`` mode, one at a time and to their end (a failing cell is recorded, not fatal), and writes
+chapters in ``full`` mode to their end, each a task of the executor (``_ext/paper_scale_runs.py``: one at a time
+here by default, or as Slurm jobs; a failing cell is recorded, not fatal), and writes
 ``results/full/<chapter>.json``: the commit, date, machine, package versions and wall time of the run, the
 cells that raised, every ``check_claim`` record with the registry's statement at run time, and the small
 arrays the chapter saved for its paper-scale figures (``icllib.claims.save_arrays``, at most 20,000 values
@@ -47,6 +48,7 @@ import yaml
 import executions
 from icllib.claims import ARCHIVE_FOLDER
 from icllib.config import device_description
+from icllib.executor import executor_kind
 
 MODE = "full"
 PENDING_FILE = "pending.yaml"
@@ -195,10 +197,32 @@ class RunStopped(RuntimeError):
         super().__init__(message)
         self.by_user = by_user
 
+    def __reduce__(self):   # it crosses from the executor's process to the driver's
+        return (type(self), (str(self), self.by_user))
+
 
 def run_chapter(name: str, folder: Path | None = None) -> Path:
     """Execute ``notebooks/<name>.py`` in ``full`` mode to its last cell and write ``<folder>/<name>.json``
-    (default folder: ``results/full``); returns the file written.
+    (default folder: ``results/full``); returns the file written. :func:`execute_chapter` runs it (the task
+    ``make paper-scale`` hands the executor), :func:`archive_run` archives it (the driver, as each task ends).
+    """
+    return archive_run(name, execute_chapter(name, folder), folder)
+
+
+def archive_run(name: str, run: dict, folder: Path | None = None) -> Path:
+    """Write the ``run`` of chapter ``name`` that :func:`execute_chapter` returned to ``<folder>/<name>.json``
+    (atomically, after checking it against the schema), then remove its running folder; returns the file."""
+    folder = Path(folder) if folder is not None else default_folder()
+    target = _write_run(folder, name, run)
+    if running_folder(name, folder).is_dir():
+        _remove_running(running_folder(name, folder))
+    return target
+
+
+def execute_chapter(name: str, folder: Path | str | None = None) -> dict:
+    """Execute ``notebooks/<name>.py`` in ``full`` mode to its last cell and return its run, as archived: the
+    task of one chapter, on whichever machine the executor runs it. Its running folder stays until the run is
+    archived (:func:`archive_run`).
 
     Raises ``ValueError`` when ``name`` is not a chapter, when ``folder`` cannot be written (checked before the
     chapter starts) or when a stopped run of the chapter is still on disk (archive it as partial or discard it
@@ -281,9 +305,7 @@ def run_chapter(name: str, folder: Path | None = None) -> Path:
     run = {**header, "wall_s": round(wall_s, 1), "errors": _cell_errors(notebook, root),
            **_records_and_arrays(written)}
     run.pop("cells")
-    target = _write_run(folder, name, run)
-    _remove_running(work)
-    return target
+    return run
 
 
 def _remove_running(work: Path) -> None:
@@ -626,8 +648,10 @@ def status_rows(folder: Path | None = None) -> list[list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run chapters in full mode and archive their checks in "
                                                  "results/full/<chapter>.json.")
-    parser.add_argument("chapter", help="a chapter's notebook name, or 'all' (one after the other)")
+    parser.add_argument("chapter", help="a chapter's notebook name, or 'all' (each a task of the executor)")
     parser.add_argument("--folder", type=Path, default=None, help="default: results/full")
+    parser.add_argument("--executor", default=None, help="local (default: ICLLIB_EXECUTOR, else local) or submitit")
+    parser.add_argument("--jobs", type=int, default=1, help="chapters run at once by the local executor (default 1)")
     left = parser.add_mutually_exclusive_group()
     left.add_argument("--archive-partial", action="store_true",
                       help="archive the stopped run of the chapter as partial instead of running it")
@@ -649,30 +673,17 @@ def main(argv: list[str] | None = None) -> int:
                     run = chapter_runs(target.parent)[name]
                     print(f"[paper-scale] {name}: partial run archived ({run['cells_run']} of {run['cells']} cells, "
                           f"{run['passed']} checks passed, {run['failed']} failed); wrote {target}", flush=True)
+                    __import__("paper_scale_runs").write_crate(arguments.folder)
             return 0
         # Before the first chapter starts: a run of hours must not end by failing to save.
         check_writable(arguments.folder if arguments.folder is not None else default_folder())
+        executor_kind(arguments.executor)
     except ValueError as error:
         print(f"[paper-scale] {error}", file=sys.stderr, flush=True)
         return 2
-    incomplete = False
-    for name in names:
-        try:
-            target = run_chapter(name, arguments.folder)
-        except RunStopped as stopped:
-            print(f"[paper-scale] {stopped}", file=sys.stderr, flush=True)
-            if stopped.by_user:
-                return 130
-            incomplete = True
-            continue
-        except ValueError as error:
-            print(f"[paper-scale] {error}", file=sys.stderr, flush=True)
-            return 2
-        run = chapter_runs(target.parent)[name]
-        print(f"[paper-scale] {name}: {run['passed']} checks passed, {run['failed']} failed, "
-              f"{len(run['errors'])} cells raised, {_duration(run['wall_s'])}; wrote {target}", flush=True)
-        incomplete = incomplete or bool(run["errors"])
-    return 1 if incomplete else 0
+    import paper_scale_runs   # each chapter a task of the executor (icllib.executor)
+
+    return paper_scale_runs.run_chapters(names, arguments.folder, executor=arguments.executor, jobs=arguments.jobs)
 
 
 if __name__ == "__main__":

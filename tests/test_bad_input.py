@@ -17,6 +17,7 @@ import importlib
 import inspect
 import math
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ import pytest
 import torch
 
 from icllib import balance, balance_theory, induction_common as ic, induction_subspace as isp, lsa, lsa_theory as lsat
-from icllib import coverage, scan_snap as ss, scan_snap_text as st
+from icllib import coverage, executor, scan_snap as ss, scan_snap_text as st
 from icllib import scan_snap_dynamics as ssd, scan_snap_lemmas as ssl_
 from icllib.config import rng, torch_generator
 
@@ -192,6 +193,15 @@ VALID = {
     "config.device_description": lambda: {},
     "config.run_line": lambda: {},
     "config.generator_on": lambda: dict(generator=torch_generator(0), target="cpu"),
+    "executor.TasksFailed": lambda: dict(failures={"a task": RuntimeError("a failure")}),
+    "executor.LocalPool": lambda: dict(jobs=1),
+    "executor.executor_kind": lambda: {},
+    "executor.submitit_settings": lambda: {},
+    "executor.make_executor": lambda: dict(kind="local"),
+    "executor.run_tasks": lambda: dict(tasks=[executor.Task("a task", "math:sqrt", (4.0,))],
+                                       on_result=lambda task, result: None),
+    "executor.write_atomically": lambda: dict(path=Path(tempfile.gettempdir()) / "icllib-bad-input" / "run.json",
+                                              text="{}"),
     "claims.check_claim": lambda: dict(claim_id=next(iter(_claims_registry().claims)), measured=1.0,
                                        lower=-10, upper=10,
                                           why="a valid call"),
@@ -643,6 +653,7 @@ ACCEPTED = {
     "config.by_mode": {"quick": ANY, "default": ANY, "full": ANY},  # by_mode returns whichever the mode picks
     "config.progress": {"iterable": {"str", "numpy", "empty"}},  # each is an iterable: a loop over it is valid
     "claims.check_claim": {"measured": REAL},  # within the valid call's bounds [-10, 10]
+    "executor.write_atomically": {"text": {"str"}},  # "x" is a text
     "claims.save_arrays": {"name": {"str"}}, "claims.archive_path": {"chapter": {"str"}},  # "x" is a name
     "claims.archived_arrays": {"chapter": {"str"}, "name": {"str"}},  # no archive or series "x": None
     "claims.record_figure_check": {"figure": {"str"}},  # "x" names a figure

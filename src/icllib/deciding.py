@@ -11,7 +11,11 @@ days and machines (a GPU for minutes, or a CPU for hours in the background) accu
 
     python -m icllib.deciding run standard-transformer-2048 --device cuda
     python -m icllib.deciding run b11-batch200-seeds --runs seed3,seed4     # both seeds in one batched loop
+    python -m icllib.deciding run b11-batch200-seeds --no-batch --executor submitit   # a Slurm job per seed
     python -m icllib.deciding verdicts
+
+Each run (or batch of seeds) is a task of :mod:`icllib.executor`, which returns its record; this process writes
+each archive atomically as its task ends, then the archives' RO-Crate (``tools/ro_crate.py``).
 
 The experiments:
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -342,9 +347,55 @@ def _commit(root: Path) -> str:
     return commit + ("+dirty" if dirty else "")
 
 
-def run_and_archive(experiment: str, names=None, *, device=None, root: Path | None = None, **sizes) -> list[Path]:
+def measure_runs(experiment: str, names, *, device=None, **sizes) -> dict[str, dict]:
+    """One task of the executor (:mod:`icllib.executor`): the runs ``names`` of ``experiment`` on ``device``
+    (default ``ICLLIB_DEVICE``), on whichever machine runs the task; several seeds of ``b11-batch200-seeds`` run
+    in one batched loop. Returns each run's record as it is archived, but for its rule's hash: the commit, date
+    (when it ended), device, machine and wall time are those of where it ran."""
+    import torch
+
+    experiment = one_of("experiment", experiment, EXPERIMENTS)
+    if isinstance(names, str) or not names:
+        raise ValueError(f"names must be a list of run names of {experiment}, got {names!r}")
+    names = [one_of("names", name, EXPERIMENTS[experiment]["runs"]) for name in names]
+    target = config.device(device) if not hasattr(device, "type") else device
+    records = {}
+
+    def record(name, measured, started):
+        records[name] = {"experiment": experiment, "run": name, "commit": _commit(book_root()),
+                         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                         "device": config.device_description(target),
+                         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+                         "versions": {"python": platform.python_version(), "torch": torch.__version__},
+                         "wall_s": round(time.perf_counter() - started, 1), **measured}
+
+    if experiment == "b11-batch200-seeds" and len(names) > 1:  # all seeds in one batched loop
+        started = time.perf_counter()
+        measured = run_b11_seeds([int(name.removeprefix("seed")) for name in names], device=target, **sizes)
+        for name in names:
+            record(name, measured[int(name.removeprefix("seed"))], started)
+        return records
+    for name in names:
+        started = time.perf_counter()
+        if experiment == "standard-transformer-2048":
+            init, _, seed = name.partition("-seed")
+            record(name, run_standard(init, int(seed), device=target, **sizes), started)
+        else:
+            record(name, run_b11(int(name.removeprefix("seed")), device=target, **sizes), started)
+    return records
+
+
+def run_and_archive(experiment: str, names=None, *, device=None, root: Path | None = None, executor=None,
+                    jobs: int = 1, batched: bool = True, **sizes) -> list[Path]:
     """Run the named runs of ``experiment`` (default: all not yet archived) and write each to its own file as
-    soon as it ends. Checks first that the rules exist and the folder is writable."""
+    soon as its task ends. Checks first that the rules exist and the folder is writable.
+
+    Each run is a task of ``executor`` (:func:`icllib.executor.run_tasks`: ``local``, a pool of ``jobs``
+    processes, by default; ``submitit`` for Slurm), except that the seeds of ``b11-batch200-seeds`` share one
+    batched task unless ``batched`` is false. A failed task is named at the end (``TasksFailed``), after the other
+    runs were archived. The RO-Crate of the archives (``tools/ro_crate.py``) is written again at the end."""
+    from icllib.executor import Task, executor_kind, run_tasks, write_atomically
+
     experiment = one_of("experiment", experiment, EXPERIMENTS)
     known = EXPERIMENTS[experiment]["runs"]
     folder = archive_folder(experiment, root)
@@ -355,34 +406,37 @@ def run_and_archive(experiment: str, names=None, *, device=None, root: Path | No
     folder.mkdir(parents=True, exist_ok=True)
     if not os.access(folder, os.W_OK):
         raise ValueError(f"root: the archive folder {folder} is not writable")
-    target = config.device(device) if not hasattr(device, "type") else device
+    if executor_kind(executor) == "local" and not hasattr(device, "type"):
+        config.device(device)  # a bad device stops here, not in a task (a Slurm node checks its own)
+    groups = [names] if experiment == "b11-batch200-seeds" and batched and len(names) > 1 else [[n] for n in names]
+    tasks = [Task(f"{experiment} {','.join(group)}", "icllib.deciding:measure_runs", (experiment, group),
+                  dict(device=device, **sizes)) for group in groups]
     written = []
 
-    def archive(name, measured, started):
-        record = {"experiment": experiment, "run": name, "rule_sha256": hashes, "commit": _commit(book_root()),
-                  "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "device": config.device_description(target),
-                  "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "wall_s": round(time.perf_counter() - started, 1),
-                  **measured}
-        path = folder / f"{name}.json"
-        path.write_text(json.dumps(record, sort_keys=True, indent=1) + "\n", encoding="utf-8")
-        print(f"[deciding] {experiment} {name}: {record['wall_s']} s on {record['device']}; wrote {path}", flush=True)
-        written.append(path)
+    def archive(task, records):
+        for name, measured in records.items():
+            path = write_atomically((folder / f"{name}.json").absolute(), json.dumps(
+                {**measured, "rule_sha256": hashes}, sort_keys=True, indent=1) + "\n")
+            print(f"[deciding] {experiment} {name}: {measured['wall_s']} s on {measured['device']}; wrote {path}",
+                  flush=True)
+            written.append(path)
 
-    if experiment == "b11-batch200-seeds" and len(names) > 1:  # all seeds in one batched loop
-        started = time.perf_counter()
-        measured = run_b11_seeds([int(name.removeprefix("seed")) for name in names], device=target, **sizes)
-        for name in names:
-            archive(name, measured[int(name.removeprefix("seed"))], started)
-        return written
-    for name in names:
-        started = time.perf_counter()
-        if experiment == "standard-transformer-2048":
-            init, _, seed = name.partition("-seed")
-            measured = run_standard(init, int(seed), device=target, **sizes)
-        else:
-            measured = run_b11(int(name.removeprefix("seed")), device=target, **sizes)
-        archive(name, measured, started)
+    try:
+        if tasks:
+            run_tasks(tasks, archive, executor=executor, jobs=jobs)
+    finally:
+        _write_crate(root)
     return written
+
+
+def _write_crate(root: Path | None) -> None:
+    """The archives' RO-Crate written again by ``tools/ro_crate.py``, where the checkout has that tool."""
+    tool = book_root() / "tools" / "ro_crate.py"
+    if tool.is_file():
+        spec = importlib.util.spec_from_file_location("ro_crate", tool)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.write_crate((Path(root) if root is not None else book_root()) / ARCHIVE[0])
 
 
 def archived_runs(experiment: str, root: Path | None = None) -> list[dict]:
@@ -431,11 +485,21 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("experiment", choices=sorted(EXPERIMENTS))
     run.add_argument("--runs", help="comma-separated run names (default: those not archived)")
     run.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default: ICLLIB_DEVICE)")
+    run.add_argument("--executor", default=None, help="local (default) or submitit (default: ICLLIB_EXECUTOR)")
+    run.add_argument("--jobs", type=int, default=1, help="processes of the local executor (default 1)")
+    run.add_argument("--no-batch", action="store_true", help="one task per seed of b11-batch200-seeds")
     commands.add_parser("verdicts", help="each row's verdict and its rule's")
     arguments = parser.parse_args(argv)
     if arguments.command == "run":
         names = arguments.runs.split(",") if arguments.runs else None
-        run_and_archive(arguments.experiment, names, device=arguments.device)
+        from icllib.executor import TasksFailed
+
+        try:
+            run_and_archive(arguments.experiment, names, device=arguments.device, executor=arguments.executor,
+                            jobs=arguments.jobs, batched=not arguments.no_batch)
+        except TasksFailed as error:
+            print(f"[deciding] {error}", file=sys.stderr, flush=True)
+            return 1
         return 0
     for row, entry in verdicts().items():
         print(f"{row}: registry {entry['registry']}, rule {entry['rule']} ({entry['why']})")
