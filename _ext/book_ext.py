@@ -393,4 +393,5 @@ def setup(app):
     app.connect("build-finished", notebook_download.wheel_at_build_end)
     app.connect("build-finished", notebook_download.drop_the_text_sources)
     app.connect("build-finished", ledger_page.copy_paper_scale_records)
+    app.connect("build-finished", site_assets.copy_run_crate)
     return {"parallel_read_safe": False, "parallel_write_safe": True}

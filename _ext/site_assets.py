@@ -3,6 +3,7 @@ the site itself (no CDN), and nothing a reader's browser never asks for."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -99,3 +100,26 @@ def bibliography_roles(app, exception):
 
 def add_static_files(app, config):
     config.html_static_path.append(str(Path(__file__).parent / "static"))
+
+
+PROVENANCE_FOLDER = "provenance"   # in the site: the runs' RO-Crate with the archives it describes
+CRATE_FILE = "ro-crate-metadata.json"
+
+
+def copy_run_crate(app, exception):
+    """The archived runs' RO-Crate (``results/ro-crate-metadata.json``, written by ``tools/ro_crate.py``) on the
+    site, in ``provenance/`` with every archive it describes at the path it names: the crate read from the site
+    is whole, as in the source archive."""
+    if exception is not None or app.builder.format != "html":
+        return
+    results = Path(app.srcdir) / "results"
+    if not (results / CRATE_FILE).is_file():
+        return
+    target = Path(app.outdir) / PROVENANCE_FOLDER
+    shutil.rmtree(target, ignore_errors=True)   # no archive of an earlier build stays behind
+    target.mkdir(parents=True)
+    shutil.copy2(results / CRATE_FILE, target / CRATE_FILE)
+    for entity in json.loads((results / CRATE_FILE).read_text(encoding="utf-8"))["@graph"]:
+        if entity.get("@type") == "File":
+            (target / entity["@id"]).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(results / entity["@id"], target / entity["@id"])

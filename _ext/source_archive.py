@@ -43,7 +43,8 @@ README = f"""# How Transformers Learn In Context: the book's source
 This archive is the book's repository as its website was built from it: the library `icllib` (`src/`, with the
 claims registry in `src/icllib/registry/`), the chapter notebooks (`notebooks/*.py`, jupytext text notebooks),
 the site's pages (`book/`, `_config.yml`, `_toc.yml`) and Sphinx extensions (`_ext/`), the `Makefile`, `tools/`,
-`benchmarks/`, the archived paper-scale runs (`results/`), the tests and the exact pins (`requirements.txt`, and
+`benchmarks/`, the archived paper-scale and deciding runs (`results/`, described as an RO-Crate in
+`results/ro-crate-metadata.json`), the tests and the exact pins (`requirements.txt`, and
 every package they pull in with its hashes in `requirements.lock`; `environment.yml` for conda).
 
 ## Run a chapter
