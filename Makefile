@@ -131,7 +131,8 @@ coverage: $(VENV)/.installed
 # `ICLLIB_DEVICE=cuda make paper-scale CHAPTER=all`. Hours, or a GPU: not part of `make test` or `make book`.
 paper-scale: check-mode $(VENV)/.installed
 	@test -n "$(CHAPTER)" || { echo "usage: make paper-scale CHAPTER=<notebook name>|all" >&2; exit 2; }
-	@$(BIN)/python -m icllib.config  # ICLLIB_DEVICE=cuda on a machine without CUDA stops here, not after an hour
+	@# ICLLIB_DEVICE=cuda on a machine without CUDA stops here, not after an hour; a Slurm job's node checks its own
+	@if [ "$${ICLLIB_EXECUTOR:-local}" != submitit ]; then $(BIN)/python -m icllib.config; fi
 	$(BIN)/python _ext/paper_scale.py $(CHAPTER)
 
 # The chapters' code cells to the width of the site's code column (settings: pyproject.toml [tool.black]).
