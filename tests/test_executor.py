@@ -6,8 +6,11 @@ The tasks are tiny functions of this file (imported by name where they run); no 
 
 import json
 import os
+import signal
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,11 @@ def square(value):
 
 def fail(message):
     raise RuntimeError(message)
+
+
+def sleepy(marker):
+    Path(marker).write_text("started", encoding="utf-8")
+    time.sleep(120)
 
 
 def _tasks():
@@ -61,6 +69,33 @@ def test_a_failing_task_is_named_and_every_finished_run_is_archived(tmp_path, su
     if cluster != "debug":   # the pool's processes and submitit's local jobs are not this one
         assert os.getpid() not in {result["pid"] for result in results.values()}
     assert sorted(os.listdir(tmp_path / "runs")) == ["three.json", "two.json"]   # no temporary file left
+
+
+DRIVER = """
+import sys
+from icllib.executor import Task, TasksFailed, run_tasks
+
+tasks = [Task("sleepy", "test_executor:sleepy", (sys.argv[1],), path=sys.argv[2]),
+         Task("queued", "test_executor:square", (2,), path=sys.argv[2])]
+try:
+    run_tasks(tasks, lambda task, result: print("archived", task.name, flush=True))
+except TasksFailed as failed:
+    print(failed, flush=True)
+"""
+
+
+def test_ctrl_c_stops_the_running_task_once_and_starts_no_other(tmp_path):
+    marker = tmp_path / "started"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(marker), HERE], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not marker.is_file():
+        assert driver.poll() is None and time.monotonic() < deadline, driver.communicate()
+        time.sleep(0.2)
+    driver.send_signal(signal.SIGINT)   # to the driver alone, as a test can; a terminal's reaches only it too
+    out, errors = driver.communicate(timeout=60)
+    assert "2 task(s) failed" in out and "sleepy: KeyboardInterrupt" in out, out + errors
+    assert "queued: KeyboardInterrupt: queued: not started, stopped by Ctrl-C" in out and "archived" not in out
 
 
 def test_results_come_back_by_task_name():

@@ -26,6 +26,7 @@ Two executors (``EXECUTORS``):
 from __future__ import annotations
 
 import concurrent.futures
+import ctypes
 import dataclasses
 import importlib
 import multiprocessing
@@ -155,13 +156,25 @@ def _setting(key: str, value, kind):
 
 
 _STOPPED = None   # in a process of the local pool: the event its driver sets on Ctrl-C
+_DRIVER = None    # and the driver's process id
 
 
 def _start_worker(stopped) -> None:
-    global _STOPPED
-    _STOPPED = stopped
+    global _STOPPED, _DRIVER
+    _STOPPED, _DRIVER = stopped, os.getppid()
     os.setsid()   # the terminal's Ctrl-C reaches the driver alone, which passes it on once (LocalPool.interrupt)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # idle, a process ignores it: the pool would break
+    signal.signal(signal.SIGINT, _idle)
+    try:   # Linux: a driver that dies (killed, its session closed) stops the run as Ctrl-C would
+        ctypes.CDLL(None).prctl(1, signal.SIGINT)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _idle(signum, frame) -> None:
+    """Ctrl-C in an idle process of the pool: ignored (a process that ended would break the pool), unless its
+    driver is gone, when nothing will come."""
+    if os.getppid() != _DRIVER:
+        os._exit(1)
 
 
 def _run(task: Task):
@@ -172,7 +185,9 @@ def _run(task: Task):
     try:
         return task()
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, _idle)
+        if os.getppid() != _DRIVER:   # the driver died while the task ran: nothing will take its result
+            os._exit(1)
 
 
 class LocalPool(concurrent.futures.ProcessPoolExecutor):
