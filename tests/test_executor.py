@@ -122,7 +122,7 @@ def test_bad_arguments_are_named(monkeypatch):
         executor.run_tasks([Task("a", "m:f"), Task("a", "m:g")], lambda task, result: None)
     with pytest.raises(ValueError, match="on_result"):
         executor.run_tasks([Task("a", "m:f")], None)
-    with pytest.raises(ValueError, match="value"):
+    with pytest.raises(ValueError, match="executor must be one of local, submitit"):
         executor.executor_kind("ray")
     monkeypatch.setenv("ICLLIB_EXECUTOR", "ray")
     with pytest.raises(ValueError, match="ICLLIB_EXECUTOR"):

@@ -105,12 +105,12 @@ def _summary(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0] if lines else ''}"
 
 
-def executor_kind(value: str | None = None) -> str:
-    """The executor's name: ``value``, else ``ICLLIB_EXECUTOR``, else ``local``; raises ``ValueError`` naming
-    ``value`` when it is not one of ``EXECUTORS``."""
-    chosen = value if value is not None else os.environ.get(EXECUTOR_VARIABLE) or "local"
+def executor_kind(executor: str | None = None) -> str:
+    """The executor's name: ``executor``, else ``ICLLIB_EXECUTOR``, else ``local``; raises ``ValueError`` naming
+    ``executor`` (or the variable) when it is not one of ``EXECUTORS``."""
+    chosen = executor if executor is not None else os.environ.get(EXECUTOR_VARIABLE) or "local"
     if chosen not in EXECUTORS:
-        where = "value" if value is not None else EXECUTOR_VARIABLE
+        where = "executor" if executor is not None else EXECUTOR_VARIABLE
         raise ValueError(f"{where} must be one of {', '.join(EXECUTORS)}, got {chosen!r}")
     return chosen
 
