@@ -26,7 +26,7 @@ arrays (softmax, its backward) and to the dispatch of about 70 small tensor oper
 import torch
 from torch.func import grad_and_value, vmap
 
-from icllib import balance
+from icllib.balance import model as balance
 from icllib.config import torch_generator
 
 torch.set_num_threads(1)

@@ -6,8 +6,8 @@ import math
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from icllib import induction_common as ic
-from icllib import induction_emergence as ie
+from icllib.induction import model as ic
+from icllib.induction import emergence as ie
 
 FLOW_N = [2**k for k in range(1, 13)]
 GD_N = [2, 4, 8, 16, 32, 64]

@@ -12,8 +12,8 @@
 import numpy as np
 import torch
 
-from icllib import induction_common as ic
-from icllib import induction_subspace as isp
+from icllib.induction import model as ic
+from icllib.induction import subspace as isp
 from icllib.config import torch_generator
 
 D, N, BASE = 8, 4, 4

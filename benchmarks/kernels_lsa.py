@@ -6,8 +6,8 @@ Gamma^-1 and assert it is below 1 %, so they compute the same thing to the same 
 import numpy as np
 import torch
 
-from icllib import lsa
-from icllib import lsa_theory as lsat
+from icllib.lsa import model as lsa
+from icllib.lsa import theory as lsat
 from icllib.config import rng, torch_generator
 
 D, N = 3, 10

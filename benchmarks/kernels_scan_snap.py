@@ -5,7 +5,7 @@
   (``lemma1_gradient_sequences``). Same batch, same numbers (checked to 1e-12 before timing).
 - ``syn_small_run_100_steps``: one Fig. 4 training run (100 SGD steps), multinomial counts against explicit
   sequences. The two sample the same law with different random streams: same computation, equal in
-  distribution (tests/test_scan_snap.py compares them).
+  distribution (tests/scan_snap/test_scan_snap.py compares them).
 - ``syn_medium_K20_5_steps``: 5 steps of a Fig. 6 run at the largest size (K = 20, M = 240), where the
   sequence-based step builds 128 dense M x M matrices X^T diag(b) X.
 - ``fig6_sweep_640_runs``: the whole Fig. 6 sweep of the chapter's default and full modes (4 sizes x 4 eta_Z x
@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from icllib import scan_snap as ss
+from icllib.scan_snap import model as ss
 from icllib.config import rng
 
 _SPEC = ss.syn_small()

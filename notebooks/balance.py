@@ -55,9 +55,9 @@ import matplotlib.ticker
 import numpy as np
 import torch
 
-from icllib import balance
-from icllib import balance_theory as theory
-from icllib.balance_theory import CHECKS
+from icllib.balance import model as balance
+from icllib.balance import theory
+from icllib.balance.theory import CHECKS
 from icllib.claims import archived_arrays, check_claim, save_arrays
 from icllib.config import by_mode, device, mode, rng, run_line, torch_generator
 from icllib.plotting import PALETTE, figure, legend, show_table
@@ -878,7 +878,7 @@ if paper_scale is not None:
 # not, gives a hint, never the answer.
 
 # %%
-from icllib.exercises.balance import check
+from icllib.balance.exercises import check
 
 # %% [markdown]
 # ```{exercise}
@@ -924,7 +924,7 @@ from icllib.exercises.balance import check
 # ```python
 # import numpy as np
 #
-# from icllib import balance_theory as theory
+# from icllib.balance import theory
 # from icllib.config import rng
 #
 # generator = rng(0)
@@ -988,7 +988,7 @@ from icllib.exercises.balance import check
 # ```python
 # import numpy as np
 #
-# from icllib import balance_theory as theory
+# from icllib.balance import theory
 # from icllib.config import rng
 #
 # generator = rng(1)

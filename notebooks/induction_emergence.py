@@ -61,8 +61,8 @@ import sympy as sp
 import torch
 from myst_nb import glue
 
-from icllib import induction_common as ic
-from icllib import induction_emergence as ie
+from icllib.induction import model as ic
+from icllib.induction import emergence as ie
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, progress, rng, run_line, torch_generator
 from icllib.plotting import figure, legend, log_log_slope, show_table
@@ -862,7 +862,7 @@ legend(right, fontsize=7)
 # the answer is right (with a hint if not), never what the answer is.
 
 # %%
-from icllib.exercises.induction_emergence import check
+from icllib.induction.emergence_exercises import check
 
 # %% [markdown]
 # ```{exercise}
@@ -882,7 +882,7 @@ from icllib.exercises.induction_emergence import check
 # grows and $\gamma$ is pulled up a little faster, so $T_\gamma/N$ lies *below* $\ln 2$ (about 0.688 at $N = 2$).
 #
 # ```python
-# from icllib import induction_emergence as ie
+# from icllib.induction import emergence as ie
 #
 # answer = ie.emergence_times(2)["gamma"] / 2
 # ```
@@ -908,7 +908,7 @@ from icllib.exercises.induction_emergence import check
 # $0.3453/0.0797 = 4.33$; for (1/2, 1/2) it is $0.6827/0.3829 = 1.78$.
 #
 # ```python
-# from icllib import induction_emergence as ie
+# from icllib.induction import emergence as ie
 #
 # limits = ie.emergence_asymptotics(thresholds=ie.FIG5_THRESHOLDS)
 # answer = limits["T_alpha/N^2"] / limits["T_beta/N^2"]
@@ -942,7 +942,7 @@ from icllib.exercises.induction_emergence import check
 # ```python
 # from scipy.optimize import brentq
 #
-# from icllib import induction_emergence as ie
+# from icllib.induction import emergence as ie
 #
 #
 # def alpha_minus_beta(c):
@@ -971,7 +971,7 @@ from icllib.exercises.induction_emergence import check
 # ````{solution} ex-induction-emergence-manifold
 # :class: dropdown
 # ```python
-# from icllib import induction_emergence as ie
+# from icllib.induction import emergence as ie
 #
 # N = 64
 # t_beta = ie.crossing_times(N)["beta"]
@@ -997,7 +997,7 @@ from icllib.exercises.induction_emergence import check
 # $s = e^\beta$. $\gamma$ and $\beta$ still grow and the loss drops at $t \approx 1.0$; $T_\alpha = \infty$.
 #
 # ```python
-# from icllib import induction_emergence as ie
+# from icllib.induction import emergence as ie
 #
 # answer = ie.loss_drop_time(1)
 # ```
@@ -1023,7 +1023,7 @@ from icllib.exercises.induction_emergence import check
 # i.e. $\eta < 2N$, so $N \ge 51$ for $\eta = 100$.
 #
 # ```python
-# from icllib import induction_emergence as ie
+# from icllib.induction import emergence as ie
 #
 # scanned = list(range(30, 71))
 # _, diverged = ie.gradient_descent_times(scanned, eta=100.0)

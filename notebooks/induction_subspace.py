@@ -58,13 +58,13 @@ import os
 import numpy as np
 import torch
 
-from icllib import induction_common as ic
-from icllib import induction_subspace as isp
-from icllib import induction_subspace_theory as theory
+from icllib.induction import model as ic
+from icllib.induction import subspace as isp
+from icllib.induction import subspace_theory as theory
 from icllib.claims import archived_arrays, check_claim, save_arrays
 from icllib import deciding
 from icllib.config import by_mode, device, mode, run_line, torch_generator
-from icllib.induction_subspace import CHECKS
+from icllib.induction.subspace import CHECKS
 from icllib.plotting import PALETTE, block_heatmap, figure, legend, log_log_slope, show_table
 
 torch.set_num_threads(1)
@@ -117,7 +117,7 @@ print(
 # App. A.3, as the shapes stated after Eq. 1 confirm ({ref}`induction_subspace.N1 <induction-subspace-n1>`).
 # We use the causal mask of App. B.2, which also forbids a token to attend to itself, and give the first row,
 # which then sees no key, a zero attention row. Rows are tokens and
-# $S_{ij} = X_i W X_j^\top$ is the score of query row $i$ on key row $j$ (App. A.3). In `icllib.induction_common`,
+# $S_{ij} = X_i W X_j^\top$ is the score of query row $i$ on key row $j$ (App. A.3). In `icllib.induction.model`,
 # `sample_icl_batch` draws the data and `DisentangledTransformer` is the model {eq}`subspace-model`, with its
 # three weight matrices as parameters (`disentangled_states` and `disentangled_forward` compute the same thing
 # from given weights, which is what the proof checks below need). We build one at $N = 3$, $D = 4$ with random
@@ -1183,7 +1183,7 @@ for row in deciding.EXPERIMENTS["standard-transformer-2048"]["rows"]:
 # the answer is right (with a hint if not), never what the answer is.
 
 # %%
-from icllib.exercises.induction_subspace import check
+from icllib.induction.subspace_exercises import check
 
 # %% [markdown]
 # ```{exercise}
@@ -1245,7 +1245,7 @@ from icllib.exercises.induction_subspace import check
 # ```python
 # import torch
 #
-# from icllib import induction_common as ic
+# from icllib.induction import model as ic
 # from icllib.config import torch_generator
 #
 # X, y = ic.sample_icl_batch(16, 4, 512, generator=torch_generator(0))
@@ -1270,8 +1270,8 @@ from icllib.exercises.induction_subspace import check
 # ````{solution} ex-induction-subspace-moving-share
 # :class: dropdown
 # ```python
-# from icllib import induction_common as ic
-# from icllib import induction_subspace as isp
+# from icllib.induction import model as ic
+# from icllib.induction import subspace as isp
 #
 # moving = [name for name in ic.PSEUDO_PARAMETERS if name not in ("beta3", "beta4", "beta5", "beta6")]
 # answer = len(moving) / isp.parameter_count(32)
@@ -1297,7 +1297,7 @@ from icllib.exercises.induction_subspace import check
 # ```python
 # import torch
 #
-# from icllib import induction_subspace as isp
+# from icllib.induction import subspace as isp
 # from icllib.config import torch_generator
 #
 # D, generator, shares = 8, torch_generator(0), []

@@ -58,9 +58,9 @@
 import numpy as np
 import torch
 
-from icllib import lsa
-from icllib import lsa_experiments as lsx
-from icllib import lsa_theory as lsat
+from icllib.lsa import model as lsa
+from icllib.lsa import experiments as lsx
+from icllib.lsa import theory as lsat
 from icllib.claims import check_claim
 from icllib.config import by_mode, run_line, torch_generator
 from icllib.plotting import figure, legend, show_table
@@ -1343,7 +1343,7 @@ check_claim("lsa.lemmaD4", min(min(trace_D4), min(eig_D4)), **C["lsa.lemmaD4"])
 # and, if not, gives a hint (never the answer).
 
 # %%
-from icllib.exercises.lsa import check
+from icllib.lsa.exercises import check
 
 # %% [markdown]
 # ```{exercise}
@@ -1385,7 +1385,7 @@ from icllib.exercises.lsa import check
 #
 # ```python
 # import numpy as np
-# from icllib import lsa_theory as lsat
+# from icllib.lsa import theory as lsat
 #
 # Gi = np.linalg.inv(lsat.gamma_matrix(np.diag([1.0, 4.0]), 20))
 # answer = np.array([1.0, -1.0]) @ Gi @ np.array([1.0, 1.0])  # x_q^T Gamma^-1 x_1 y_1 / M, y_1 = M = 1
@@ -1438,7 +1438,9 @@ from icllib.exercises.lsa import check
 #
 # ```python
 # import numpy as np
-# from icllib import lsa, lsa_experiments as lsx, lsa_theory as lsat
+# from icllib.lsa import model as lsa
+# from icllib.lsa import experiments as lsx
+# from icllib.lsa import theory as lsat
 #
 # Lam, N, d = lsx.running_covariance(), 15, 4
 # K0, P0 = lsa.assumption33_init(d, 0.5 * lsat.sigma_max(Lam, N), generator=np.random.default_rng(7))
@@ -1467,7 +1469,8 @@ from icllib.exercises.lsa import check
 #
 # ```python
 # import numpy as np
-# from icllib import lsa, lsa_theory as lsat
+# from icllib.lsa import model as lsa
+# from icllib.lsa import theory as lsat
 #
 # Lam, N, d = np.eye(4), 15, 4
 # K0, P0 = lsa.assumption33_init(d, 0.5 * lsat.sigma_max(Lam, N), generator=np.random.default_rng(7))

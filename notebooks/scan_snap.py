@@ -27,8 +27,8 @@
 # **How to read it.** Each section states a result of the paper in a box, says in a sentence or two why it holds
 # or why it matters, runs the smallest computation that tests it, and closes with what it found. Every number the
 # paper states is checked as the chapter runs; its check appears where the claim is made and in the ledger, with
-# the tolerance and its reason. The loop behind each experiment is one function of `icllib.scan_snap_lemmas` or
-# `icllib.scan_snap_dynamics`, so a cell shows the experiment's settings, the call and the check; seven exercises,
+# the tolerance and its reason. The loop behind each experiment is one function of `icllib.scan_snap.lemmas` or
+# `icllib.scan_snap.dynamics`, so a cell shows the experiment's settings, the call and the check; seven exercises,
 # four of them with self-checks, close the chapter ([exercises](sec-scan_snap-exercises)).
 #
 # What this chapter finds:
@@ -68,10 +68,10 @@ import sympy as sp
 import torch
 from scipy.stats import kruskal
 
-from icllib import scan_snap as ss
-from icllib import scan_snap_dynamics as dynamics
-from icllib import scan_snap_lemmas as lemmas
-from icllib import scan_snap_theory as sst
+from icllib.scan_snap import model as ss
+from icllib.scan_snap import dynamics
+from icllib.scan_snap import lemmas
+from icllib.scan_snap import theory as sst
 from icllib.claims import check_claim
 from icllib.config import by_mode, rng, run_line
 from icllib.plotting import PALETTE, figure, legend, show_table
@@ -1883,7 +1883,7 @@ print({f"K = {K}": round(float(rho), 2) for K, rho in recall_correlation.items()
 # not, gives a hint, never the answer.
 
 # %%
-from icllib.exercises.scan_snap import check
+from icllib.scan_snap.exercises import check
 
 # %% [markdown]
 # ```{exercise}
@@ -1980,7 +1980,7 @@ from icllib.exercises.scan_snap import check
 # free of the rates.
 #
 # ```python
-# from icllib import scan_snap_theory as sst
+# from icllib.scan_snap import theory as sst
 #
 # t0 = sst.transition_time(K=10, M=1000, eta_Y=2.0)
 # answer = float(sst.snap_B(t0, K=10, M=1000, eta_Y=2.0, eta_Z=1.0))
@@ -2009,8 +2009,8 @@ from icllib.exercises.scan_snap import check
 # import numpy as np
 # from scipy.optimize import brentq
 #
-# from icllib import scan_snap_dynamics as dynamics
-# from icllib import scan_snap_theory as sst
+# from icllib.scan_snap import dynamics
+# from icllib.scan_snap import theory as sst
 #
 #
 # def drift_of_B(p):

@@ -51,8 +51,8 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr, ttest_rel
 
-from icllib import scan_snap_text as st
-from icllib import text
+from icllib.scan_snap import real_text as st
+from icllib.scan_snap import text
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, rng, run_line, torch_generator
 from icllib.plotting import PALETTE, figure, legend
@@ -67,7 +67,7 @@ checked = mode() != "quick"
 # (sec-scan_snap_text-corpus)=
 # ## The corpus
 #
-# `icllib.text` reads the shortened English Wikipedia dump of the gensim test data
+# `icllib.scan_snap.text` reads the shortened English Wikipedia dump of the gensim test data
 # (`enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2`), drops redirects and wiki markup,
 # lower-cases and splits into words, numbers and punctuation (a simplified version of torchtext's
 # `basic_english`), holds out the last 10% of the articles for validation, and keeps the most frequent training
@@ -445,7 +445,7 @@ elif checked:
 # not, gives a hint, never the answer.
 
 # %%
-from icllib.exercises.scan_snap_text import check
+from icllib.scan_snap.real_text_exercises import check
 
 # %% [markdown]
 # ```{exercise}
@@ -463,7 +463,7 @@ from icllib.exercises.scan_snap_text import check
 # chosen on the training articles).
 #
 # ```python
-# from icllib import text
+# from icllib.scan_snap import text
 #
 # answer = text.load_corpus(2000).unk_rate("valid")
 # ```

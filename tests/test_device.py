@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from icllib import balance, config
-from icllib import induction_subspace as isp
+from icllib import config
+from icllib.balance import model as balance
+from icllib.induction import subspace as isp
 from icllib.config import torch_generator
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -11,7 +11,13 @@ import pytest
 import torch
 
 import icllib
-from icllib import balance, induction_common, induction_subspace, lsa, scan_snap, scan_snap_text, scan_snap_theory
+from icllib.balance import model as balance
+from icllib.induction import model as induction_model
+from icllib.induction import subspace
+from icllib.lsa import model as lsa
+from icllib.scan_snap import model as scan_snap
+from icllib.scan_snap import real_text
+from icllib.scan_snap import theory as scan_snap_theory
 from icllib.config import rng, torch_generator
 
 torch.set_num_threads(1)
@@ -25,19 +31,19 @@ def _text_source():
 
 def _transformer_lm_run():
     generator = torch_generator(0)
-    model = scan_snap_text.make_transformer_lm(30, d_model=8, d_hidden=8, n_layers=1, dropout=0.3,
+    model = real_text.make_transformer_lm(30, d_model=8, d_hidden=8, n_layers=1, dropout=0.3,
                                                generator=generator)
-    return scan_snap_text.train_transformer_lm(model, _text_source(), _text_source(), steps=2, lr=0.1,
+    return real_text.train_transformer_lm(model, _text_source(), _text_source(), steps=2, lr=0.1,
                                                record_every=1, bptt=10, generator=generator)
 
 
 RANDOM_CALLS = {
-    "induction_common.sample_icl_batch": lambda: induction_common.sample_icl_batch(4, 2, 3, generator=torch_generator(0)),
-    "induction_common.orthonormal_task": lambda: induction_common.orthonormal_task(2, 4, generator=torch_generator(0)),
-    "induction_subspace.random_rotation": lambda: induction_subspace.random_rotation(4, generator=torch_generator(0)),
-    "induction_subspace.train_sgd": lambda: induction_subspace.train_sgd(2, 4, steps=2, batch=4, lr=1.0,
+    "induction_model.sample_icl_batch": lambda: induction_model.sample_icl_batch(4, 2, 3, generator=torch_generator(0)),
+    "induction_model.orthonormal_task": lambda: induction_model.orthonormal_task(2, 4, generator=torch_generator(0)),
+    "subspace.random_rotation": lambda: subspace.random_rotation(4, generator=torch_generator(0)),
+    "subspace.train_sgd": lambda: subspace.train_sgd(2, 4, steps=2, batch=4, lr=1.0,
                                                                          generator=torch_generator(0)),
-    "induction_subspace.train_standard": lambda: induction_subspace.train_standard(8, steps=2, batch=4,
+    "subspace.train_standard": lambda: subspace.train_standard(8, steps=2, batch=4,
                                                                                    generator=torch_generator(0)),
     "scan_snap.train_yz": lambda: scan_snap.train_yz(scan_snap.syn_small(), eta_Y=1.0, eta_Z=1.0, init="default",
                                                      run=scan_snap.RunSize(steps=2, batch_size=4, T=8),
@@ -47,8 +53,8 @@ RANDOM_CALLS = {
         np.eye(4)[:, :2], eta_Y=0.5, steps=5, update="modified", generator=rng(0)),
     "scan_snap_theory.random_overlap_matrices": lambda: scan_snap_theory.random_overlap_matrices(
         3, 2, generator=rng(0)),
-    "scan_snap_text.transformer_lm": _transformer_lm_run,
-    "scan_snap_text.train_yz_text": lambda: scan_snap_text.train_yz_text(_text_source(), _text_source(), 30,
+    "real_text.transformer_lm": _transformer_lm_run,
+    "real_text.train_yz_text": lambda: real_text.train_yz_text(_text_source(), _text_source(), 30,
                                                                          eta_Y=1.0, eta_Z=1.0, steps=2, bptt=10,
                                                                          generator=rng(0)),
     "lsa.make_lambda": lambda: lsa.make_lambda([1.0, 2.0], generator=rng(0)),
@@ -83,8 +89,8 @@ def test_the_same_generator_seed_gives_the_same_run():
 
 def test_no_public_function_takes_a_seed():
     offenders = []
-    for info in pkgutil.iter_modules(icllib.__path__):
-        module = importlib.import_module(f"icllib.{info.name}")
+    for info in pkgutil.walk_packages(icllib.__path__, "icllib."):
+        module = importlib.import_module(info.name)
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if function.__module__ == module.__name__ and not name.startswith("_"):
                 if any("seed" in parameter for parameter in inspect.signature(function).parameters):

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from icllib import balance
+from icllib.balance import model as balance
 from icllib.claims import archived_arrays
 from icllib.config import torch_generator
 
