@@ -27,8 +27,10 @@ from sphinx.util.docutils import SphinxDirective
 
 import course
 import executions
+import ledger_files
 import ledger_page
 import notebook_download
+import notebook_install
 import paper_scale
 import site_assets
 import source_archive
@@ -105,7 +107,7 @@ def offer_the_source(app, doctree):
         paragraph += nodes.reference(text="book.pdf", refuri=f"{up}pdf/book.pdf")
         paragraph += nodes.Text(". This is the student edition: the exercises come without their solutions.")
     else:
-        wheel = notebook_download.wheel_name(Path(app.srcdir))
+        wheel = notebook_install.wheel_name(Path(app.srcdir))
         paragraph += nodes.Text("download the book's source, ")
         paragraph += nodes.reference(text=source_archive.ARCHIVE_NAME, refuri=up + source_archive.ARCHIVE_NAME)
         paragraph += nodes.Text(", whose README runs this chapter in two commands (the first installs the book's "
@@ -115,7 +117,7 @@ def offer_the_source(app, doctree):
         from_the_site = "from this site, or " if notebook_download.site_url(app.config) else ""
         paragraph += nodes.Text(", which opens in plain Jupyter: its first cell installs the library where it is "
                                 f"missing, {from_the_site}from ")
-        paragraph += nodes.reference(text=wheel, refuri=f"{up}{notebook_download.WHEEL_FOLDER}/{wheel}")
+        paragraph += nodes.reference(text=wheel, refuri=f"{up}{notebook_install.WHEEL_FOLDER}/{wheel}")
         paragraph += nodes.Text(f" saved beside it (the source's notebooks/{name}.py is the same chapter as a text "
                                 "notebook).")
     title_index = doctree[0].first_child_matching_class(nodes.title)
@@ -152,7 +154,7 @@ def forget_checking_cells(app, env, docname):
 def warn_about_unreadable_figures(app, env):
     """A build warning for each figure whose tick labels overlap or whose legend covers data, as measured when
     its chapter drew it (icllib.plotting.layout_problems)."""
-    for problem in claims_module.figure_problems(ledger_page.gather_results(app)):
+    for problem in claims_module.figure_problems(ledger_files.gather_results(app)):
         logger.warning(f"a figure that does not read: {problem}")
 
 
@@ -390,8 +392,8 @@ def setup(app):
     app.connect("build-finished", site_assets.drop_what_serves_nobody)
     app.connect("build-finished", site_assets.bibliography_roles)
     app.connect("build-finished", source_archive.archive_at_build_end)
-    app.connect("build-finished", notebook_download.wheel_at_build_end)
+    app.connect("build-finished", notebook_install.wheel_at_build_end)
     app.connect("build-finished", notebook_download.drop_the_text_sources)
-    app.connect("build-finished", ledger_page.copy_paper_scale_records)
+    app.connect("build-finished", ledger_files.copy_paper_scale_records)
     app.connect("build-finished", site_assets.copy_run_crate)
     return {"parallel_read_safe": False, "parallel_write_safe": True}

@@ -4,19 +4,22 @@ A notebook's key is a SHA-256 of what its outputs depend on:
 
 - its code cells (source and metadata), not its markdown cells: a prose edit reuses the outputs;
 - the run mode (``ICLLIB_MODE``);
-- every ``icllib`` module it imports, followed through the package's own imports, and every data file of the
+- every ``icllib`` module it imports, followed through the package's own imports (with the ``__init__.py`` of
+  each package on the way: a chapter depends on its paper's package and the shared modules), and every data file of the
   package other than the registry (the list of the papers' numbered results), counting only the files git
   tracks (an editor's swap file or a stray ``.env`` changes no key; outside a git checkout, the walk of
   ``source_archive.source_files``), plus any module a cell imports by name that git does not track yet;
 - of the claims registry (``icllib/registry/*.yaml``, or the folder ``ICLLIB_REGISTRY`` names), only what a
-  run reads from it (:func:`registry_part`): for each claim the chapter checks, whether it is registered, its
+  run reads from it (``execution_keys.registry_part``): for each claim the chapter checks, whether it is registered, its
   modes and whether it is out of scope. A statement, a location, an erratum or a verdict is read by the pages
   at build time, so editing one re-executes nothing (a stored record's ``verdict`` is the registry's of today,
   :func:`load`);
 - the pins (``requirements.txt``, ``pyproject.toml``), the Python version, and the code here that runs a
   kernel and stores what it printed;
 - the paper-scale archive (``results/full/<chapter>.json``) of each chapter whose arrays it draws
-  (:func:`archives_read`).
+  (``execution_keys.archives_read``).
+
+The key is computed in ``execution_keys``; this module runs the kernels and stores and loads what they printed.
 
 An execution stored under a key is the executed notebook, the ``check_claim`` records its run wrote, and a
 few facts about the run (seconds, date, machine, and the SHA-256 of the other two files). The key is fixed
@@ -36,7 +39,6 @@ or alone, so a chapter's numbers do not depend on how many ran at once.
 from __future__ import annotations
 
 import argparse
-import ast
 import base64
 import copy
 import hashlib
@@ -51,13 +53,13 @@ import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 
+import execution_keys
 import jupytext
 import nbformat
-import source_archive
-from icllib.claims import ARCHIVE_FOLDER
+from execution_keys import changed_parts, code_cells, key_of_parts, package_folder, parsed_registry, registry_files
 
 EXECUTIONS_VARIABLE = "ICLLIB_EXECUTIONS"
 # In a book build, the folder where each chapter's records are kept (set by _ext/ledger_page.py: the build's own,
@@ -65,10 +67,6 @@ EXECUTIONS_VARIABLE = "ICLLIB_EXECUTIONS"
 BUILD_RECORDS_VARIABLE = "ICLLIB_BUILD_RECORDS"
 KERNEL_THREADS = 1
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-# PyTorch's, NumPy's, MKL's and OpenBLAS's choice of SIMD kernels, when a run forces one (else the CPU's own).
-CPU_KERNEL_VARIABLES = ("ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES", "MKL_ENABLE_INSTRUCTIONS",
-                        "OPENBLAS_CORETYPE")
-PINS = ("requirements.txt", "pyproject.toml")
 JUPYTEXT_FORMAT = "py:percent"
 CELL_TIMEOUT_S = 3600
 
@@ -108,173 +106,7 @@ def kernel_environment(mode: str, results: Path, chapter: str) -> dict[str, str]
             "IPYTHONDIR": str(kernel_ipython_dir()), **{name: str(KERNEL_THREADS) for name in THREAD_VARIABLES}}
 
 
-# --- The key ---------------------------------------------------------------------------------------------
-
-def package_folder() -> Path:
-    """The ``icllib`` the kernels will import (the first on ``sys.path``, as in a kernel started from here)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("icllib")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("icllib is not importable: install it (make .venv/.installed) before executing chapters")
-    return Path(list(spec.submodule_search_locations)[0])
-
-
-def _imported_modules(source: str, package: Path) -> set[str] | None:
-    """The icllib modules (names relative to the package) that ``source`` imports; None for all of them."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                if parts[0] == "icllib":
-                    if len(parts) == 1:
-                        return None  # `import icllib` can reach any module
-                    names.add(parts[1])
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # every icllib module sits at the top of the package
-                base = node.module.split(".") if node.module else []
-            elif node.module and node.module.split(".")[0] == "icllib":
-                base = node.module.split(".")[1:]
-            else:
-                continue
-            if base:
-                names.add(base[0])
-            for alias in node.names:
-                if alias.name == "*":
-                    return None
-                if not base and (package / f"{alias.name}.py").is_file():
-                    names.add(alias.name)
-    return names
-
-
-# Who reads the registry folder: icllib.claims its top-level *.yaml (keyed by registry_part), icllib.coverage
-# the rest (the papers' numbered results, the claims of their running text), which a chapter reads only if it
-# imports icllib.coverage.
-REGISTRY_READER = "coverage"
-
-
-def _data_read(path: Path, package: Path, modules: set[str]) -> bool:
-    """Whether a data file of the package can reach a run that imports ``modules``."""
-    relative = path.relative_to(package).parts
-    if relative[0] != "registry":
-        return True
-    if len(relative) == 2 and path.suffix == ".yaml":
-        return False
-    return REGISTRY_READER in modules
-
-
-def dependencies(cells: list[str], package: Path | None = None) -> list[Path]:
-    """The files of ``icllib`` that code cells importing it depend on, sorted: the modules they import,
-    followed through the modules' own imports, the package's ``__init__.py`` and every data file of the
-    package but the registry's ``*.yaml`` (:func:`registry_part` keys on what a run reads of those) and, unless
-    ``icllib.coverage`` is imported, the rest of the registry folder (only it reads those).
-
-    Only files git tracks count (``source_archive.source_files``), with one exception: a module imported by
-    name is a dependency even before it is committed, since the kernel runs it. A cell Python cannot parse
-    (an IPython magic), ``import icllib`` and ``from icllib import *`` count as importing every tracked module.
-    """
-    package = package or package_folder()
-    listed = source_archive.source_files(package)
-    every_module = {path.stem for path in listed if path.parent == package and path.suffix == ".py"} - {"__init__"}
-    pending: set[str] = set()
-    for source in cells:
-        try:
-            imports = _imported_modules(source, package)
-        except SyntaxError:
-            imports = None
-        pending |= every_module if imports is None else imports
-    seen: set[str] = set()
-    while pending:
-        name = pending.pop()
-        if name in seen or not (package / f"{name}.py").is_file():
-            continue
-        seen.add(name)
-        imports = _imported_modules((package / f"{name}.py").read_text(encoding="utf-8"), package)
-        pending |= every_module if imports is None else imports
-    data = [path for path in listed if path.suffix not in {".py", ".pyc"} and _data_read(path, package, seen)]
-    return sorted({package / "__init__.py", *(package / f"{name}.py" for name in seen), *data})
-
-
-def checked_claims(sources: list[str]) -> set[str] | None:
-    """The claim ids that ``sources`` (code cells, modules) check: the literal first argument of each
-    ``check_claim`` call. None (every claim) when one is computed, when ``check_claim`` is passed around
-    rather than called, or when a source does not parse."""
-    if isinstance(sources, str) or not all(isinstance(source, str) for source in sources):
-        raise ValueError(f"sources must be a list of source texts (str), got {sources!r:.80}")
-    ids: set[str] = set()
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            return None
-        calls = {id(node.func): node for node in ast.walk(tree) if isinstance(node, ast.Call)}
-        for node in ast.walk(tree):
-            named = (isinstance(node, ast.Name) and node.id == "check_claim") or \
-                    (isinstance(node, ast.Attribute) and node.attr == "check_claim")
-            if not named or isinstance(getattr(node, "ctx", None), ast.Store):
-                continue
-            call = calls.get(id(node))
-            argument = (call.args[0] if call is not None and call.args else
-                        next((keyword.value for keyword in (call.keywords if call else ()) if keyword.arg == "claim_id"),
-                             None))
-            if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
-                return None
-            ids.add(argument.value)
-    return ids
-
-
-def registry_files(package: Path | None = None) -> list[Path]:
-    """The registry files a kernel reads (``icllib.claims``): ``ICLLIB_REGISTRY``'s ``*.yaml``, else the
-    package's ``registry/*.yaml``."""
-    override = os.environ.get("ICLLIB_REGISTRY")
-    folder = Path(override) if override else (package or package_folder()) / "registry"
-    return sorted(folder.glob("*.yaml"))
-
-
-@lru_cache(maxsize=16)
-def _parsed_registry(stamps: tuple[tuple[str, int, int], ...]):
-    from icllib.claims import parse_registry
-
-    return parse_registry([Path(path) for path, _, _ in stamps])
-
-
-def parsed_registry(files: list[Path]):
-    """``icllib.claims.parse_registry`` of ``files`` (re-read when one changes), or None when it refuses them."""
-    try:
-        return _parsed_registry(tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files))
-    except Exception:  # noqa: BLE001  a field parse_registry refuses, a YAML syntax error, a file gone: the
-        return None    # kernel's check_claim meets the same fault and fails, so the key takes the bytes
-
-
-def registry_part(sources: list[str], package: Path | None = None) -> bytes:
-    """What a run of ``sources`` can read from the registry: for each claim they check (:func:`checked_claims`),
-    whether it is registered, its modes and whether it is out of scope (``check_claim`` refuses a claim
-    unknown, out of scope or registered for other modes; the rest of a row only reaches the pages, which the
-    build reads from the registry itself). A registry ``icllib.claims`` refuses goes in whole: every run
-    that checks a claim fails on it, and each edit may mend it."""
-    files = registry_files(package)
-    book = parsed_registry(files)
-    if book is None:
-        return b"".join(f"{path.name}\0".encode() + path.read_bytes() for path in files)
-    ids = checked_claims(sources)
-    ids = sorted(book.claims) if ids is None else sorted(ids)
-    rows = {claim_id: ({"modes": list(book.claims[claim_id].modes),
-                        "out of scope": book.claims[claim_id].verdict == "out of scope"}
-                       if claim_id in book.claims else "not registered") for claim_id in ids}
-    return json.dumps(rows, sort_keys=True).encode()
-
-
-# Cell metadata that only changes how the page shows a cell (its figure caption, hidden input): editing it
-# re-renders the page from the stored execution instead of running the chapter again.
-PAGE_ONLY_METADATA = ("mystnb", "jupyter")
-PAGE_ONLY_TAGS = frozenset({"hide-input", "hide-output", "hide-cell", "remove-input", "remove-output",
-                            "remove-cell", "full-width", "margin"})
-
-
-def code_cells(notebook) -> list:
-    return [cell for cell in notebook.cells if cell.cell_type == "code"]
-
+# --- The key (execution_keys computes it; the runner adds its own code) -------------------------------------
 
 @cache
 def executor_fingerprint() -> bytes:
@@ -284,51 +116,12 @@ def executor_fingerprint() -> bytes:
             + repr((KERNEL_THREADS, THREAD_VARIABLES, KERNEL_CONFIG))).encode()
 
 
-def _execution_metadata(metadata: dict) -> dict:
-    kept = {name: value for name, value in metadata.items() if name not in PAGE_ONLY_METADATA}
-    tags = sorted(set(kept.pop("tags", ())) - PAGE_ONLY_TAGS)
-    return {**kept, "tags": tags} if tags else kept
-
-
 def key_parts(notebook, mode: str, root: Path | None = None, package: Path | None = None) -> dict[str, str]:
-    """What the key of ``notebook`` in ``mode`` is made of: a SHA-256 (hex) per part, under a label that names
-    it (``code cells``, ``icllib/config.py``, ``registry``, ``requirements.txt``, ...), so that a changed key
-    can say what changed (:func:`changed_parts`)."""
-    root = root or book_root()
-    package = package or package_folder()
-    parts: dict[str, str] = {}
-
-    def add(label: str, data: bytes) -> None:
-        parts[label] = hashlib.sha256(data).hexdigest()
-
-    cells = [{"source": cell.source, "metadata": _execution_metadata(cell.metadata)} for cell in code_cells(notebook)]
-    add("code cells", json.dumps(cells, sort_keys=True).encode())
-    add("kernel", json.dumps(notebook.metadata.get("kernelspec", {}), sort_keys=True).encode())
-    add("mode", mode.encode())
-    # the heavy cells draw on this device, and a GPU's random stream is not the CPU's
-    add("device", os.environ.get("ICLLIB_DEVICE", "cpu").encode())
-    # a run on other CPU kernels (make test's second leg) differs in its last digits: never served from this one's
-    forced = [f"{name}={os.environ[name]}" for name in CPU_KERNEL_VARIABLES if os.environ.get(name)]
-    if forced:
-        add("cpu kernels", ";".join(forced).encode())
-    add("python", platform.python_version().encode())
-    add("executor", executor_fingerprint())
-    modules = dependencies([cell.source for cell in code_cells(notebook)], package)
-    for path in modules:
-        add(f"icllib/{path.relative_to(package).as_posix()}", path.read_bytes())
-    sources = [cell.source for cell in code_cells(notebook)]
-    sources += [path.read_text(encoding="utf-8") for path in modules if path.suffix == ".py" and path.name != "claims.py"]
-    add("registry", registry_part(sources, package))
-    for name in PINS:
-        path = root / name
-        add(name, path.read_bytes() if path.is_file() else b"")
-    for chapter in archives_read(notebook):
-        path = root.joinpath(*ARCHIVE_FOLDER, f"{chapter}.json")
-        add(f"archive/{chapter}", path.read_bytes() if path.is_file() else b"")
-    for experiment in deciding_runs_read(notebook):
-        runs = sorted(root.joinpath("results", "deciding", experiment).glob("*.json"))
-        add(f"deciding/{experiment}", b"".join(path.name.encode() + path.read_bytes() for path in runs))
-    return parts
+    """:func:`execution_keys.key_parts` of ``notebook`` in ``mode``, with this runner's code
+    (:func:`executor_fingerprint`); ``root`` defaults to :func:`book_root`, ``package`` to the ``icllib`` the
+    kernels import."""
+    return execution_keys.key_parts(notebook, mode, root or book_root(), package or package_folder(),
+                                    executor_fingerprint())
 
 
 def key(notebook, mode: str, root: Path | None = None, package: Path | None = None) -> str:
@@ -336,32 +129,9 @@ def key(notebook, mode: str, root: Path | None = None, package: Path | None = No
     return key_of_parts(key_parts(notebook, mode, root, package))
 
 
-def key_of_parts(parts: dict[str, str]) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
-def changed_parts(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    """The labels of the parts of a key that differ between ``before`` and ``after`` (added or gone too)."""
-    return sorted(label for label in set(before) | set(after) if before.get(label) != after.get(label))
-
-
 class SourcesChanged(RuntimeError):
     """A chapter's sources changed while it executed: its outputs may come from either version, so none is
     stored."""
-
-
-def archives_read(notebook) -> list[str]:
-    """The chapters whose paper-scale archive ``notebook`` reads (``archived_arrays("<chapter>", ...)`` calls):
-    a new full run changes the figures drawn from it, so the archive is part of the key."""
-    sources = "\n".join(cell.source for cell in code_cells(notebook))
-    return sorted(set(re.findall(r"archived_arrays\(\s*[\"'](\w+)[\"']", sources)))
-
-
-def deciding_runs_read(notebook) -> list[str]:
-    """The deciding experiments whose archived runs ``notebook`` reads (``archived_runs("<experiment>")`` calls):
-    a new run changes the table and verdicts drawn from them."""
-    sources = "\n".join(cell.source for cell in code_cells(notebook))
-    return sorted(set(re.findall(r"archived_runs\(\s*[\"']([\w-]+)[\"']", sources)))
 
 
 # --- Storing and loading ---------------------------------------------------------------------------------
@@ -516,7 +286,7 @@ def _read_entry(folder: Path, notebook_key: str, notebook=None) -> Execution | s
 def _todays_verdicts(records: list[str], package: Path | None = None) -> list[str]:
     """Records with the ``verdict`` today's registry gives their claim: the key leaves verdicts out (the pages
     read them from the registry), so the stored one may be older."""
-    book = parsed_registry(registry_files(package))
+    book = parsed_registry(registry_files(package or package_folder()))
     if book is None:
         return records
     updated = []

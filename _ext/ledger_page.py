@@ -10,17 +10,14 @@ Directives (used in ``book/*.md``):
 - ``{ledger-counts}`chapter```: inline, a chapter's rows by verdict ("23 ledger rows: 12 reproduced, ...").
 
 The statements' and quotes' text (typesetting, locations) is ``ledger_text``'s; the verdicts' history is
-``ledger_history``'s.
+``ledger_history``'s; the records the ledger reads and the machine-readable copies it writes are ``ledger_files``'.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
-import shutil
-import time
 from pathlib import Path
 
 import yaml
@@ -28,10 +25,11 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-import executions
+import ledger_files
 import ledger_history
 import ledger_text
 import paper_scale
+from icllib import claim_registry
 from icllib import claims as claims_module
 from icllib import coverage as coverage_module
 from icllib.config import mode
@@ -39,7 +37,6 @@ from icllib.config import mode
 logger = logging.getLogger(__name__)
 
 LEDGER_COLUMNS = ("Claim", "Paper, location", "Statement", "Verdict", "Measured", "Check", "Mode", "Paper scale")
-PAPER_SCALE_FOLDER = "paper-scale"   # in the site: the archived full runs (results/full/*.json), linked from the ledger
 
 
 class ledger_placeholder(nodes.General, nodes.Element):
@@ -159,7 +156,7 @@ def _paper_title(app, key: str) -> str:
 def verdict_counts(claims) -> str:
     """``"23 ledger rows: 12 reproduced, 3 corrected, ..."`` in the order of the verdicts' legend."""
     claims = list(claims)
-    counts = {verdict: sum(claim.verdict == verdict for claim in claims) for verdict in claims_module.VERDICTS}
+    counts = {verdict: sum(claim.verdict == verdict for claim in claims) for verdict in claim_registry.VERDICTS}
     parts = [f"{count} {verdict}" for verdict, count in counts.items() if count]
     noun = "ledger row" if len(claims) == 1 else "ledger rows"
     return f"{len(claims)} {noun}" + (f": {', '.join(parts)}" if parts else "")
@@ -177,14 +174,14 @@ def ledger_counts_role(name, rawtext, text, lineno, inliner, options=None, conte
 
 
 class VerdictLegend(SphinxDirective):
-    """The seven verdicts and what each means, from ``icllib.claims.VERDICT_MEANINGS``."""
+    """The seven verdicts and what each means, from ``icllib.claim_registry.VERDICT_MEANINGS``."""
 
     def run(self):
         items = nodes.bullet_list()
-        for verdict in claims_module.VERDICTS:
+        for verdict in claim_registry.VERDICTS:
             paragraph = nodes.paragraph()
             paragraph += nodes.strong(text=verdict)
-            paragraph += nodes.Text(f": {claims_module.VERDICT_MEANINGS[verdict]}.")
+            paragraph += nodes.Text(f": {claim_registry.VERDICT_MEANINGS[verdict]}.")
             items += nodes.list_item("", paragraph)
         return [items]
 
@@ -205,7 +202,7 @@ def _verdict_chips(claims) -> nodes.paragraph:
     coloured chip that wraps with the column."""
     claims = list(claims)
     paragraph = nodes.paragraph(classes=["verdict-chips"])
-    for verdict in claims_module.VERDICTS:
+    for verdict in claim_registry.VERDICTS:
         count = sum(claim.verdict == verdict for claim in claims)
         if count:
             paragraph += nodes.inline(text=f"{count} {verdict}", classes=["verdict-chip", _verdict_class(verdict)])
@@ -318,56 +315,6 @@ def expand_errata_list(app, docname, source):
         source[0] = ERRATA_LIST.sub(lambda _match: errata_markdown(app), source[0])
 
 
-# A build keeps its checks' records apart from any other command's: one file per chapter, in a folder of the build's
-# own (beside its HTML) and of its run mode, each replaced when its chapter is read again (executions.
-# keep_chapter_records). The ledger reads those of this mode for the chapters this build has, and writes them
-# together to results_file (what the build published). The notebook tests write elsewhere (claims.results_path), so
-# `make test` running beside `make book` cannot put quick-mode numbers in the default ledger, and a check deleted
-# from a chapter leaves nothing behind in an incremental build.
-
-def records_folder(app) -> Path:
-    """``<build>/claims/build-<mode>/``: this build's records, one ``<chapter>.jsonl`` each."""
-    return Path(app.outdir).parent / "claims" / f"build-{mode()}"
-
-
-def results_file(app) -> Path:
-    """``<build>/claims/results.jsonl``: the records this build's ledger shows, one file (written by
-    :func:`gather_results`)."""
-    return Path(app.outdir).parent / "claims" / "results.jsonl"
-
-
-def start_fresh_results(app):
-    """Point the chapters this build reads at its own records folder; empty it for a fresh environment. A results
-    file named in the environment (``ICLLIB_RESULTS``) is not this build's: the build leaves it alone."""
-    folder = records_folder(app)
-    os.environ[executions.BUILD_RECORDS_VARIABLE] = str(folder)
-    os.environ.pop(claims_module.RESULTS_VARIABLE, None)
-    if not app.env.all_docs:
-        shutil.rmtree(folder, ignore_errors=True)
-        results_file(app).unlink(missing_ok=True)
-
-
-def gather_results(app) -> Path:
-    """Write :func:`results_file` from this build's records: those of its run mode, of the chapters the build has
-    (a chapter taken out of the book leaves its file, not its records); returns its path."""
-    lines = []
-    folder = records_folder(app)
-    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else ():
-        if f"notebooks/{path.stem}" not in app.env.found_docs:
-            continue
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and record.get("mode") == mode():
-                lines.append(line)
-    target = results_file(app)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return target
-
-
 def _papers_folder(app) -> Path:
     return Path(os.environ.get(coverage_module.PAPERS_VARIABLE) or Path(app.srcdir).parent / "shared" / "papers")
 
@@ -459,19 +406,9 @@ def _paper_scale_cell(docname, claim, summary: str, archived) -> nodes.paragraph
     if claim.id in archived:
         chapter = archived[claim.id][-1]["chapter"]
         cell += nodes.Text(" ")
-        cell += nodes.reference(text="(record)", refuri=os.path.relpath(f"{PAPER_SCALE_FOLDER}/{chapter}.json",
+        cell += nodes.reference(text="(record)", refuri=os.path.relpath(f"{ledger_files.PAPER_SCALE_FOLDER}/{chapter}.json",
                                                                          Path(docname).parent))
     return cell
-
-
-def copy_paper_scale_records(app, exception):
-    """The archived full runs travel with the site, so that the ledger's links to them resolve."""
-    if exception is None and app.builder.format == "html":
-        source = Path(app.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER)
-        target = Path(app.outdir) / PAPER_SCALE_FOLDER
-        target.mkdir(parents=True, exist_ok=True)
-        for path in source.glob("*.json"):
-            shutil.copy2(path, target / path.name)
 
 
 def _verdict_class(verdict: str) -> str:
@@ -479,52 +416,10 @@ def _verdict_class(verdict: str) -> str:
 
 
 
-# ledger.json, field by field: the rows' keys and what each holds (the ledger page shows this table, and
-# ledger.schema.json states it as a JSON Schema).
-LEDGER_FIELDS = {
-    "id": ("string", "the claim id, <chapter>.<what>; the row's anchor on the ledger page is claim-<id> with . and _ as -"),
-    "chapter": ("string", "the chapter module that checks it (notebooks/<chapter>.py)"),
-    "paper": ("string", "the BibTeX key of the paper (book/references.bib)"),
-    "location": ("string", "where the paper states it, in the paper's numbering; \"line N\" is a line of the text "
-                           "the book checks its quotes against"),
-    "statement": ("string", "the paper's statement, quoted or closely paraphrased (symbols in ASCII)"),
-    "verdict": ("string", "one of the seven verdicts, or FAILED when a check of this build failed"),
-    "verdict_since": ("string", "the date (YYYY-MM-DD) of the registry commit that gave the row its verdict; "
-                                "\"uncommitted\" for a change not yet committed"),
-    "verdict_history": ("array", "every change of the row's verdict, oldest first: {commit, from, to} (from is "
-                                 "null when the row was added); the top-level commits give each commit's date "
-                                 "and reason"),
-    "evidence": ("string", "what the book checks, where sharper than the statement (may be empty)"),
-    "run": ("string", "for not reproduced: the run at the paper's settings (may be empty)"),
-    "deciding_run": ("string", "for inconclusive: the run that would decide it and its cost (may be empty)"),
-    "reason": ("string", "for out of scope: why it is not checked (may be empty)"),
-    "erratum": ("string", "the erratum it rests on (errata page anchor: the id in lower case, . and _ as -)"),
-    "note": ("string", "the note it rests on"),
-    "measured": ("array", "the values this build measured, one per check (strings, 6 significant digits)"),
-    "check": ("array", "each check: expected value, tolerance and why"),
-    "mode": ("string", "the run mode of this build's checks (quick, default, full), empty when none ran"),
-    "paper_scale": ("string", "the archived full-mode run's result in words"),
-    "paper_scale_measured": ("array", "the archived full-mode run's measured values (numbers or booleans)"),
-    "paper_scale_failed": ("boolean", "true when a check of the archived full-mode run failed"),
-    "row": ("string", "the row's address on the site, relative to the book folder"),
-}
-# ledger.csv is the table for a spreadsheet: the long texts and the histories stay in ledger.json (the site's weight).
-CSV_LEFT_OUT = ("evidence", "run", "deciding_run", "reason", "verdict_history", "paper_scale_measured")
-JSON_TYPES = {"string": {"type": "string"}, "boolean": {"type": "boolean"}, "array": {"type": "array"}}
-
-
-def book_release(app) -> dict:
-    """The book's version and release date (CITATION.cff) and the date of this build."""
-    citation = yaml.safe_load((Path(app.srcdir) / "CITATION.cff").read_text(encoding="utf-8"))
-    return {"book": citation.get("title", ""), "version": str(citation.get("version", "")),
-            "released": str(citation.get("date-released", "")), "built": time.strftime("%Y-%m-%d", time.gmtime()),
-            "mode": mode()}
-
-
 def _history(app) -> tuple[list[dict], str]:
     """The registry's verdict changes (ledger_history), read once per build."""
     if not hasattr(app, "icl_ledger_history"):
-        folder = Path(os.environ.get(claims_module.REGISTRY_VARIABLE)
+        folder = Path(os.environ.get(claim_registry.REGISTRY_VARIABLE)
                       or Path(claims_module.__file__).parent / "registry")
         app.icl_ledger_history = ledger_history.ledger_history(folder)
     return app.icl_ledger_history
@@ -619,22 +514,12 @@ def _schema_section(release: dict) -> nodes.section:
         f"version {release['version']} of {release['released']}, built {release['built']} in mode "
         f"'{release['mode']}'."))
     rows = [[nodes.paragraph("", "", nodes.literal(text=name)), kind, description]
-            for name, (kind, description) in LEDGER_FIELDS.items()]
+            for name, (kind, description) in ledger_files.LEDGER_FIELDS.items()]
     section += table(("Field", "Type", "What it holds"), rows, widths=[3, 2, 12], classes=["ledger-fields"])
     return section
 
 
-def fill_ledger(app, doctree, docname):
-    placeholders = list(doctree.findall(ledger_placeholder))
-    if not placeholders:
-        return
-    book = claims_module.registry()
-    _warn_about_chapters_missing_from_the_toc(app, book, docname)
-    records = claims_module.read_all_results(gather_results(app))
-    archived = paper_scale.archived_records(Path(app.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER))
-    events, history_source = _history(app)
-    since = ledger_history.last_changes(events)
-    release = book_release(app)
+def _downloads_paragraph(release: dict) -> nodes.paragraph:
     downloads = nodes.paragraph()
     downloads += nodes.Text("The same rows, for scripts: ")
     downloads += nodes.reference(text="ledger.csv", refuri="ledger.csv")
@@ -645,6 +530,96 @@ def fill_ledger(app, doctree, docname):
     downloads += nodes.Text(f"; version {release['version']}, built {release['built']}); ")
     downloads += nodes.reference(text="the history of the verdicts", refuri="#ledger-history")
     downloads += nodes.Text(".")
+    return downloads
+
+
+def _filter_data(book, sections: dict[str, str]) -> nodes.raw:
+    """What ledger.js needs to build the filter bar: the verdicts in the legend's order, the chapters' titles."""
+    superscripts = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+    filter_data = {"verdicts": [*claim_registry.VERDICTS, "FAILED"],
+                   "chapters": [[name, re.sub(r"\^(\d+)", lambda m: m.group(1).translate(superscripts),
+                                              book.chapters[name]["title"])]
+                                for name in sections]}
+    return nodes.raw("", '<script type="application/json" id="ledger-filter-data">'
+                     + json.dumps(filter_data).replace("<", "\\u003c") + "</script>", format="html")
+
+
+def _claim_row(app, docname, book, claim, claim_records: list[dict], archived, events, since) -> tuple:
+    """A claim's row of the ledger's table (its cells, id and classes), its row of ledger.json, and whether a
+    check of this build failed."""
+    verdict = claim.verdict
+    checkable = verdict != "out of scope" and mode() in claim.modes
+    if not claim_records and checkable and claim.page in app.env.all_docs:
+        logger.warning(f"claim {claim.id} is registered but no chapter checked it in this build", location=docname)
+    failed = not all(record["passed"] for record in claim_records)
+    if failed:
+        verdict = "FAILED"
+    if not claim_records:
+        measured, checks, run_mode = [], [], ""
+        if not checkable and verdict != "out of scope":
+            checks = [f"checked in {', '.join(claim.modes)} mode only"]
+    else:
+        # A claim checked in several places shows every check, one paragraph each.
+        measured = [format_number(record["measured"]) for record in claim_records]
+        checks = [_describe_check(record) for record in claim_records]
+        run_mode = claim_records[-1]["mode"]
+    claim_id = nodes.paragraph(classes=["claim-id"])
+    claim_id += _breakable_id(claim.id, f"#{claim_anchor(claim.id)}")
+    full_run = paper_scale.paper_scale_summary(claim.id, archived)
+    full_records = archived.get(claim.id, [])
+    failed_at_paper_scale = any(not record["passed"] for record in full_records)
+    cells = [claim_id, _location_cell(app, docname, book, claim, bool(claim_records)),
+             _statement_cell(app, docname, claim),
+             _verdict_cell(verdict, failed_at_paper_scale, since.get(claim.id)),
+             _paragraphs(measured), _paragraphs(checks), run_mode,
+             _paper_scale_cell(docname, claim, full_run, archived)]
+    classes = ["ledger-row", _verdict_class(verdict), f"chapter-{claim.chapter}",
+               *(["paper-scale-failed"] if failed_at_paper_scale else [])]
+    history = [{key: event[key] for key in ("commit", "from", "to")} for event in events if event["id"] == claim.id]
+    row = ledger_files.ledger_row(claim, verdict, since, history, measured, checks, run_mode, full_run, full_records,
+                                  failed_at_paper_scale, f"claims.html#{claim_anchor(claim.id)}")
+    return cells, claim_anchor(claim.id), classes, row, failed
+
+
+def _paper_section(app, docname, book, paper: str, records, archived, events, since) -> tuple:
+    """The ledger's section of one paper (its chapters' rows), its rows of ledger.json and the failed checks."""
+    chapters = [name for name in _chapters_in_book_order(app, book) if book.chapters[name]["paper"] == paper]
+    paper_claims = [claim for name in chapters for claim in book.claims.values() if claim.chapter == name]
+    section = nodes.section(ids=[f"ledger-{_anchor(paper)}"], classes=["ledger-paper"])
+    title = nodes.title()
+    for index, name in enumerate(chapters):
+        title.extend(([nodes.Text(", ")] if index else []) + _math_nodes(
+            ledger_text.ascii_pieces(book.chapters[name]["title"])))
+    section += title
+    section += nodes.paragraph(text=f"Paper: {_paper_title(app, paper)}. " + verdict_counts(paper_claims) + ".")
+    section += _coverage_paragraph(app, book, paper)
+    rows, row_ids, row_classes, machine_readable, failed = [], [], [], [], 0
+    for claim in paper_claims:
+        cells, row_id, classes, row, claim_failed = _claim_row(app, docname, book, claim, records.get(claim.id, []),
+                                                               archived, events, since)
+        rows.append(cells)
+        row_ids.append(row_id)
+        row_classes.append(classes)
+        machine_readable.append(row)
+        failed += claim_failed
+    section += table(LEDGER_COLUMNS, rows, widths=[13, 10, 30, 10, 9, 12, 6, 10], classes=["ledger-table"],
+                     row_ids=row_ids, row_classes=row_classes,
+                     column_classes=["ledger-" + column.split(",")[0].lower().replace(" ", "-")
+                                     for column in LEDGER_COLUMNS])
+    return section, machine_readable, failed
+
+
+def fill_ledger(app, doctree, docname):
+    placeholders = list(doctree.findall(ledger_placeholder))
+    if not placeholders:
+        return
+    book = claims_module.registry()
+    _warn_about_chapters_missing_from_the_toc(app, book, docname)
+    records = claims_module.read_all_results(ledger_files.gather_results(app))
+    archived = paper_scale.archived_records(Path(app.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER))
+    events, history_source = _history(app)
+    since = ledger_history.last_changes(events)
+    release = ledger_files.book_release(app)
     sections = {}
     for paper in _papers_in_book_order(app, book):
         for name in _chapters_in_book_order(app, book):
@@ -652,139 +627,25 @@ def fill_ledger(app, doctree, docname):
                 sections[name] = f"ledger-{_anchor(paper)}"
     counts = ledger_summary_table(app, book, link=lambda chapter: "#" + sections[chapter])
     counts["classes"].append("ledger-counts-table")
-    superscripts = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-    filter_data = {"verdicts": [*claims_module.VERDICTS, "FAILED"],
-                   "chapters": [[name, re.sub(r"\^(\d+)", lambda m: m.group(1).translate(superscripts),
-                                              book.chapters[name]["title"])]
-                                for name in sections]}
-    # What ledger.js needs to build the filter bar: the verdicts in the legend's order, the chapters' titles.
-    data = nodes.raw("", '<script type="application/json" id="ledger-filter-data">'
-                     + json.dumps(filter_data).replace("<", "\\u003c") + "</script>", format="html")
-    output: list[nodes.Node] = [nodes.paragraph(text=verdict_counts(book.claims.values()) + "."), downloads, counts,
-                                data]
+    output: list[nodes.Node] = [nodes.paragraph(text=verdict_counts(book.claims.values()) + "."),
+                                _downloads_paragraph(release), counts, _filter_data(book, sections)]
     machine_readable: list[dict] = []
     failed = 0
     for paper in _papers_in_book_order(app, book):
-        chapters = [name for name in _chapters_in_book_order(app, book) if book.chapters[name]["paper"] == paper]
-        paper_claims = [claim for name in chapters for claim in book.claims.values() if claim.chapter == name]
-        section = nodes.section(ids=[f"ledger-{_anchor(paper)}"], classes=["ledger-paper"])
-        title = nodes.title()
-        for index, name in enumerate(chapters):
-            title.extend(([nodes.Text(", ")] if index else []) + _math_nodes(
-                ledger_text.ascii_pieces(book.chapters[name]["title"])))
-        section += title
-        section += nodes.paragraph(text=f"Paper: {_paper_title(app, paper)}. " + verdict_counts(paper_claims) + ".")
-        section += _coverage_paragraph(app, book, paper)
-        rows, row_ids, row_classes = [], [], []
-        for claim in paper_claims:
-            claim_records = records.get(claim.id, [])
-            verdict = claim.verdict
-            checkable = verdict != "out of scope" and mode() in claim.modes
-            if not claim_records and checkable and claim.page in app.env.all_docs:
-                logger.warning(f"claim {claim.id} is registered but no chapter checked it in this build",
-                               location=docname)
-            if not all(record["passed"] for record in claim_records):
-                verdict, failed = "FAILED", failed + 1
-            if not claim_records:
-                measured, checks, run_mode = [], [], ""
-                if not checkable and verdict != "out of scope":
-                    checks = [f"checked in {', '.join(claim.modes)} mode only"]
-            else:
-                # A claim checked in several places shows every check, one paragraph each.
-                measured = [format_number(record["measured"]) for record in claim_records]
-                checks = [_describe_check(record) for record in claim_records]
-                run_mode = claim_records[-1]["mode"]
-            claim_id = nodes.paragraph(classes=["claim-id"])
-            claim_id += _breakable_id(claim.id, f"#{claim_anchor(claim.id)}")
-            full_run = paper_scale.paper_scale_summary(claim.id, archived)
-            full_records = archived.get(claim.id, [])
-            failed_at_paper_scale = any(not record["passed"] for record in full_records)
-            rows.append([claim_id, _location_cell(app, docname, book, claim, bool(claim_records)),
-                         _statement_cell(app, docname, claim),
-                         _verdict_cell(verdict, failed_at_paper_scale, since.get(claim.id)),
-                         _paragraphs(measured), _paragraphs(checks), run_mode,
-                         _paper_scale_cell(docname, claim, full_run, archived)])
-            row_ids.append(claim_anchor(claim.id))
-            row_classes.append(["ledger-row", _verdict_class(verdict), f"chapter-{claim.chapter}",
-                                *(["paper-scale-failed"] if failed_at_paper_scale else [])])
-            history = [{key: event[key] for key in ("commit", "from", "to")}
-                       for event in events if event["id"] == claim.id]
-            machine_readable.append({
-                "id": claim.id, "chapter": claim.chapter, "paper": claim.paper, "location": claim.location,
-                "statement": claim.statement, "verdict": verdict,
-                "verdict_since": (since[claim.id]["date"] or ledger_history.UNCOMMITTED) if claim.id in since else "",
-                "verdict_history": history,
-                "evidence": claim.evidence or "", "run": claim.run or "", "deciding_run": claim.deciding_run or "",
-                "reason": claim.reason or "", "erratum": claim.erratum or "", "note": claim.note or "",
-                "measured": measured, "check": checks, "mode": run_mode, "paper_scale": full_run,
-                "paper_scale_measured": [record["measured"] for record in full_records],
-                "paper_scale_failed": failed_at_paper_scale,
-                "row": f"claims.html#{claim_anchor(claim.id)}",
-            })
-        section += table(LEDGER_COLUMNS, rows, widths=[13, 10, 30, 10, 9, 12, 6, 10], classes=["ledger-table"],
-                          row_ids=row_ids, row_classes=row_classes,
-                          column_classes=["ledger-" + column.split(",")[0].lower().replace(" ", "-")
-                                          for column in LEDGER_COLUMNS])
+        section, rows, paper_failed = _paper_section(app, docname, book, paper, records, archived, events, since)
         output.append(section)
+        machine_readable += rows
+        failed += paper_failed
     if failed:
         output.insert(1, nodes.paragraph(text=f"{failed} checks FAILED in this build."))
     output.append(_history_section(app, docname, book, events, history_source))
     output.append(_schema_section(release))
     commits = {event["commit"]: {"date": event["date"], "why": event["why"]} for event in events
                if any(event["commit"] == change["commit"] for row in machine_readable for change in row["verdict_history"])}
-    _write_machine_readable_ledger(Path(app.outdir) / Path(docname).parent, machine_readable, release, commits)
+    ledger_files.write_machine_readable_ledger(Path(app.outdir) / Path(docname).parent, machine_readable, release,
+                                               commits)
     for placeholder in placeholders:
         placeholder.replace_self(output)
-
-
-def _write_machine_readable_ledger(folder: Path, rows: list[dict], release: dict, commits: dict) -> None:
-    """``ledger.json``, ``ledger.csv`` and ``ledger.schema.json`` beside the ledger page: the rows of its
-    tables, in the same order, with the book's version and the build's date (several measured values or checks
-    of one claim are joined by " | " in the CSV)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fields = {name: description for name, (_kind, description) in LEDGER_FIELDS.items()}
-    document = {**release, "fields": fields, "commits": commits, "rows": rows}
-    (folder / "ledger.json").write_text(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n",
-                                        encoding="utf-8")
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "ledger.json of the book " + release["book"],
-        "type": "object",
-        "required": [*release, "fields", "commits", "rows"],
-        "properties": {**{key: {"type": "string"} for key in release}, "fields": {"type": "object"},
-                       "commits": {"type": "object", "description": "the registry commits the rows' histories "
-                                   "name: {date, why}"},
-                       "rows": {"type": "array", "items": {
-                           "type": "object", "required": list(LEDGER_FIELDS), "additionalProperties": False,
-                           "properties": {name: {**JSON_TYPES[kind], "description": description}
-                                          for name, (kind, description) in LEDGER_FIELDS.items()}}}},
-    }
-    (folder / "ledger.schema.json").write_text(json.dumps(schema, indent=1) + "\n", encoding="utf-8")
-    with open(folder / "ledger.csv", "w", newline="", encoding="utf-8") as handle:
-        names = [name for name in LEDGER_FIELDS if name not in CSV_LEFT_OUT] + ["book_version", "built"]
-        writer = csv.DictWriter(handle, fieldnames=names)
-        writer.writeheader()
-        for row in rows:
-            line = {key: " | ".join(map(str, value)) if isinstance(value, list) else value
-                    for key, value in row.items() if key not in CSV_LEFT_OUT}
-            writer.writerow({key: spreadsheet_safe(value) for key, value in
-                             {**line, "book_version": release["version"], "built": release["built"]}.items()})
-
-
-# A spreadsheet evaluates a cell that starts with one of these as a formula (=HYPERLINK(...), +cmd|...).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(value):
-    """A CSV cell that no spreadsheet evaluates: text starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
-    return gets a leading ``'``, as OWASP advises for CSV injection; a number (``-0.25``) stays as it is."""
-    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):
-        return value
-    try:
-        float(value)
-    except ValueError:
-        return "'" + value
-    return value
 
 
 def setup(app):
@@ -794,6 +655,6 @@ def setup(app):
     app.add_directive("verdict-legend", VerdictLegend)
     app.add_directive("ledger-summary", LedgerSummary)
     app.add_role("ledger-counts", ledger_counts_role)
-    app.connect("builder-inited", start_fresh_results)
+    app.connect("builder-inited", ledger_files.start_fresh_results)
     app.connect("source-read", expand_errata_list)
     app.connect("doctree-resolved", fill_ledger)

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import yaml
 
+import execution_keys
 import executions
 from icllib.claims import ARCHIVE_FOLDER
 from icllib.config import device_description
@@ -233,29 +234,11 @@ def execute_chapter(name: str, folder: Path | str | None = None) -> dict:
     from nbclient.exceptions import DeadKernelError
     from tqdm.auto import tqdm
 
-    known = chapters()
-    if name not in known:
-        raise ValueError(f"name {name!r} is not a chapter (notebooks/<name>.py); chapters: {', '.join(known)}")
     root = executions.book_root()
     folder = Path(folder) if folder is not None else default_folder()
-    check_writable(folder)
-    work = running_folder(name, folder)
-    if work.exists():
-        if _owner_alive(work):
-            owner = (work / "pid").read_text(encoding="utf-8")
-            raise ValueError(f"name {name!r}: a full run of it is under way (process {owner})")
-        raise ValueError(f"name {name!r}: a stopped full run of it is on disk in {work} ({_stopped_run(work)}): "
-                         f"archive it with `python _ext/paper_scale.py {name} --archive-partial` or remove it with "
-                         "--discard-partial, then run again")
-    path = root / "notebooks" / f"{name}.py"
-    notebook = executions.read_source(path)
-    cells = sum(1 for cell in executions.code_cells(notebook) if cell.source.strip())  # nbclient skips empty ones
-    # The run's header: what describes the run as a whole. A field added here is archived as it is (declare it
-    # in OPTIONAL_RUN_FIELDS).
-    header = {"chapter": name, "mode": MODE, "commit": _commit(root), "date": time.strftime("%Y-%m-%d %H:%M UTC",
-                                                                                             time.gmtime()),
-              "machine": _machine(), "device": device_description(), "threads": executions.KERNEL_THREADS,
-              "versions": _versions(), "cells": cells}
+    work = _free_running_folder(name, folder)
+    notebook = executions.read_source(path := root / "notebooks" / f"{name}.py")
+    header = _run_header(name, root, notebook)
     work.mkdir(parents=True)  # under folder, which check_writable found writable
     (work / "pid").write_text(str(os.getpid()), encoding="utf-8")
     executions._write_atomically(work / "header.json", json.dumps(header, sort_keys=True, indent=1))
@@ -264,7 +247,7 @@ def execute_chapter(name: str, folder: Path | str | None = None) -> dict:
     running: list[int | None] = [None]
 
     # Draw every cell: they differ in length by orders of magnitude, so tqdm must not learn to skip updates.
-    with tqdm(total=cells, desc=name, unit="cell", miniters=1, mininterval=0) as bar:
+    with tqdm(total=header["cells"], desc=name, unit="cell", miniters=1, mininterval=0) as bar:
         failed_cells = 0
 
         def start(cell, cell_index) -> None:
@@ -301,11 +284,38 @@ def execute_chapter(name: str, folder: Path | str | None = None) -> dict:
                              "--archive-partial` archives them as a partial run", by_user=False) from None
     wall_s = time.perf_counter() - started
     lines = records_file.read_text(encoding="utf-8").splitlines() if records_file.is_file() else []
-    written = [json.loads(line) for line in lines if line.strip()]
     run = {**header, "wall_s": round(wall_s, 1), "errors": _cell_errors(notebook, root),
-           **_records_and_arrays(written)}
+           **_records_and_arrays([json.loads(line) for line in lines if line.strip()])}
     run.pop("cells")
     return run
+
+
+def _free_running_folder(name: str, folder: Path) -> Path:
+    """Where a full run of chapter ``name`` keeps its records while it runs, once nothing else holds it (see
+    :func:`run_chapter` for what it refuses)."""
+    known = chapters()
+    if name not in known:
+        raise ValueError(f"name {name!r} is not a chapter (notebooks/<name>.py); chapters: {', '.join(known)}")
+    check_writable(folder)
+    work = running_folder(name, folder)
+    if work.exists():
+        if _owner_alive(work):
+            owner = (work / "pid").read_text(encoding="utf-8")
+            raise ValueError(f"name {name!r}: a full run of it is under way (process {owner})")
+        raise ValueError(f"name {name!r}: a stopped full run of it is on disk in {work} ({_stopped_run(work)}): "
+                         f"archive it with `python _ext/paper_scale.py {name} --archive-partial` or remove it with "
+                         "--discard-partial, then run again")
+    return work
+
+
+def _run_header(name: str, root: Path, notebook) -> dict:
+    """The run's header: what describes the run as a whole. A field added here is archived as it is (declare it
+    in OPTIONAL_RUN_FIELDS)."""
+    cells = sum(1 for cell in executions.code_cells(notebook) if cell.source.strip())  # nbclient skips empty ones
+    return {"chapter": name, "mode": MODE, "commit": _commit(root),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": _machine(),
+            "device": device_description(), "threads": executions.KERNEL_THREADS, "versions": _versions(),
+            "cells": cells}
 
 
 def _remove_running(work: Path) -> None:
@@ -491,7 +501,7 @@ def chapter_code(chapter: str, root: Path) -> list[str]:
     package = root / "src" / "icllib"
     if notebook.is_file() and package.is_dir():
         cells = [cell.source for cell in executions.code_cells(executions.read_source(notebook))]
-        files += [path for path in executions.dependencies(cells, package) if path.suffix == ".py"]
+        files += [path for path in execution_keys.dependencies(cells, package) if path.suffix == ".py"]
     return sorted(path.relative_to(root).as_posix() for path in files)
 
 

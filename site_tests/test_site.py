@@ -63,7 +63,7 @@ def test_the_ledger_has_one_row_per_registered_claim(site):
 
 
 def test_the_ledger_states_the_seven_verdicts_and_each_papers_coverage(site):
-    from icllib.claims import VERDICTS
+    from icllib.claim_registry import VERDICTS
 
     text = parsed(site / "book" / "claims.html").get_text(" ", strip=True)
     assert all(verdict in text for verdict in VERDICTS)
@@ -540,7 +540,7 @@ def test_the_ledger_shows_the_history_of_its_verdicts(site):
 
 
 def test_the_home_page_summary_counts_each_chapters_rows_by_verdict(site):
-    from icllib.claims import VERDICTS
+    from icllib.claim_registry import VERDICTS
 
     table = parsed(site / "book" / "intro.html").select_one("table.ledger-summary")
     rows = table.select("tbody tr")
@@ -560,7 +560,7 @@ def _visible_rows(browser) -> list[str]:
 def test_in_a_real_browser_the_ledgers_search_and_filters_show_the_rows_ledger_json_names(site, browser):
     """Type an id, tick a chapter, tick "failed at paper scale": the rows left visible are the ones ledger.json
     says match; the verdicts come in the legend's order; the bar stays in view while the ledger scrolls."""
-    from icllib.claims import VERDICTS
+    from icllib.claim_registry import VERDICTS
 
     rows = ledger_json(site)["rows"]
     anchor = {row["id"]: row["row"].partition("#")[2] for row in rows}
@@ -777,7 +777,7 @@ def test_every_claim_card_links_its_ledger_row_and_the_row_links_back(site, chap
     ledger's): every check on the page shows a card whose claim id links its ledger row; the first card of each
     claim the page checks carries the anchor that row's "Check" link lands on, and the claims whose rows say they
     are checked on this page are exactly those with a card here."""
-    from icllib.claims import card_anchor
+    from icllib.cards import card_anchor
 
     page = article(site, chapter)
     cards = page.select("div.claim-card")

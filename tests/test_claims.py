@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from icllib import claims
+from icllib import cards, claim_registry, claims
 
 REGISTRY = """
 chapter: demo
@@ -233,7 +233,7 @@ def test_malformed_registry_is_rejected(tmp_path, edit, message):
     path = tmp_path / "bad.yaml"
     path.write_text(edit(REGISTRY), encoding="utf-8")
     with pytest.raises(ValueError, match=message):
-        claims.parse_registry([path])
+        claim_registry.parse_registry([path])
 
 
 def test_the_book_registry_is_valid_and_every_claim_is_checked_somewhere():
@@ -241,7 +241,7 @@ def test_the_book_registry_is_valid_and_every_claim_is_checked_somewhere():
     import re
     from pathlib import Path
 
-    registry = claims.parse_registry(sorted(Path(claims.__file__).parent.joinpath("registry").glob("*.yaml")))
+    registry = claim_registry.parse_registry(sorted(Path(claims.__file__).parent.joinpath("registry").glob("*.yaml")))
     root = Path(__file__).resolve().parents[1]
     used = set()
     for notebook in (root / "notebooks").glob("*.py"):
@@ -268,7 +268,7 @@ def test_a_claim_is_checked_only_in_its_registered_modes(demo_registry, monkeypa
     assert claims.registry().claims["demo.exact"].modes == ("quick", "default", "full")
 
 
-# --- The verdict rules (icllib.claims.VERDICT_RULES, verdict_problems) -------------------------------------
+# --- The verdict rules (icllib.claim_registry.VERDICT_RULES, verdict_problems) -------------------------------------
 
 RULES_REGISTRY = """
 chapter: rules
@@ -332,7 +332,7 @@ def rules_book(tmp_path):
     """A scratch registry that follows every rule, and an archive folder with one passing run."""
     def book(text=RULES_REGISTRY):
         (tmp_path / "rules.yaml").write_text(text, encoding="utf-8")
-        return claims.parse_registry([tmp_path / "rules.yaml"])
+        return claim_registry.parse_registry([tmp_path / "rules.yaml"])
     archive = tmp_path / "full"
     archive.mkdir()
     (archive / "rules.json").write_text(json.dumps({"chapter": "rules", "date": "2026-11-26", "records": [
@@ -440,22 +440,22 @@ def test_the_ledger_page_states_every_rule():
     from pathlib import Path
 
     page = (Path(__file__).resolve().parents[1] / "book" / "claims.md").read_text(encoding="utf-8")
-    assert all(" ".join(rule.split()) in " ".join(page.split()) for rule in claims.VERDICT_RULES)
+    assert all(" ".join(rule.split()) in " ".join(page.split()) for rule in claim_registry.VERDICT_RULES)
 
 
 def test_a_check_shows_a_card_that_links_its_ledger_row_and_stands_out_when_it_fails():
     claim = next(iter(claims.registry().claims.values()))
     record = {"id": claim.id, "measured": 0.5, "expected": None, "tolerance": "<= 0.4", "why": "a <reason>",
               "passed": False}
-    card = claims.ClaimCard(claim, record, claims.card_anchor(claim.id))
+    card = cards.ClaimCard(claim, record, cards.card_anchor(claim.id))
     page = card._repr_html_()
-    row = "claim-" + claims.card_anchor(claim.id).removeprefix("card-")
-    assert f'href="../book/claims.html#{row}"' in page and f'id="{claims.card_anchor(claim.id)}"' in page
+    row = "claim-" + cards.card_anchor(claim.id).removeprefix("card-")
+    assert f'href="../book/claims.html#{row}"' in page and f'id="{cards.card_anchor(claim.id)}"' in page
     assert "FAILED" in page and "claim-card-fail" in page and "a &lt;reason&gt;" in page
     assert repr(card).startswith(f"[FAILED] {claim.id} (") and "<= 0.4" in repr(card)
-    passing = claims.ClaimCard(claim, {**record, "passed": True, "expected": 1.0, "tolerance": "atol=0"}, None)
+    passing = cards.ClaimCard(claim, {**record, "passed": True, "expected": 1.0, "tolerance": "atol=0"}, None)
     assert "claim-card-pass" in passing._repr_html_() and " id=" not in passing._repr_html_().split(">")[0]
     assert "expected 1, atol=0" in repr(passing)
-    assert claims.card_anchor("scan_snap.fig4-winner") == "card-scan-snap-fig4-winner"
+    assert cards.card_anchor("scan_snap.fig4-winner") == "card-scan-snap-fig4-winner"
     with pytest.raises(TypeError, match="claim_id"):
-        claims.card_anchor(None)
+        cards.card_anchor(None)

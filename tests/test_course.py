@@ -295,22 +295,23 @@ def test_the_student_build_places_its_downloads_where_the_pack_puts_its_pages():
 def test_the_student_notebooks_are_the_student_pages_downloads_and_read_in_plain_jupyter():
     """The student build writes each page's download without solutions (``notebook_download.offer``, references
     resolved by Sphinx, glued values filled in, the install cell first); the pack's student notebooks are those."""
-    import notebook_download
+    import notebook_conversion
+    import notebook_install
 
     for chapter in course.chapters():
         notebook = PACK / "student" / "notebooks" / f"{chapter.name}.ipynb"
         assert notebook.read_bytes() == (PACK / "student" / "_sources" / f"{chapter.page}.ipynb").read_bytes()
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         install = "".join(cells[0]["source"])
-        assert cells[0]["metadata"].get("tags") == [notebook_download.INSTALL_MARK], chapter.name
+        assert cells[0]["metadata"].get("tags") == [notebook_install.INSTALL_MARK], chapter.name
         markdown = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown"]
-        assert not [found for text in markdown for found in notebook_download.raw_myst(text)], chapter.name
+        assert not [found for text in markdown for found in notebook_conversion.raw_myst(text)], chapter.name
         source = chapter_markdown(chapter)
-        glued = {match["content"].strip().partition(":")[0] for match in notebook_download.ROLE.finditer(source)
-                 if match["name"] in notebook_download.GLUE_ROLES}
+        glued = {match["content"].strip().partition(":")[0] for match in notebook_conversion.ROLE.finditer(source)
+                 if match["name"] in notebook_conversion.GLUE_ROLES}
         assert not [name for name in glued if name in "\n".join(markdown)], f"{chapter.name}: a glue name unfilled"
         code = jupytext.read(ROOT / f"{chapter.page}.py")
-        if notebook_download.imports_myst_nb(code):
+        if notebook_install.imports_myst_nb(code):
             assert 'sys.modules["myst_nb"]' in install, f"{chapter.name}: no stand-in for myst-nb's glue"
 
 

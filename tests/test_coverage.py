@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from icllib import claims, coverage
+from icllib import claim_registry, coverage
 
 PAPER = """Theorem 1. The loss decreases.
 By Lemma 2 and Lemma~A.5, see Fig. 3.
@@ -66,7 +66,7 @@ claims:
 def demo(tmp_path):
     (tmp_path / "paper.txt").write_text(PAPER, encoding="utf-8")
     (tmp_path / "demo.yaml").write_text(REGISTRY, encoding="utf-8")
-    return tmp_path, claims.parse_registry([tmp_path / "demo.yaml"])
+    return tmp_path, claim_registry.parse_registry([tmp_path / "demo.yaml"])
 
 
 def test_paper_results_finds_every_numbered_result():
@@ -99,7 +99,7 @@ def test_a_quote_that_is_not_verbatim_is_reported(demo, tmp_path):
     folder, _ = demo
     text = REGISTRY.replace("quote: the constant is $C_0 = 2$", "quote: the constant C_0 is 2")
     (tmp_path / "demo.yaml").write_text(text, encoding="utf-8")
-    book = claims.parse_registry([tmp_path / "demo.yaml"])
+    book = claim_registry.parse_registry([tmp_path / "demo.yaml"])
     (problem,) = coverage.quote_problems(folder, book)
     assert problem.startswith("demo.E1: quote not found verbatim near line 3")
 
@@ -116,7 +116,7 @@ def test_an_orphan_erratum_is_reported(demo, tmp_path):
     folder, _ = demo
     text = REGISTRY.replace("    verdict: corrected\n    erratum: demo.E1\n", "    verdict: reproduced\n")
     (tmp_path / "demo.yaml").write_text(text, encoding="utf-8")
-    book = claims.parse_registry([tmp_path / "demo.yaml"])
+    book = claim_registry.parse_registry([tmp_path / "demo.yaml"])
     assert coverage.quote_problems(folder, book) == ["demo.E1: no ledger row names this erratum"]
 
 
@@ -224,12 +224,12 @@ def test_with_some_texts_absent_the_missing_are_named_and_the_present_quotes_che
     (coverage.TEXT_CLAIMS / "absent.yaml").write_text(
         "paper_file: absent.txt\nsha256: unknown\nclaims:\n  - line: 1\n    quote: a result\n"
         "    rows: [other.result]\n", encoding="utf-8")
-    book = claims.parse_registry([folder / "demo.yaml", folder / "other.yaml"])
+    book = claim_registry.parse_registry([folder / "demo.yaml", folder / "other.yaml"])
     assert coverage.missing_texts(folder, book) == ["absent.txt"]
     assert not coverage.texts_at_hand(folder, book)
     (folder / "demo.yaml").write_text(REGISTRY.replace("quote: the constant is $C_0 = 2$", "quote: the constant C_0 is 2"),
                                       encoding="utf-8")
-    book = claims.parse_registry([folder / "demo.yaml", folder / "other.yaml"])
+    book = claim_registry.parse_registry([folder / "demo.yaml", folder / "other.yaml"])
     (problem,) = coverage.quote_problems(folder, book)
     assert problem.startswith("demo.E1: quote not found verbatim")
     assert coverage.text_claim_problems(folder, book) == []   # the absent text's list is checked against the rows

@@ -13,7 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
+import notebook_conversion  # noqa: E402
 import notebook_download  # noqa: E402
+import notebook_install  # noqa: E402
 
 SAMPLE_URL = "https://example-org.github.io/icl-book"
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.py"))
@@ -28,7 +30,7 @@ def markdown(notebook) -> str:
 
 
 def myst_names(text: str) -> tuple[set[str], set[str]]:
-    roles = set(notebook_download.ROLE.findall(text))
+    roles = set(notebook_conversion.ROLE.findall(text))
     directives = set(re.findall(r"^ {0,3}(?:`{3,}|:{3,})\{([^}\s]+)\}", text, re.MULTILINE))
     return {name for name, _ in roles}, directives
 
@@ -47,7 +49,7 @@ def solution_bodies(text: str) -> tuple[int, list[str]]:
     bodies = [body for _, body in SOLUTION.findall(text)]
     elsewhere = words(SOLUTION.sub("", text))
     lines = [[line for line in body.split("\n") if line.strip() and not line.startswith(":")
-              and not notebook_download.ROLE.search(line) and words(line) not in elsewhere] for body in bodies]
+              and not notebook_conversion.ROLE.search(line) and words(line) not in elsewhere] for body in bodies]
     return len(bodies), [max(body, key=len) for body in lines if body]
 
 
@@ -59,18 +61,18 @@ def test_every_role_and_directive_of_the_chapters_has_a_conversion():
         directives |= found[1]
     assert roles, "the scan found no role at all: the pattern is wrong"
     assert directives >= {"exercise", "solution"}
-    assert roles <= notebook_download.KNOWN_ROLES, roles - notebook_download.KNOWN_ROLES
-    assert directives <= notebook_download.KNOWN_DIRECTIVES, directives - notebook_download.KNOWN_DIRECTIVES
+    assert roles <= notebook_conversion.KNOWN_ROLES, roles - notebook_conversion.KNOWN_ROLES
+    assert directives <= notebook_conversion.KNOWN_DIRECTIVES, directives - notebook_conversion.KNOWN_DIRECTIVES
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda path: path.stem)
 @pytest.mark.parametrize("solutions", [False, True], ids=["student", "instructor"])
 def test_a_downloaded_chapter_shows_no_raw_myst(path, solutions):
     source = chapter(path)
-    plain = notebook_download.plain_notebook(source, solutions=solutions, site_url=SAMPLE_URL,
+    plain = notebook_conversion.plain_notebook(source, solutions=solutions, site_url=SAMPLE_URL,
                                              page=f"notebooks/{path.stem}")
     nbformat.validate(plain)
-    left = {cell_index: notebook_download.raw_myst(cell.source) for cell_index, cell in enumerate(plain.cells)
+    left = {cell_index: notebook_conversion.raw_myst(cell.source) for cell_index, cell in enumerate(plain.cells)
             if cell.cell_type == "markdown"}
     assert not {index: found for index, found in left.items() if found}
     assert "unconverted" not in plain.metadata.get("icl_book", {})
@@ -84,9 +86,9 @@ def test_the_student_edition_has_no_solution_and_the_instructors_has_all(path):
     source = chapter(path)
     count, solutions = solution_bodies(markdown(source))
     assert count >= 3 and len(solutions) >= count - 1, "every chapter has exercises with solutions"
-    student = markdown(notebook_download.plain_notebook(source, solutions=False, site_url=None,
+    student = markdown(notebook_conversion.plain_notebook(source, solutions=False, site_url=None,
                                                         page=f"notebooks/{path.stem}"))
-    instructor = markdown(notebook_download.plain_notebook(source, solutions=True, site_url=None,
+    instructor = markdown(notebook_conversion.plain_notebook(source, solutions=True, site_url=None,
                                                            page=f"notebooks/{path.stem}"))
     for line in solutions:
         probe = words(line)
@@ -98,10 +100,10 @@ def test_the_student_edition_has_no_solution_and_the_instructors_has_all(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda path: path.stem)
 def test_exercises_are_numbered_as_on_the_site(path):
-    number = notebook_download.chapter_numbers()[f"notebooks/{path.stem}"]
+    number = notebook_conversion.chapter_numbers()[f"notebooks/{path.stem}"]
     source = chapter(path)
     count = len(re.findall(r"^ {0,3}(?:`{3,}|:{3,})\{exercise(?:-start)?\}", markdown(source), re.MULTILINE))
-    plain = markdown(notebook_download.plain_notebook(source, solutions=True, site_url=None,
+    plain = markdown(notebook_conversion.plain_notebook(source, solutions=True, site_url=None,
                                                       page=f"notebooks/{path.stem}"))
     assert re.findall(r"\*\*Exercise (\d+\.\d+)\*\*", plain) == [f"{number}.{k}" for k in range(1, count + 1)]
     assert re.findall(r"\*\*Solution to Exercise (\d+)\.", plain) == [str(number)] * len(
@@ -109,7 +111,7 @@ def test_exercises_are_numbered_as_on_the_site(path):
 
 
 def test_chapter_numbers_follow_the_table_of_contents():
-    numbers = notebook_download.chapter_numbers()
+    numbers = notebook_conversion.chapter_numbers()
     toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
     in_order = re.findall(r"file: (notebooks/\w+)", toc)
     assert [numbers[name] for name in in_order] == list(range(1, len(in_order) + 1))
@@ -159,7 +161,7 @@ def sample_notebook() -> nbformat.NotebookNode:
 
 
 def test_each_kind_of_markup_becomes_plain_markdown_with_links_to_the_site():
-    plain = notebook_download.plain_notebook(sample_notebook(), solutions=True, site_url=SAMPLE_URL,
+    plain = notebook_conversion.plain_notebook(sample_notebook(), solutions=True, site_url=SAMPLE_URL,
                                              page="notebooks/sample", chapter=3)
     text = plain.cells[0].source
     assert f"[Figure 3.1]({SAMPLE_URL}/notebooks/sample.html#fig-sample)" in text
@@ -176,8 +178,8 @@ def test_each_kind_of_markup_becomes_plain_markdown_with_links_to_the_site():
     assert "**Exercise 3.1**" in text and "**Solution to Exercise 3.1**" in text and "The secret answer" in text
     assert f"[Exercise]({SAMPLE_URL}/notebooks/sample.html#sample-ex)" in text
     assert plain.cells[2].source == "**Figure 3.1.** A $x$ caption."
-    assert not notebook_download.raw_myst(text)
-    student = notebook_download.plain_notebook(sample_notebook(), solutions=False, site_url=None,
+    assert not notebook_conversion.raw_myst(text)
+    student = notebook_conversion.plain_notebook(sample_notebook(), solutions=False, site_url=None,
                                                page="notebooks/sample", chapter=3)
     assert "secret" not in student.cells[0].source and "Solution" not in student.cells[0].source
     assert "](" not in student.cells[0].source, "no link without a site URL"
@@ -191,9 +193,9 @@ def test_gated_solutions_are_dropped_with_their_code_cells():
                       nbformat.v4.new_code_cell("secret = 42"),
                       nbformat.v4.new_markdown_cell("```{solution-end}\n```"),
                       nbformat.v4.new_markdown_cell("After.")]
-    student = notebook_download.plain_notebook(notebook, solutions=False, site_url=None, chapter=2)
+    student = notebook_conversion.plain_notebook(notebook, solutions=False, site_url=None, chapter=2)
     assert [cell.source for cell in student.cells] == ["**Exercise 2.1**\n\nDo it.", "After."]
-    instructor = notebook_download.plain_notebook(notebook, solutions=True, site_url=None, chapter=2)
+    instructor = notebook_conversion.plain_notebook(notebook, solutions=True, site_url=None, chapter=2)
     assert "secret = 42" in [cell.source for cell in instructor.cells]
     assert "**Solution to Exercise 2.1**\n\nThe secret." in [cell.source for cell in instructor.cells]
 
@@ -204,7 +206,7 @@ def test_glued_values_and_ledger_counts_are_filled_in():
     glue.outputs = [nbformat.v4.new_output("display_data", data={"application/papermill.record/text/plain": "0.95985"},
                                            metadata={"scrapbook": {"name": "t", "mime_prefix": "application/papermill.record/"}})]
     notebook.cells = [glue, nbformat.v4.new_markdown_cell("T = {glue:text}`t:.3f`; {ledger-counts}`balance`.")]
-    text = notebook_download.plain_notebook(notebook, solutions=True, site_url=None).cells[1].source
+    text = notebook_conversion.plain_notebook(notebook, solutions=True, site_url=None).cells[1].source
     assert text.startswith("T = 0.960; ")
     assert re.search(r"\d+ ledger rows: \d+ ", text)
 
@@ -213,9 +215,9 @@ def test_glued_values_and_ledger_counts_are_filled_in():
 def test_bad_input_names_the_parameter(bad):
     arguments = {"notebook": sample_notebook(), "solutions": True, "site_url": None, **bad}
     with pytest.raises(ValueError, match=next(iter(bad))):
-        notebook_download.plain_notebook(arguments.pop("notebook"), **arguments)
+        notebook_conversion.plain_notebook(arguments.pop("notebook"), **arguments)
     with pytest.raises(ValueError, match="wheel_name"):
-        notebook_download.add_install_cell(sample_notebook(), wheel_name="icllib.zip", site_url=None)
+        notebook_install.add_install_cell(sample_notebook(), wheel_name="icllib.zip", site_url=None)
 
 
 WHEEL = "icllib-0.1.0-py3-none-any.whl"
@@ -224,17 +226,17 @@ SHA256 = hashlib.sha256(WHEEL_BYTES).hexdigest()
 
 
 def test_the_install_cell_installs_from_the_site_when_its_url_is_configured():
-    notebook = notebook_download.add_install_cell(sample_notebook(), wheel_name=WHEEL, site_url=SAMPLE_URL,
+    notebook = notebook_install.add_install_cell(sample_notebook(), wheel_name=WHEEL, site_url=SAMPLE_URL,
                                                   wheel_sha256=SHA256)
     first = notebook.cells[0]
-    assert first.metadata["tags"] == [notebook_download.INSTALL_MARK]
+    assert first.metadata["tags"] == [notebook_install.INSTALL_MARK]
     assert f"icllib @ {SAMPLE_URL}/wheels/{WHEEL}#sha256={{SHA256}}" in first.source and SHA256 in first.source
-    again = notebook_download.add_install_cell(notebook, wheel_name=WHEEL, site_url=SAMPLE_URL, wheel_sha256=SHA256)
+    again = notebook_install.add_install_cell(notebook, wheel_name=WHEEL, site_url=SAMPLE_URL, wheel_sha256=SHA256)
     assert len(again.cells) == len(notebook.cells), "one install cell, not two"
-    text = notebook_download.add_install_cell(chapter(ROOT / "notebooks" / "scan_snap_text.py"), wheel_name=WHEEL,
+    text = notebook_install.add_install_cell(chapter(ROOT / "notebooks" / "scan_snap_text.py"), wheel_name=WHEEL,
                                               site_url=SAMPLE_URL, wheel_sha256=SHA256).cells[0].source
     assert f"icllib[text] @ {SAMPLE_URL}/wheels/{WHEEL}#sha256=" in text and '"gensim"' in text
-    assert not notebook_download.needs_text_extra(chapter(ROOT / "notebooks" / "balance.py"))
+    assert not notebook_install.needs_text_extra(chapter(ROOT / "notebooks" / "balance.py"))
 
 
 def run_install_cell(source: str, folder: Path, missing: str) -> subprocess.CompletedProcess:
@@ -247,7 +249,7 @@ def run_install_cell(source: str, folder: Path, missing: str) -> subprocess.Comp
 
 
 def test_the_install_cell_without_a_site_url_uses_a_wheel_or_the_archive_beside_it_else_says_what_to_fetch(tmp_path):
-    source = notebook_download.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=None, text_extra=False,
+    source = notebook_install.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=None, text_extra=False,
                                               archive_name="icl-book-source.tar.gz")
     nothing = run_install_cell(source, tmp_path, missing="icllib")
     assert nothing.returncode != 0 and f"Download {WHEEL}" in nothing.stderr and "icl-book-source.tar.gz" in nothing.stderr
@@ -264,7 +266,7 @@ def test_the_install_cell_without_a_site_url_uses_a_wheel_or_the_archive_beside_
 def test_the_install_cell_takes_only_the_exact_wheel_with_its_hash_over_https_and_refuses_another_icllib(tmp_path):
     """A stray icllib-*.whl beside the notebook never wins, a wheel with another SHA-256 is refused, the site is
     reached over HTTPS only, and an icllib of another version than the wheel's is not run."""
-    source = notebook_download.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=SAMPLE_URL,
+    source = notebook_install.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=SAMPLE_URL,
                                               text_extra=False, archive_name="icl-book-source.tar.gz")
     (tmp_path / "icllib-9.9.9-py3-none-any.whl").write_bytes(b"someone else's wheel")
     stray = run_install_cell(source, tmp_path, missing="icllib")
@@ -274,12 +276,12 @@ def test_the_install_cell_takes_only_the_exact_wheel_with_its_hash_over_https_an
     assert tampered.returncode != 0 and "another SHA-256" in tampered.stderr and "PIP" not in tampered.stdout
     for address in ("http://example-org.github.io/icl-book", "ftp://example.org", "//example.org"):
         with pytest.raises(ValueError, match="site_url"):
-            notebook_download.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=address,
+            notebook_install.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=address,
                                              text_extra=False, archive_name="icl-book-source.tar.gz")
     with pytest.raises(ValueError, match="wheel_sha256"):
-        notebook_download.install_source(wheel_name=WHEEL, wheel_sha256="abc", site_url=None, text_extra=False,
+        notebook_install.install_source(wheel_name=WHEEL, wheel_sha256="abc", site_url=None, text_extra=False,
                                          archive_name="icl-book-source.tar.gz")
-    older = notebook_download.install_source(wheel_name="icllib-0.0.1-py3-none-any.whl", wheel_sha256=SHA256,
+    older = notebook_install.install_source(wheel_name="icllib-0.0.1-py3-none-any.whl", wheel_sha256=SHA256,
                                              site_url=SAMPLE_URL, text_extra=False,
                                              archive_name="icl-book-source.tar.gz")
     wrong_version = run_install_cell(older, tmp_path, missing="nothing")   # this environment's icllib is 0.1.0
@@ -287,12 +289,12 @@ def test_the_install_cell_takes_only_the_exact_wheel_with_its_hash_over_https_an
 
 
 def test_the_sites_downloads_pin_the_wheel_the_build_makes():
-    digest = notebook_download.wheel_digest(ROOT)
+    digest = notebook_install.wheel_digest(ROOT)
     assert re.fullmatch(r"[0-9a-f]{64}", digest)
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
-        assert hashlib.sha256(notebook_download.build_wheel(ROOT, Path(folder)).read_bytes()).hexdigest() == digest
+        assert hashlib.sha256(notebook_install.build_wheel(ROOT, Path(folder)).read_bytes()).hexdigest() == digest
 
 
 def test_a_download_in_one_call_fills_in_the_glued_values_kept_beside_the_execution(tmp_path):
@@ -304,7 +306,7 @@ def test_a_download_in_one_call_fills_in_the_glued_values_kept_beside_the_execut
         '{"t": {"data": {"text/plain": "0.956"}, "metadata": {"scrapbook": {"name": "t"}}, '
         '"output_type": "display_data"}}', encoding="utf-8")
     plain = notebook_download.downloadable(executed, solutions=False, site_url=None, page="notebooks/tiny")
-    assert plain.cells[0].metadata["tags"] == [notebook_download.INSTALL_MARK]
+    assert plain.cells[0].metadata["tags"] == [notebook_install.INSTALL_MARK]
     assert plain.cells[1].source == "T = 0.96."
 
 
@@ -312,8 +314,8 @@ def test_the_wheel_holds_the_library_and_its_registry_and_requires_only_the_scie
     import tomllib
     import zipfile
 
-    wheel = notebook_download.build_wheel(ROOT, tmp_path / "a")
-    assert wheel.name == notebook_download.wheel_name(ROOT)
+    wheel = notebook_install.build_wheel(ROOT, tmp_path / "a")
+    assert wheel.name == notebook_install.wheel_name(ROOT)
     names = zipfile.ZipFile(wheel).namelist()
     import source_archive   # the wheel packs what git tracks, as the archive does
 
@@ -329,19 +331,19 @@ def test_the_wheel_holds_the_library_and_its_registry_and_requires_only_the_scie
         for requirement in requirements}
     assert "torch==2.13.0" in required and 'gensim==4.4.0; extra == "text"' in required
     assert not [name for name in required if re.match(r"(jupyter|sphinx|myst|pytest|black|nbval)", name)]
-    assert notebook_download.build_wheel(ROOT, tmp_path / "b").read_bytes() == wheel.read_bytes(), "reproducible"
+    assert notebook_install.build_wheel(ROOT, tmp_path / "b").read_bytes() == wheel.read_bytes(), "reproducible"
 
 
 def test_a_chapter_that_glues_values_runs_without_myst_nb(tmp_path):
-    source = notebook_download.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=None, text_extra=False,
+    source = notebook_install.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=None, text_extra=False,
                                               archive_name="icl-book-source.tar.gz", glue_shim=True)
     chapter_code = "from myst_nb import glue\nglue('shown', 41 + 1)\nglue('hidden', 7, display=False)\n"
     ran = run_install_cell(source + "\n" + chapter_code, tmp_path, missing="myst_nb")
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["42"], "displays what it is asked to display, nothing else"
     glued = chapter(ROOT / "notebooks" / "induction_emergence.py")
-    assert notebook_download.imports_myst_nb(glued) == ("from myst_nb import glue" in markdown_and_code(glued))
-    assert not notebook_download.imports_myst_nb(chapter(ROOT / "notebooks" / "balance.py"))
+    assert notebook_install.imports_myst_nb(glued) == ("from myst_nb import glue" in markdown_and_code(glued))
+    assert not notebook_install.imports_myst_nb(chapter(ROOT / "notebooks" / "balance.py"))
 
 
 def markdown_and_code(notebook) -> str:

@@ -18,6 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT / "_ext"))
+import execution_keys  # noqa: E402
 import executions  # noqa: E402
 from test_failing_notebook import make_tiny_book  # noqa: E402
 
@@ -44,6 +45,12 @@ def make_package(folder: Path) -> Path:
     (package / "other.py").write_text("OTHER = 1\n", encoding="utf-8")
     (package / "coverage.py").write_text("PAPERS = 'registry/paper_results.json'\n", encoding="utf-8")
     (package / "data.json").write_text("{}\n", encoding="utf-8")
+    # a paper's package: the chapter's subpackage, reached through a relative import of another of its modules
+    (package / "paper").mkdir()
+    (package / "paper" / "__init__.py").write_text('"""A paper."""\n', encoding="utf-8")
+    (package / "paper" / "model.py").write_text("from . import theory\n", encoding="utf-8")
+    (package / "paper" / "theory.py").write_text("from ..base import BASE\n", encoding="utf-8")
+    (package / "paper" / "unused.py").write_text("UNUSED = 1\n", encoding="utf-8")
     (package / "registry" / "chapter.yaml").write_text(registry_text("chapter", REGISTRY_ROW.format(
         chapter="chapter", name="one") + REGISTRY_ROW.format(chapter="chapter", name="two")), encoding="utf-8")
     (package / "registry" / "other.yaml").write_text(registry_text("other", REGISTRY_ROW.format(chapter="other",
@@ -96,12 +103,24 @@ def test_page_only_cell_metadata_does_not_change_the_key_but_other_metadata_does
     ("chapter.py", True), ("helpers.py", True), ("base.py", True),   # imported, through a relative import too
     ("__init__.py", True), ("data.json", True), ("other.py", False), ("coverage.py", False),
     ("registry/chapter.yaml", False),   # a comment in the registry: nothing a run reads
-    ("registry/paper_results.json", False), ("registry/text_claims/000_paper.yaml", False)])   # coverage's
+    ("registry/paper_results.json", False), ("registry/text_claims/000_paper.yaml", False),   # coverage's
+    ("paper/__init__.py", False), ("paper/model.py", False)])
 def test_a_module_changes_the_key_exactly_when_the_chapter_imports_it(package, changed, changes_key):
     before = key_of(package)
     with (package / changed).open("a", encoding="utf-8") as stream:
         stream.write("# edited\n")
     assert (key_of(package) != before) is changes_key
+
+
+@pytest.mark.parametrize(("changed", "changes_key"), [
+    ("paper/__init__.py", True), ("paper/model.py", True), ("paper/theory.py", True), ("base.py", True),
+    ("paper/unused.py", False), ("chapter.py", False)])
+def test_a_paper_package_module_changes_the_key_with_its_package_and_imports(package, changed, changes_key):
+    nb = notebook(code="from icllib.paper import model\nmodel.theory.BASE")
+    before = key_of(package, nb)
+    with (package / changed).open("a", encoding="utf-8") as stream:
+        stream.write("# edited\n")
+    assert (key_of(package, nb) != before) is changes_key
 
 
 def test_the_pins_change_the_key(package):
@@ -118,7 +137,7 @@ def test_the_paper_scale_archive_a_chapter_draws_from_is_in_its_key(package):
     archive.write_text('{"arrays": {}}', encoding="utf-8")
     assert key_of(package, drawing) != without_archive[0]
     assert key_of(package) == without_archive[1]   # a chapter that does not read the archive keeps its key
-    assert executions.archives_read(drawing) == ["chapter"]
+    assert execution_keys.archives_read(drawing) == ["chapter"]
 
 
 def test_the_device_is_in_the_key(package, monkeypatch):
@@ -128,9 +147,9 @@ def test_the_device_is_in_the_key(package, monkeypatch):
     assert key_of(package) != on_the_cpu   # a GPU's sample is not the CPU's: its page is another execution
 
 
-@pytest.mark.parametrize("variable", executions.CPU_KERNEL_VARIABLES)
+@pytest.mark.parametrize("variable", execution_keys.CPU_KERNEL_VARIABLES)
 def test_forced_cpu_kernels_are_in_the_key(package, monkeypatch, variable):
-    for name in executions.CPU_KERNEL_VARIABLES:
+    for name in execution_keys.CPU_KERNEL_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     native = key_of(package)
     monkeypatch.setenv(variable, "default" if variable == "ATEN_CPU_CAPABILITY" else "AVX512F")
@@ -145,7 +164,7 @@ def test_the_deciding_runs_a_chapter_reads_are_in_its_key(package):
     (folder / "seed1.json").write_text("{}", encoding="utf-8")
     assert key_of(package, reading) != before
     assert key_of(package) == other
-    assert executions.deciding_runs_read(reading) == ["an-experiment"]
+    assert execution_keys.deciding_runs_read(reading) == ["an-experiment"]
 
 
 @pytest.mark.parametrize("changed", ["registry/paper_results.json", "registry/text_claims/000_paper.yaml"])
@@ -196,7 +215,7 @@ def test_a_claim_id_the_code_computes_makes_every_claim_count(package, code):
     other.write_text(other.read_text(encoding="utf-8").replace("verdict: reproduced", "verdict: reproduced\n    modes: [full]"),
                      encoding="utf-8")
     assert key_of(package, notebook(source)) != before
-    assert executions.checked_claims([source]) is None
+    assert execution_keys.checked_claims([source]) is None
 
 
 def test_a_registry_that_does_not_parse_is_keyed_on_its_bytes(package):
@@ -216,16 +235,19 @@ def test_code_that_may_reach_any_module_depends_on_all_of_them(package, code):
 
 
 @pytest.mark.parametrize("chapter", sorted(path.stem for path in (ROOT / "notebooks").glob("*.py")))
-def test_each_chapter_depends_on_its_own_module_and_the_shared_ones_only(chapter):
+def test_each_chapter_depends_on_its_papers_package_and_the_shared_modules_only(chapter):
+    package = ROOT / "src" / "icllib"
     source = executions.read_source(ROOT / "notebooks" / f"{chapter}.py")
-    files = {path.name for path in executions.dependencies([cell.source for cell in
-                                                            executions.code_cells(source)])}
+    files = {path.relative_to(package).as_posix() for path in execution_keys.dependencies(
+        [cell.source for cell in executions.code_cells(source)], package)}
     assert {"__init__.py", "claims.py", "config.py", "validation.py"} <= files
     # The registry is keyed by registry_part; the rest of its folder only icllib.coverage reads.
     assert not [name for name in files if name.endswith(".yaml") or name.endswith(".json")]
-    assert f"{chapter}.py" in files
-    chapter_modules = {path.stem for path in (ROOT / "notebooks").glob("*.py")}
-    assert not {f"{other}.py" for other in chapter_modules - {chapter}} & files
+    papers = {path.name for path in package.iterdir() if (path / "__init__.py").is_file()}
+    paper = next(name for name in papers if chapter.startswith(name))   # a chapter is named after its paper
+    assert f"{paper}/__init__.py" in files
+    assert not {name for name in files if "/" in name and name.split("/")[0] != paper}, \
+        f"{chapter} depends on another paper's package"
 
 
 # --- The whole loop on a tiny book ------------------------------------------------------------------------
@@ -291,7 +313,7 @@ def test_a_prose_edit_reuses_the_execution_and_a_module_edit_re_executes(tiny_bo
     assert len(stored(folder)) == 1 and stored(folder)[0].stat().st_mtime_ns == executed_at
 
     # a module the chapter never imports
-    with (folder / "src" / "icllib" / "balance.py").open("a", encoding="utf-8") as stream:
+    with (folder / "src" / "icllib" / "balance" / "model.py").open("a", encoding="utf-8") as stream:
         stream.write("\nBUILD_MARK = 'unused'\n")
     build(folder, env)
     assert len(stored(folder)) == 1

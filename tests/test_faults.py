@@ -31,6 +31,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT / "_ext"))
+import execution_keys  # noqa: E402
 import executions  # noqa: E402
 import paper_scale  # noqa: E402
 import source_archive  # noqa: E402
@@ -397,7 +398,7 @@ def test_a_run_stopped_by_ctrl_c_keeps_its_records_and_archives_them_as_partial(
 
 @pytest.mark.parametrize(("call", "parameter"), [
     (lambda: executions.process_alive(-1), "pid"), (lambda: executions.process_alive("1"), "pid"),
-    (lambda: executions.checked_claims("check_claim('a.b', 1)"), "sources"),
+    (lambda: execution_keys.checked_claims("check_claim('a.b', 1)"), "sources"),
     (lambda: source_archive.source_files(Path("/no/such/folder")), "folder"),
     (lambda: paper_scale.running_folder("../lsa"), "name"), (lambda: paper_scale.code_since({}, ROOT), "run"),
     (lambda: paper_scale.check_writable(Path("/proc/no-such/full")), "folder"),

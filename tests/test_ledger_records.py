@@ -15,7 +15,7 @@ from icllib import claims
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 import executions  # noqa: E402
-import ledger_page  # noqa: E402
+import ledger_files  # noqa: E402
 
 CELL = '# %%\nfrom icllib.claims import check_claim\n\ncheck_claim("{claim}", {value}, expected={value}, atol=0)\n'
 
@@ -68,7 +68,7 @@ def test_make_test_beside_make_book_cannot_publish_its_quick_numbers(book, monke
     claim = checkable_claims()[0]
     chapter = write_chapter(root, {claim: 2.0})
     stored_run(chapter, "default", [record(claim, 2.0, "default")])
-    ledger_page.start_fresh_results(app)        # make book's jupyter-book build starts ...
+    ledger_files.start_fresh_results(app)        # make book's jupyter-book build starts ...
     read_by_the_build(chapter)
     # ... and meanwhile make test's notebook tests finish the chapter in quick mode, one check failing, and hand
     # their records on as conftest.py does
@@ -77,10 +77,10 @@ def test_make_test_beside_make_book_cannot_publish_its_quick_numbers(book, monke
     executions.pass_on([record(claim, 1.5, "quick", passed=False)], claims.results_path())
     stored_run(chapter, "quick", [record(claim, 1.5, "quick", passed=False)])
     monkeypatch.setenv("ICLLIB_MODE", "default")
-    monkeypatch.setenv(executions.BUILD_RECORDS_VARIABLE, str(ledger_page.records_folder(app)))
-    shown = claims.read_all_results(ledger_page.gather_results(app))[claim]
+    monkeypatch.setenv(executions.BUILD_RECORDS_VARIABLE, str(ledger_files.records_folder(app)))
+    shown = claims.read_all_results(ledger_files.gather_results(app))[claim]
     assert [(entry["measured"], entry["mode"], entry["passed"]) for entry in shown] == [(2.0, "default", True)]
-    assert claims.results_path() != ledger_page.results_file(app)
+    assert claims.results_path() != ledger_files.results_file(app)
 
 
 def test_an_incremental_build_after_a_check_was_deleted_does_not_show_it(book):
@@ -88,25 +88,25 @@ def test_an_incremental_build_after_a_check_was_deleted_does_not_show_it(book):
     kept, deleted = checkable_claims()
     chapter = write_chapter(root, {kept: 2.0, deleted: 3.0})
     stored_run(chapter, "default", [record(kept, 2.0, "default"), record(deleted, 3.0, "default")])
-    ledger_page.start_fresh_results(app)
+    ledger_files.start_fresh_results(app)
     read_by_the_build(chapter)
-    assert set(claims.read_all_results(ledger_page.gather_results(app))) == {kept, deleted}
+    assert set(claims.read_all_results(ledger_files.gather_results(app))) == {kept, deleted}
     app.env.all_docs = {"notebooks/tiny": 1.0}   # a bare `jupyter-book build` again: the environment is kept
     chapter = write_chapter(root, {kept: 2.0})
     stored_run(chapter, "default", [record(kept, 2.0, "default")])
-    ledger_page.start_fresh_results(app)
+    ledger_files.start_fresh_results(app)
     read_by_the_build(chapter)                   # Sphinx reads the edited chapter again
-    assert set(claims.read_all_results(ledger_page.gather_results(app))) == {kept}
+    assert set(claims.read_all_results(ledger_files.gather_results(app))) == {kept}
 
 
 def test_a_build_reads_only_its_modes_records_of_the_chapters_it_has(book):
     root, app = book
     claim = checkable_claims()[0]
-    ledger_page.start_fresh_results(app)
-    folder = ledger_page.records_folder(app)
+    ledger_files.start_fresh_results(app)
+    folder = ledger_files.records_folder(app)
     folder.mkdir(parents=True)
     (folder / "tiny.jsonl").write_text(record(claim, 2.0, "default") + "\n" + record(claim, 9.0, "quick") + "\n",
                                        encoding="utf-8")
     (folder / "gone.jsonl").write_text(record(claim, 7.0, "default") + "\n", encoding="utf-8")  # out of the book
-    shown = claims.read_all_results(ledger_page.gather_results(app))[claim]
+    shown = claims.read_all_results(ledger_files.gather_results(app))[claim]
     assert [entry["measured"] for entry in shown] == [2.0]

@@ -12,11 +12,12 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from icllib import claims, deciding
+from icllib import cards, claim_registry, claims, deciding
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
-import ledger_page  # noqa: E402  (the book's Sphinx extension)
+import ledger_files  # noqa: E402  (the book's Sphinx extension)
+import ledger_page  # noqa: E402
 
 REGISTRY = """\
 chapter: demo
@@ -69,36 +70,36 @@ def write(tmp_path: Path, text: str, name: str = "demo.yaml") -> Path:
 def test_the_book_registry_reads_and_every_id_has_the_shape():
     book = claims.registry()
     ids = [*book.claims, *book.errata, *book.notes]
-    assert len(ids) > 200 and all(claims.ID_PATTERN.fullmatch(identifier) for identifier in ids)
+    assert len(ids) > 200 and all(claim_registry.ID_PATTERN.fullmatch(identifier) for identifier in ids)
 
 
 @pytest.mark.parametrize("hostile", HOSTILE_IDS)
 def test_a_hostile_claim_id_is_refused_when_the_registry_is_read(tmp_path, hostile):
     # written through safe_dump, so that every shape survives YAML's quoting
-    document = claims.registry_document(write(tmp_path, REGISTRY))
+    document = claim_registry.registry_document(write(tmp_path, REGISTRY))
     document["claims"][0]["id"] = hostile
     path = write(tmp_path, yaml.safe_dump(document, allow_unicode=True))
     with pytest.raises(ValueError, match=r"id .* must read <chapter>\.<what>"):
-        claims.parse_registry([path])
+        claim_registry.parse_registry([path])
 
 
 @pytest.mark.parametrize("hostile", HOSTILE_IDS)
 def test_a_hostile_erratum_id_is_refused_when_the_registry_is_read(tmp_path, hostile):
-    document = claims.registry_document(write(tmp_path, REGISTRY))
+    document = claim_registry.registry_document(write(tmp_path, REGISTRY))
     document["errata"][0]["id"] = hostile
     document["claims"][1]["erratum"] = hostile
     path = write(tmp_path, yaml.safe_dump(document, allow_unicode=True))
     with pytest.raises(ValueError, match=r"id .* must read <chapter>\.<what>"):
-        claims.parse_registry([path])
+        claim_registry.parse_registry([path])
 
 
 @pytest.mark.parametrize("hostile", HOSTILE_IDS)
 def test_anchors_built_from_any_id_are_safe_in_attributes_and_raw_markdown(hostile):
     """Ids are refused before any page is built; the anchors are safe even so (a caller that bypasses the
     registry, a claim card made by hand)."""
-    for anchor in (claims.card_anchor(hostile), ledger_page._anchor(hostile), ledger_page.claim_anchor(hostile)):
+    for anchor in (cards.card_anchor(hostile), ledger_page._anchor(hostile), ledger_page.claim_anchor(hostile)):
         assert set(anchor) <= set("abcdefghijklmnopqrstuvwxyz0123456789-"), anchor
-    assert claims.card_anchor("scan_snap.fig4-winner") == "card-scan-snap-fig4-winner"
+    assert cards.card_anchor("scan_snap.fig4-winner") == "card-scan-snap-fig4-winner"
     assert ledger_page._anchor("balance.E1") == "balance-e1"
 
 
@@ -107,7 +108,7 @@ def test_a_claim_card_made_from_a_hostile_id_adds_no_attribute(hostile):
     claim = claims.Claim(id=hostile, chapter="demo", page="notebooks/demo", paper="demo2026", location="Eq. 1",
                          statement="s", verdict="reproduced")
     record = {"id": hostile, "measured": 1.0, "expected": 1.0, "tolerance": "atol=0", "why": None, "passed": True}
-    page = claims.ClaimCard(claim, record, claims.card_anchor(hostile))._repr_html_()
+    page = cards.ClaimCard(claim, record, cards.card_anchor(hostile))._repr_html_()
     tags = []
 
     class Tags(HTMLParser):
@@ -140,7 +141,7 @@ def test_a_claim_card_made_from_a_hostile_id_adds_no_attribute(hostile):
 def test_the_loader_names_file_and_line_and_refuses_wrong_types(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(ValueError, match=message):
-        claims.parse_registry([path])
+        claim_registry.parse_registry([path])
 
 
 def test_the_deciding_runs_read_the_registry_through_the_same_loader(tmp_path):
@@ -154,7 +155,7 @@ def test_a_registry_that_is_not_utf8_is_named(tmp_path):
     path = tmp_path / "demo.yaml"
     path.write_bytes(REGISTRY.replace("A demo chapter", "A d\xe9mo chapter").encode("latin-1"))
     with pytest.raises(ValueError, match=r"demo\.yaml"):
-        claims.parse_registry([path])
+        claim_registry.parse_registry([path])
 
 
 # --- The errata page's link and ledger.csv ----------------------------------------------------------------------
@@ -177,12 +178,12 @@ def test_a_chapter_title_with_angle_brackets_keeps_them_in_the_errata_pages_link
 
 
 def test_no_ledger_csv_cell_is_a_spreadsheet_formula(tmp_path):
-    row = {name: "" for name in ledger_page.LEDGER_FIELDS}
+    row = {name: "" for name in ledger_files.LEDGER_FIELDS}
     row.update(id="demo.exact", statement="=HYPERLINK(\"http://evil.example\",\"click\")", location="+cmd|' /C calc'!A0",
                evidence="kept in json only", measured=["-0.25"], check=["-2+3", "@SUM(A1)"], verdict="reproduced",
                verdict_history=[], paper_scale_measured=[])
     release = {"book": "demo", "version": "1.0", "released": "2026-01-01", "built": "2026-01-02", "mode": "default"}
-    ledger_page._write_machine_readable_ledger(tmp_path, [row], release, {})
+    ledger_files.write_machine_readable_ledger(tmp_path, [row], release, {})
     with open(tmp_path / "ledger.csv", newline="", encoding="utf-8") as handle:
         written = next(csv.DictReader(handle))
     assert written["statement"].startswith("'=") and written["location"].startswith("'+")

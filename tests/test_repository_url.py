@@ -145,6 +145,6 @@ def test_the_download_numbers_results_equations_and_exercises_as_the_page_does(w
     assert "> **Theorem 1.1** (Tiny)." in markdown and "\\tag{1.1}" in markdown
     assert "**Solution to Exercise 1.2**" in markdown
     sys.path.insert(0, str(ROOT / "_ext"))
-    import notebook_download
+    import notebook_conversion
 
-    assert not notebook_download.raw_myst(markdown)
+    assert not notebook_conversion.raw_myst(markdown)

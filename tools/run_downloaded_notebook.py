@@ -26,7 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
-import notebook_download  # noqa: E402
+import notebook_conversion  # noqa: E402
+import notebook_install  # noqa: E402
 
 DEFAULT_CHAPTER = "scan_snap_text"   # the shortest in quick mode, and the one that needs the text extra (gensim)
 RUNNER = ("nbclient", "ipykernel")
@@ -42,7 +43,7 @@ nbformat.write(notebook, sys.argv[3])
 def myst_left(notebook: dict) -> list[str]:
     """The raw MyST (roles, directive fences, targets, labelled equations) in the notebook's markdown cells."""
     return [f"cell {index}: {found}" for index, cell in enumerate(notebook["cells"]) if cell["cell_type"] == "markdown"
-            for found in notebook_download.raw_myst("".join(cell["source"]))]
+            for found in notebook_conversion.raw_myst("".join(cell["source"]))]
 
 
 def numbers_differ(page_html: str, notebook: dict) -> list[str]:
@@ -71,7 +72,7 @@ def main() -> int:
     parser.add_argument("--chapter", default=DEFAULT_CHAPTER, help=f"a chapter's name (default {DEFAULT_CHAPTER})")
     arguments = parser.parse_args()
     download = arguments.site / "_sources" / "notebooks" / f"{arguments.chapter}.ipynb"
-    wheel = arguments.site / notebook_download.WHEEL_FOLDER / notebook_download.wheel_name(ROOT)
+    wheel = arguments.site / notebook_install.WHEEL_FOLDER / notebook_install.wheel_name(ROOT)
     for needed in (download, wheel):
         if not needed.is_file():
             print(f"no {needed}", file=sys.stderr)
@@ -89,7 +90,7 @@ def main() -> int:
             print(f"{other} is numbered unlike {page}:\n  " + "\n  ".join(differ), file=sys.stderr)
             return 1
     notebook = json.loads(download.read_text(encoding="utf-8"))
-    if notebook_download.INSTALL_MARK not in notebook["cells"][0].get("metadata", {}).get("tags", []):
+    if notebook_install.INSTALL_MARK not in notebook["cells"][0].get("metadata", {}).get("tags", []):
         print(f"{download}: the first cell is not the cell that installs icllib", file=sys.stderr)
         return 1
     started = time.time()

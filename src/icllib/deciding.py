@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from icllib import config
-from icllib.claims import registry_document
+from icllib.claim_registry import registry_document
 from icllib.validation import one_of
 
 ARCHIVE = ("results", "deciding")
@@ -62,7 +62,7 @@ STANDARD_SEEDS = (1, 2, 3)
 LEARNED_ACCURACY = 0.9        # "learns the task", as in the chapter's check
 SUBDIAGONAL_WEIGHT = 0.5      # "dominated by the subdiagonal", as in the chapter's check
 
-# App. B.11 at the paper's batch: the chapter's full-mode setting, named once as icllib.balance.B11_PAPER (read
+# App. B.11 at the paper's batch: the chapter's full-mode setting, named once as icllib.balance.model.B11_PAPER (read
 # when a run starts, through _chapter_module).
 B11_DECIDING_STEPS = 260_000
 B11_OVERLAP_CHECKPOINTS = (220_000, 240_000, 260_000)
@@ -96,7 +96,7 @@ def run_standard(init: str, seed: int, *, device=None, D: int | None = None, ste
                  batch: int | None = None) -> dict:
     """App. E's recipe with initialisation ``init`` and seed ``seed`` on ``device`` (default ``ICLLIB_DEVICE``);
     the size arguments exist for the tests (default: the paper's). Returns the measured numbers."""
-    isp = _chapter_module("induction_subspace")
+    isp = _chapter_module("induction.subspace")
 
     init = one_of("init", init, isp.INITIALISATIONS)
     target = config.device(device) if not hasattr(device, "type") else device
@@ -119,7 +119,7 @@ def run_standard(init: str, seed: int, *, device=None, D: int | None = None, ste
 
 def overlap_reading(run: dict, at=B11_OVERLAP_CHECKPOINTS) -> dict:
     """Fig. 6's overlap in the book's reading (note balance.N7), over the checkpoints ``at`` of a run of
-    :func:`icllib.balance.train_attention_sgd`: per pair, the mean log gap ``L_i`` of ``log(g_K^i / g_Q^i)``
+    :func:`icllib.balance.model.train_attention_sgd`: per pair, the mean log gap ``L_i`` of ``log(g_K^i / g_Q^i)``
     and its standard error ``s_i`` (from the chunk errors, independent checkpoints); the pairs within a factor 2
     (``|L_i| < log 2``) and those beyond it by more than two standard errors (``|L_i| - log 2 > 2 s_i``).
     ``None`` when the run did not measure every checkpoint of ``at`` (it diverged first)."""
@@ -142,7 +142,7 @@ def run_b11(seed: int, *, device=None, steps: int = B11_DECIDING_STEPS, g_sample
             checkpoint_every: int | None = None) -> dict:
     """The chapter's App. B.11 run at batch 200 with seed ``seed`` on ``device`` (default ``ICLLIB_DEVICE``), to
     ``steps`` or its divergence; the smaller arguments exist for the tests. Returns the measured numbers."""
-    balance = _chapter_module("balance")
+    balance = _chapter_module("balance.model")
 
     target = config.device(device) if not hasattr(device, "type") else device
     settings = dict(balance.B11_PAPER, steps=steps, seed=seed)
@@ -186,17 +186,13 @@ def run_b11_seeds(seeds, *, device=None, steps: int = B11_DECIDING_STEPS, g_samp
     import torch
     from torch.func import vmap
 
-    balance = _chapter_module("balance")
+    balance = _chapter_module("balance.model")
 
     seeds = [int(seed) for seed in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct seed numbers, got {seeds!r}")
     target = config.device(device) if not hasattr(device, "type") else device
-    settings = dict(balance.B11_PAPER, steps=steps)
-    if g_samples is not None:
-        settings.update(g_samples=g_samples, g_chunk=g_samples // 2)
-    if checkpoint_every is not None:
-        settings["checkpoint_every"] = checkpoint_every
+    settings = _b11_settings(balance.B11_PAPER, steps, g_samples, checkpoint_every)
     batch, lr, every = settings["batch_size"], settings["lr"], settings["checkpoint_every"]
     data = [config.torch_generator(2 * seed, device=target) for seed in seeds]
     weights = torch.stack([torch.stack([initial[name] for name in balance.PARAM_NAMES]) for initial in (
@@ -237,7 +233,23 @@ def run_b11_seeds(seeds, *, device=None, steps: int = B11_DECIDING_STEPS, g_samp
         weights = weights - lr * grads.mean(1)
     checkpoint(steps)
 
-    loss = loss.double().cpu().numpy()
+    return _b11_seed_results(seeds, series, loss.double().cpu().numpy(), diverged, settings)
+
+
+def _b11_settings(paper: dict, steps: int, g_samples: int | None, checkpoint_every: int | None) -> dict:
+    """The settings of a batched B.11 run: the chapter's ``paper`` setting, with the sizes the tests pass."""
+    settings = dict(paper, steps=steps)
+    if g_samples is not None:
+        settings.update(g_samples=g_samples, g_chunk=g_samples // 2)
+    if checkpoint_every is not None:
+        settings["checkpoint_every"] = checkpoint_every
+    return settings
+
+
+def _b11_seed_results(seeds: list[int], series: list[dict], loss, diverged: list, settings: dict) -> dict[int, dict]:
+    """:func:`run_b11_seeds`'s ``{seed: measured}`` from each seed's checkpoints, the loss of every step
+    (steps x seeds) and the step each seed diverged at."""
+    steps, every = settings["steps"], settings["checkpoint_every"]
     results = {}
     for index, seed in enumerate(seeds):
         run = {key: np.asarray(value) for key, value in series[index].items()}
