@@ -156,7 +156,7 @@ def _spec():
 
 @functools.cache
 def _fig4_run():
-    """One Syn-Small run from zero recorded at steps 0, 50 and 100 (scan_snap_dynamics.fig4_summary needs them)."""
+    """One Syn-Small run from zero recorded at steps 0, 50 and 100 (scan_snap.dynamics.fig4_summary needs them)."""
     return ssd.fig4_run(_spec(), 1.0, eta_Z=1.0, record_every=50, generator=rng(0))
 
 

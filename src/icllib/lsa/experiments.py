@@ -207,7 +207,7 @@ def sgd_table(runs, Lam, N) -> list[list]:
 
 
 def _c4_rhs_as_printed(U, c, gamma, xi, zeta):
-    """The right-hand side of (C.4), entry by entry as printed (independent of lsa_theory.random_cov_gradient)."""
+    """The right-hand side of (C.4), entry by entry as printed (independent of theory.random_cov_gradient)."""
     dd = len(xi)
     dU = np.array([[-gamma[i] * c**2 * U[i, i] + xi[i] * c if i == j else -zeta[i, j] * c**2 * U[i, j]
                     for j in range(dd)] for i in range(dd)])
@@ -361,7 +361,7 @@ def one_third_estimates(D_diag, M, *, n, w, x_query, generators) -> dict:
 def corollary43_audit(cases) -> list[dict]:
     """The exact error (:func:`~icllib.lsa.theory.shift_error`, w ~ N(0, I)) at the sample sizes of Corollary 4.3
     as printed and as corrected (:func:`~icllib.lsa.theory.corollary43_thresholds`), for each ``(name, Lam,
-    eps)`` of ``cases`` (the chapter uses ``lsa_theory.COROLLARY43_CASES``). One dict per case:
+    eps)`` of ``cases`` (the chapter uses ``theory.COROLLARY43_CASES``). One dict per case:
     ``name``, ``eps``, ``M``, ``N_paper``, ``error_paper``, ``N_corrected``, ``error_corrected``."""
     rows = []
     for case in non_empty("cases", cases):
