@@ -12,11 +12,14 @@ beside them, and nothing a reader cannot hold in one sitting.
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+import execution_keys  # noqa: E402  (the execution cache's reading of imports)
 PACKAGE = ROOT / "src" / "icllib"
 PAPERS = ("scan_snap", "induction", "lsa", "balance")
 SHARED = ("__init__", "claims", "claim_registry", "cards", "config", "coverage", "deciding", "exercises",
@@ -39,28 +42,12 @@ def modules() -> dict[str, Path]:
 
 
 def imported(path: Path, known: set[str]) -> set[str]:
-    """The icllib modules (dotted, relative to the package) that the module at ``path`` imports."""
+    """The icllib modules (dotted, relative to the package) that the module at ``path`` imports, read as the
+    execution cache's key reads them (the packages above each one included)."""
     name = module_name(path)
-    here = name.split(".") if path.name == "__init__.py" and name != "__init__" else name.split(".")[:-1]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            bases = [alias.name.split(".")[1:] for alias in node.names if alias.name.split(".")[0] == "icllib"]
-            names = [[] for _ in bases]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here[:len(here) - node.level + 1] + (node.module.split(".") if node.module else [])
-            elif node.module and node.module.split(".")[0] == "icllib":
-                base = node.module.split(".")[1:]
-            else:
-                continue
-            bases, names = [base], [[alias.name for alias in node.names]]
-        else:
-            continue
-        for base, members in zip(bases, names):
-            for depth in range(1, len(base) + 1):
-                found.add(".".join(base[:depth]))
-            found |= {".".join([*base, member]) for member in members}
+    found = execution_keys._imported_modules(path.read_text(encoding="utf-8"), PACKAGE,
+                                              "" if name == "__init__" else name)
+    assert found is not None, f"icllib.{name} imports all of icllib (import icllib or a star import)"
     return {module for module in found if module in known}
 
 
