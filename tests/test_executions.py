@@ -47,10 +47,9 @@ def make_package(folder: Path) -> Path:
     (package / "data.json").write_text("{}\n", encoding="utf-8")
     # a paper's package: the chapter's subpackage, reached through a relative import of another of its modules
     (package / "paper").mkdir()
-    (package / "paper" / "__init__.py").write_text('"""A paper."""\n', encoding="utf-8")
-    (package / "paper" / "model.py").write_text("from . import theory\n", encoding="utf-8")
-    (package / "paper" / "theory.py").write_text("from ..base import BASE\n", encoding="utf-8")
-    (package / "paper" / "unused.py").write_text("UNUSED = 1\n", encoding="utf-8")
+    for name, text in {"__init__.py": '"""A paper."""\n', "model.py": "from . import theory\n",
+                       "theory.py": "from ..base import BASE\n", "unused.py": "UNUSED = 1\n"}.items():
+        (package / "paper" / name).write_text(text, encoding="utf-8")
     (package / "registry" / "chapter.yaml").write_text(registry_text("chapter", REGISTRY_ROW.format(
         chapter="chapter", name="one") + REGISTRY_ROW.format(chapter="chapter", name="two")), encoding="utf-8")
     (package / "registry" / "other.yaml").write_text(registry_text("other", REGISTRY_ROW.format(chapter="other",
