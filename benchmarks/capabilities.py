@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 sys.path.insert(0, str(ROOT / "tools"))
 import compare_records  # noqa: E402
-from executions import CPU_KERNEL_VARIABLES, machine  # noqa: E402
+from execution_keys import CPU_KERNEL_VARIABLES  # noqa: E402
+from executions import machine  # noqa: E402
 
 # NumPy 2.4 dispatches by group: X86_V3 is AVX2 and FMA, X86_V4 and AVX512_* are AVX-512 (X86_V2 is its floor).
 PROFILES = {
