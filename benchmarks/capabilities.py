@@ -77,9 +77,9 @@ def run_chapters(profile: str | None, mode: str, jobs: int) -> tuple[Path, float
 def export(folder: Path, chapter: str, mode: str) -> Path:
     """The records of the latest execution of ``chapter`` in ``mode`` stored in the profile's own cache ``folder``
     (the newest by file time: the run just made, even if a source was edited since)."""
+    wanted = {"notebook": f"{chapter}.py", "mode": mode}
     stored = [facts for facts in folder.glob("*.json")
-              if json.loads(facts.read_text(encoding="utf-8")).get("notebook") == f"{chapter}.py"
-              and json.loads(facts.read_text(encoding="utf-8")).get("mode") == mode]
+              if wanted.items() <= json.loads(facts.read_text(encoding="utf-8")).items()]
     if not stored:
         raise RuntimeError(f"{folder} holds no {mode} execution of {chapter}.py")
     latest = max(stored, key=lambda facts: facts.stat().st_mtime)

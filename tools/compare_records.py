@@ -41,9 +41,9 @@ def records_by_id(path: str) -> dict[str, list[dict]]:
     return dict(records)
 
 
-def measured_by_id(path: str) -> dict[str, list]:
-    """``{claim id: [measured, ...]}`` in the order of the file."""
-    return {claim: [record.get("measured") for record in records] for claim, records in records_by_id(path).items()}
+def measured_by_id(records: dict[str, list[dict]]) -> dict[str, list]:
+    """``{claim id: [measured, ...]}`` of :func:`records_by_id`'s reading, in the order of the file."""
+    return {claim: [record.get("measured") for record in found] for claim, found in records.items()}
 
 
 def same(a, b) -> bool:
@@ -185,9 +185,7 @@ def main(argv: list[str]) -> int:
         print(f"{len(problems)} problems in {len(found)} checks"
               + (f"; smallest margin: {smallest.claim}, {smallest.share:.2g} of its slack" if smallest else ""))
         return 1 if problems else 0
-    values = [{claim: [r.get("measured") for r in records] for claim, records in ledger.items()}
-              for ledger in (before, after)]
-    found = differences(*values)
+    found = differences(measured_by_id(before), measured_by_id(after))
     for line in found:
         print(line)
     print(f"{len(found)} claim ids differ ({len(before)} ids, {sum(map(len, before.values()))} records before; "
