@@ -24,8 +24,32 @@ def standard_runs(accuracies, weights):
 def test_the_width_2048_rule(accuracies, verdict):
     runs = standard_runs(accuracies, [0.0] * 6)
     assert deciding.rule_verdict("induction_subspace.standard-transformer-paper-width", runs)[0] == verdict
-    subdiagonal = standard_runs([0.0] * 6, [0.6 if value >= 0.9 else 0.5 for value in accuracies])
-    assert deciding.rule_verdict("induction_subspace.fig2-subdiagonal", subdiagonal)[0] == verdict
+
+
+def score_runs(readings):
+    """The three runs of standard-transformer-2048-scores, each (accuracy, rows of 31 with the arg-max at i - 1)."""
+    return [{"run": f"gpt2-seed{seed}", "settings": {"init": "gpt2"}, "accuracy": accuracy,
+             "subdiagonal_rows": {"argmax_at_previous": hits, "rows": 31, "least_margin": 0.0}}
+            for seed, (accuracy, hits) in zip(deciding.STANDARD_SEEDS, readings)]
+
+
+@pytest.mark.parametrize("readings, verdict", [
+    ([(0.98, 31), (0.99, 28), (0.97, 12)], "reproduced"),        # 28 of 31 is 90.3 %: the bar is met
+    ([(0.98, 31), (0.99, 27), (0.97, 12)], "not reproduced"),    # 27 of 31 is 87 %: two learned, one shows it
+    ([(0.98, 31), (0.5, 31), (0.4, 31)], "inconclusive"),        # a model that did not learn counts for nothing
+    ([(0.98, 31), (0.99, 20), (0.4, 31)], "inconclusive"),
+    ([(0.5, 31), (0.4, 31), (0.3, 31)], "inconclusive"),
+])
+def test_the_subdiagonal_rule_reads_the_scores_of_the_models_that_learned(readings, verdict):
+    assert deciding.rule_verdict("induction_subspace.fig2-subdiagonal", score_runs(readings))[0] == verdict
+
+
+def test_a_width_2048_run_archives_its_score_block():
+    run = deciding.run_standard("gpt2", 1, device="cpu", D=8, steps=2, batch=4)
+    scores = np.asarray(run["positional_scores"])
+    assert scores.shape == (32, 32) and np.isfinite(scores).all()
+    assert run["subdiagonal_rows"]["rows"] == 31
+    assert 0 <= run["subdiagonal_rows"]["argmax_at_previous"] <= 31
 
 
 def overlap_runs(readings):

@@ -381,3 +381,19 @@ def test_checks_and_their_reasons():
     assert "0.12" in args["why"] and "width 256" in args["why"] and args["lower"] == 0.5
     with pytest.raises(ValueError, match="key"):
         isp.check_args("no-such-check")
+
+
+def test_the_subdiagonal_read_on_the_scores():
+    scores = torch.zeros(4, 4, dtype=torch.float64)
+    scores[1, 0] = scores[2, 1] = 1.0
+    scores[3, 3] = 5.0                        # row 3 misses by 5: its arg-max is the diagonal
+    scores[0, 3] = scores[1, 3] = 9.0         # keys after the query are masked, whatever their score
+    assert isp.subdiagonal_argmax_rows(scores) == (2, 3, -5.0)
+    scores[3, 3], scores[3, 2] = 0.0, 0.0     # a tie is not an arg-max
+    assert isp.subdiagonal_argmax_rows(scores)[:2] == (2, 3)
+    model = isp.StandardTransformer(8, generator=torch_generator(0))
+    attention = torch.softmax(model.positional_scores().masked_fill(torch.ones(32, 32).triu(1).bool(), -torch.inf), -1)
+    assert torch.allclose(attention, model.previous_position_attention(), atol=1e-6)
+    for bad in (torch.zeros(3), torch.zeros(2, 3), torch.zeros(1, 1)):
+        with pytest.raises(ValueError, match="scores"):
+            isp.subdiagonal_argmax_rows(bad)

@@ -383,6 +383,12 @@ class StandardTransformer(torch.nn.Module):
         with torch.no_grad():
             return self.attention(0, self.P.unsqueeze(0))[0].cpu()
 
+    def positional_scores(self) -> torch.Tensor:
+        """Layer 1's positional scores before the softmax, ``p_i W_Q^T W_K p_j^T / sqrt(D)`` (row: query, column:
+        key, all pairs): the object Fig. 2 draws. On the CPU."""
+        with torch.no_grad():
+            return ((self.P @ self.W_Q[0].T) @ (self.P @ self.W_K[0].T).T / math.sqrt(self.D)).cpu()
+
 
 def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator, lr: float = 1e-3,
                    weight_decay: float = 0.01, init: str = "normal"):
@@ -594,6 +600,20 @@ def span_remainder(stream: torch.Tensor, columns) -> float:
         raise ValueError(f"columns must be matrices with {stream.shape[-1]} rows, the width of stream (n, D)")
     basis_q, _ = torch.linalg.qr(torch.cat(list(columns), dim=1).double())
     return float((stream - stream @ basis_q @ basis_q.T).norm() / stream.norm())
+
+
+def subdiagonal_argmax_rows(scores: torch.Tensor) -> tuple[int, int, float]:
+    """Fig. 2's subdiagonal on the pre-softmax block ``scores (n, n)``: how many query rows ``i >= 1`` have their
+    causal arg-max strictly at ``i - 1``, of how many, and the least margin ``s_{i,i-1} - max_{j<=i, j!=i-1} s_ij``
+    (negative where a row misses)."""
+    scores = tensor_arg("scores", scores, min_ndim=2, what="of shape (n, n)").double()
+    if scores.ndim != 2 or scores.shape[0] != scores.shape[1] or scores.shape[0] < 2:
+        raise ValueError(f"scores must be a square (n, n) matrix with n >= 2, got {tuple(scores.shape)}")
+    rows, n = torch.arange(1, len(scores)), len(scores)
+    others = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)  # the causal mask
+    others[rows, rows - 1] = -math.inf
+    margins = scores[rows, rows - 1] - others[1:].max(dim=-1).values
+    return int((margins > 0).sum()), n - 1, float(margins.min())
 
 
 def wide_run_rows(runs: list) -> list:
