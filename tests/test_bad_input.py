@@ -190,6 +190,14 @@ def _axes_with_a_labelled_line():
     return ax
 
 
+def _slider_arguments():
+    ax = _axes_with_a_labelled_line()
+    line = ax.get_lines()[0]
+    ax.set(xlim=(0, 1), ylim=(0, 2))
+    return dict(fig=ax.figure, values=[1.0, 2.0], draw=lambda slope: [line] if line.set_ydata([0.0, slope]) is None
+                else [], label="slope", alt="A line whose slope the slider moves")
+
+
 VALID = {
     # config, claims, validation, plotting
     "config.mode": lambda: {},
@@ -254,6 +262,7 @@ VALID = {
     "plotting.perturbed_layout_problems": lambda: dict(fig=_axes_with_a_labelled_line().figure, relative=1e-6),
     "plotting.robust_layout_problems": lambda: dict(fig=_axes_with_a_labelled_line().figure),
     "plotting.figure": lambda: {},
+    "plotting_interactive.slider_figure": lambda: _slider_arguments(),
     "plotting.show_table": lambda: dict(header=["a", "b"], rows=[[1, 2]]),
     "plotting.log_log_slope": lambda: dict(x=np.array([1.0, 2.0, 4.0]), y=np.array([3.0, 12.0, 48.0])),
     "plotting.block_heatmap": lambda: dict(ax=__import__("icllib.plotting").plotting.figure()[1],
@@ -661,7 +670,8 @@ ACCEPTED = {
     "config.by_mode": {"quick": ANY, "default": ANY, "full": ANY},  # by_mode returns whichever the mode picks
     "config.progress": {"iterable": {"str", "numpy", "empty"}},  # each is an iterable: a loop over it is valid
     "claims.check_claim": {"measured": REAL},  # within the valid call's bounds [-10, 10]
-    "executor.write_atomically": {"text": {"str"}},  # "x" is a text
+    "executor.write_atomically": {"text": {"str"}},
+    "plotting_interactive.slider_figure": {"label": {"str"}},  # "x" names a parameter  # "x" is a text
     "claims.save_arrays": {"name": {"str"}}, "claims.archive_path": {"chapter": {"str"}},  # "x" is a name
     "claims.archived_arrays": {"chapter": {"str"}, "name": {"str"}},  # no archive or series "x": None
     "claims.record_figure_check": {"figure": {"str"}},  # "x" names a figure

@@ -5,7 +5,8 @@ chapters' exercises): :mod:`icllib.scan_snap`, :mod:`icllib.induction`, :mod:`ic
 Beside them the shared machinery, which imports no paper's package: :mod:`icllib.config` (run modes, devices,
 seeds, progress bars), :mod:`icllib.claims` (the claims ledger), ``icllib.claim_registry`` (the registry's
 reading), ``icllib.cards`` (a check's card), :mod:`icllib.coverage`, ``icllib.deciding`` (pre-registered deciding
-runs), :mod:`icllib.executor` (independent runs on a local pool or Slurm), :mod:`icllib.validation`, :mod:`icllib.plotting` (the house style) and :mod:`icllib.exercises` (the
+runs), :mod:`icllib.executor` (independent runs on a local pool or Slurm), :mod:`icllib.validation`, :mod:`icllib.plotting` (the house style),
+:mod:`icllib.plotting_interactive` (figures with a slider) and :mod:`icllib.exercises` (the
 self-check framework).
 """
 

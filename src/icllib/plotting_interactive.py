@@ -1,0 +1,246 @@
+"""Figures a reader can move: a slider over precomputed matplotlib frames, offline, with no kernel (issue 39).
+
+:func:`slider_figure` draws a figure once per value of a parameter (a context length, a learning-rate ratio, a
+training time) and returns a :class:`SliderFigure` to ``display``. On the page it is the figure at its default
+value as inline SVG, a native ``<input type="range">`` with a ``<label>``, an ``<output>`` and ``aria-valuetext``
+that say the value, and a small inline script that swaps in the other frames: only the artists that change from
+one frame to the next are stored per frame (matplotlib writes each under its ``gid``), the rest once. Where no
+script runs (a printed page, a PDF, a downloaded notebook that is not trusted) the default frame is plain
+markup; the bundle carries an ``image/png`` of it too.
+
+The SVG is deterministic (a fixed ``svg.hashsalt``, no date), its text is real text, and its black and white
+take the page's colours (pydata-sphinx-theme's ``--pst-color-text-base`` and ``--pst-color-background``, else
+JupyterLab's, else black on white), so that it reads in the light and the dark scheme. Nothing is loaded from
+another site.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import io
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+
+# matplotlib names an artist's SVG group by its gid: the changing artists of a frame are tagged with these.
+PART_GID = "icl-part-{}"
+# The SVG settings of every frame: ids hashed with a fixed salt (so the same figure gives the same bytes), text
+# as text (a glyph defined inside a changing part would vanish with it), no creation date.
+SVG_SETTINGS = {"svg.hashsalt": "icllib-slider-figure", "svg.fonttype": "none", "svg.image_inline": True}
+SVG_METADATA = {"Date": None, "Creator": None}
+# The page's text and background colours where the theme defines them (book site, JupyterLab), else black on white.
+TEXT_COLOUR = "var(--pst-color-text-base, var(--jp-content-font-color1, #000000))"
+BACKGROUND_COLOUR = "var(--pst-color-background, var(--jp-layout-color0, #ffffff))"
+MAX_FRAMES = 64
+
+# Scoped to the figure's own class; the control hides in print, where the default frame is what shows.
+STYLE = """
+.icl-slider svg { width: 100%; height: auto; }
+.icl-slider svg text { fill: TEXT; }
+.icl-slider-control { display: flex; flex-wrap: wrap; align-items: center; gap: 0.25rem 0.75rem; margin: 0.25rem 0; }
+.icl-slider-control input { flex: 1 1 12rem; min-width: 8rem; accent-color: var(--pst-color-primary, #0072b2); }
+.icl-slider-control output { font-variant-numeric: tabular-nums; min-width: 7rem; }
+@media print { .icl-slider-control input { display: none; } }
+""".replace("TEXT", TEXT_COLOUR)
+
+# Swaps a frame's parts into the SVG when the slider moves (keyboard or pointer: both fire "input").
+SCRIPT = """
+(function () {
+  var root = document.getElementById("ROOT");
+  if (!root || root.getAttribute("data-ready")) return;
+  root.setAttribute("data-ready", "1");
+  var data = JSON.parse(root.querySelector("script.icl-slider-frames").textContent);
+  var input = root.querySelector("input"), output = root.querySelector("output");
+  input.addEventListener("input", function () {
+    var index = Number(input.value), parts = data.parts[index];
+    for (var k = 0; k < parts.length; k++) {
+      var group = document.getElementById("ROOT-" + data.gids[k]);
+      if (group) group.innerHTML = parts[k];
+    }
+    output.textContent = data.texts[index];
+    input.setAttribute("aria-valuetext", data.texts[index]);
+  });
+})();
+"""
+
+
+@dataclass(frozen=True)
+class SliderFigure:
+    """A figure with a slider, as :func:`slider_figure` made it: ``display`` it in a notebook cell.
+
+    ``html`` is the page's markup (default frame, control, frames, script), ``png`` the default frame as an image,
+    ``values`` and ``texts`` the frames' values and what the control says of each, ``default`` the index shown
+    first, ``frame_bytes`` the size of each frame's changing parts in the page, ``alt`` the figure's description.
+    """
+
+    html: str
+    png: bytes
+    values: list
+    texts: list[str]
+    default: int
+    frame_bytes: list[int]
+    alt: str
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/html": self.html, "image/png": self.png,
+                "text/plain": f"Figure with a slider over {len(self.values)} frames: {self.alt}"}
+
+
+def _check_arguments(fig, values, draw, label: str, alt: str, default) -> int:
+    """The index of ``default`` in ``values``, once every argument is checked (ValueError naming it)."""
+    if not isinstance(fig, mpl.figure.Figure):
+        raise ValueError(f"fig must be a matplotlib Figure (from icllib.plotting.figure), got {type(fig).__name__}")
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not 2 <= len(values) <= MAX_FRAMES:
+        raise ValueError(f"values must be a sequence of 2 to {MAX_FRAMES} frame values, got {values!r:.80}")
+    if len(set(map(repr, values))) != len(values):
+        raise ValueError("values must be distinct: each is one position of the slider")
+    if not callable(draw):
+        raise ValueError(f"draw must be a function of one value returning the artists it changed, got {draw!r}")
+    for name, text in (("label", label), ("alt", alt)):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{name} must be a non-empty str, got {text!r}")
+    if len(alt.strip()) < 15:
+        raise ValueError(f"alt must describe the figure for a reader who cannot see it (15 characters or more), "
+                         f"got {alt!r}")
+    if default is None:
+        return 0
+    matches = [index for index, value in enumerate(values) if value == default]
+    if not matches:
+        raise ValueError(f"default must be one of values, got {default!r}")
+    return matches[0]
+
+
+def _describe(value) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def _frame_svg(fig, value, draw) -> tuple[str, int]:
+    """The whole figure as SVG markup with ``draw(value)``'s artists tagged ``PART_GID``; and how many there are."""
+    changed = draw(value)
+    artists = list(changed) if isinstance(changed, (list, tuple)) else None
+    if not artists or not all(isinstance(artist, mpl.artist.Artist) for artist in artists):
+        raise ValueError(f"draw must return the list of matplotlib artists it changed, got {changed!r:.80} "
+                         f"for the value {value!r}")
+    for number, artist in enumerate(artists):
+        artist.set_gid(PART_GID.format(number))
+    buffer = io.StringIO()
+    with mpl.rc_context(SVG_SETTINGS):
+        fig.savefig(buffer, format="svg", metadata=SVG_METADATA)
+    return buffer.getvalue(), len(artists)
+
+
+def _split_parts(svg: str, count: int) -> tuple[str, list[str]]:
+    """``svg`` with each tagged part's content cut out (what must stay the same from frame to frame), and the
+    parts' contents in order."""
+    parts = []
+    for number in range(count):
+        opening = re.search(f'<g id="{re.escape(PART_GID.format(number))}"[^>]*>', svg)
+        if opening is None:
+            raise ValueError(f"draw returned an artist that the figure does not draw (the part {number} of a frame "
+                             "is missing from its SVG): return only artists of fig")
+        depth, position = 1, opening.end()
+        for tag in re.finditer(r"<g[\s>]|</g>", svg[position:]):
+            depth += -1 if tag.group() == "</g>" else 1
+            if depth == 0:
+                end = position + tag.start()
+                break
+        parts.append(svg[position:end])
+        svg = svg[:position] + svg[end:]
+    return svg, parts
+
+
+def _compact(markup: str) -> str:
+    """Whitespace between elements and after path commands dropped (SVG draws the same)."""
+    return re.sub(r">\s+<", "><", markup.replace(" \n", " ").replace("\n", " ")).strip()
+
+
+def _themed(markup: str) -> str:
+    """Black and white of the figure in the page's text and background colours."""
+    markup = re.sub(r"#000000\b", TEXT_COLOUR, markup)
+    return re.sub(r"fill: ?#ffffff\b", f"fill: {BACKGROUND_COLOUR}", markup)
+
+
+def _with_prefix(markup: str, prefix: str) -> str:
+    """Every id of the SVG and every reference to one prefixed, so that two figures on a page never share one."""
+    markup = re.sub(r'\bid="([^"]+)"', lambda match: f'id="{prefix}-{match.group(1)}"', markup)
+    markup = re.sub(r"url\(#([^)]+)\)", lambda match: f"url(#{prefix}-{match.group(1)})", markup)
+    return re.sub(r'xlink:href="#([^"]+)"', lambda match: f'xlink:href="#{prefix}-{match.group(1)}"', markup)
+
+
+def _page_svg(svg: str, alt: str) -> str:
+    """The SVG element alone (no XML prologue or metadata), sized by the page, labelled for screen readers."""
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"', r"<svg \1", svg, count=1)
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{html.escape(alt)}" ', 1)
+
+
+def _script_json(data) -> str:
+    """JSON that cannot close the <script> element holding it."""
+    return json.dumps(data, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "\\u003c!--")
+
+
+def slider_figure(fig, values: Sequence, draw: Callable, *, label: str, alt: str, default=None,
+                  value_text: Callable | None = None) -> SliderFigure:
+    """``fig`` with a slider over ``values``: ``draw(value)`` updates the figure to one value and returns the
+    artists it changed (the same number each time, in the same order: a line's data, a marker, a title); the
+    rest of the figure (axes, limits, ticks, legend) must not change, so fix the limits before the first frame.
+
+    ``label`` names the parameter next to the slider, ``alt`` describes the figure to a screen reader,
+    ``default`` is the value shown first and printed (the first of ``values`` unless given), ``value_text(value)``
+    is what the control says of a value (default: ``f"{label} = {value:g}"``). The figure is closed: the notebook
+    shows the returned :class:`SliderFigure`, not a second static copy. Each frame is drawn, so the house style's
+    layout check (:func:`icllib.plotting.layout_problems`) sees every frame of a figure made by
+    :func:`icllib.plotting.figure`.
+    """
+    default_index = _check_arguments(fig, values, draw, label, alt, default)
+    if value_text is None:
+        value_text = lambda value: f"{label} = {_describe(value)}"  # noqa: E731
+    elif not callable(value_text):
+        raise ValueError(f"value_text must be a function of one value returning a str, got {value_text!r}")
+    texts = [value_text(value) for value in values]
+    if not all(isinstance(text, str) and text for text in texts):
+        raise ValueError("value_text must return a non-empty str for each value")
+    skeletons, frames = [], []
+    for value in values:
+        svg, count = _frame_svg(fig, value, draw)
+        skeleton, parts = _split_parts(svg, count)
+        skeletons.append(skeleton)
+        frames.append(parts)
+    if len({len(parts) for parts in frames}) != 1:
+        raise ValueError("draw must return the same number of artists for every value")
+    moved = [_describe(value) for value, skeleton in zip(values, skeletons) if skeleton != skeletons[default_index]]
+    if moved:
+        raise ValueError(f"draw must change only the artists it returns, but the rest of the figure differs at "
+                         f"value(s) {', '.join(moved[:5])} (limits, ticks or layout moved: fix them with "
+                         "ax.set_xlim/ax.set_ylim before the first frame, and return every artist draw changes)")
+    prefix = "icl-slider-" + hashlib.sha256(
+        (skeletons[0] + "".join(map("".join, frames)) + "".join(texts)).encode()).hexdigest()[:10]
+    draw(values[default_index])
+    png = io.BytesIO()
+    fig.savefig(png, format="png", metadata={"Software": None})
+    shown = _frame_svg(fig, values[default_index], draw)[0]
+    plt.close(fig)
+    parts = [[_themed(_with_prefix(_compact(part), prefix)) for part in frame] for frame in frames]
+    gids = [PART_GID.format(number) for number in range(len(frames[0]))]
+    page = _markup(prefix, _themed(_with_prefix(_compact(_page_svg(shown, alt)), prefix)),
+                   dict(parts=parts, texts=texts, gids=gids), label, texts, default_index)
+    return SliderFigure(html=page, png=png.getvalue(), values=list(values), texts=texts, default=default_index,
+                        frame_bytes=[sum(len(part.encode()) for part in frame) for frame in parts], alt=alt)
+
+
+def _markup(prefix: str, svg: str, data: dict, label: str, texts: list[str], default: int) -> str:
+    """The figure's HTML: its default frame, the labelled control, the frames and the script."""
+    shown = html.escape(texts[default])
+    control = (f'<div class="icl-slider-control"><label for="{prefix}-input">{html.escape(label)}</label>'
+               f'<input type="range" id="{prefix}-input" min="0" max="{len(texts) - 1}" step="1" value="{default}" '
+               f'aria-valuetext="{shown}">'
+               f'<output for="{prefix}-input" id="{prefix}-output" aria-live="polite">{shown}</output></div>')
+    return (f'<div class="icl-slider" id="{prefix}"><style>{_compact(STYLE)}</style>{svg}{control}'
+            f'<script type="application/json" class="icl-slider-frames">{_script_json(data)}</script>'
+            f"<script>{_compact(SCRIPT.replace('ROOT', prefix))}</script></div>")
