@@ -26,30 +26,44 @@ def test_the_width_2048_rule(accuracies, verdict):
     assert deciding.rule_verdict("induction_subspace.standard-transformer-paper-width", runs)[0] == verdict
 
 
-def score_runs(readings):
-    """The three runs of standard-transformer-2048-scores, each (accuracy, rows of 31 with the arg-max at i - 1)."""
-    return [{"run": f"gpt2-seed{seed}", "settings": {"init": "gpt2"}, "accuracy": accuracy,
-             "subdiagonal_rows": {"argmax_at_previous": hits, "rows": 31, "least_margin": 0.0}}
-            for seed, (accuracy, hits) in zip(deciding.STANDARD_SEEDS, readings)]
+def score_runs(readings, settings=deciding.STANDARD_PAPER):
+    """The three runs of standard-transformer-2048-scores, each (accuracy, share of the task's pairs read)."""
+    return [{"run": f"gpt2-seed{seed}", "settings": dict(settings, init="gpt2", seed=seed), "accuracy": accuracy,
+             "subdiagonal_rows": {"share_by_use": share, "argmax_at_previous": 31, "rows": 31}}
+            for seed, (accuracy, share) in zip(deciding.STANDARD_SEEDS, readings)]
 
 
 @pytest.mark.parametrize("readings, verdict", [
-    ([(0.98, 31), (0.99, 28), (0.97, 12)], "reproduced"),        # 28 of 31 is 90.3 %: the bar is met
-    ([(0.98, 31), (0.99, 27), (0.97, 12)], "not reproduced"),    # 27 of 31 is 87 %: two learned, one shows it
-    ([(0.98, 31), (0.5, 31), (0.4, 31)], "inconclusive"),        # a model that did not learn counts for nothing
-    ([(0.98, 31), (0.99, 20), (0.4, 31)], "inconclusive"),
-    ([(0.5, 31), (0.4, 31), (0.3, 31)], "inconclusive"),
+    ([(0.98, 1.0), (0.99, 0.9), (0.97, 0.3)], "reproduced"),         # 90 % of the pairs meets the bar
+    ([(0.98, 1.0), (0.99, 0.89), (0.97, 0.3)], "not reproduced"),    # three learned, one shows it
+    ([(0.98, 1.0), (0.5, 1.0), (0.4, 1.0)], "inconclusive"),         # a model that did not learn counts for nothing
+    ([(0.98, 1.0), (0.99, 0.5), (0.4, 1.0)], "inconclusive"),
+    ([(0.5, 1.0), (0.4, 1.0), (0.3, 1.0)], "inconclusive"),
 ])
 def test_the_subdiagonal_rule_reads_the_scores_of_the_models_that_learned(readings, verdict):
     assert deciding.rule_verdict("induction_subspace.fig2-subdiagonal", score_runs(readings))[0] == verdict
+
+
+def test_the_subdiagonal_rule_reads_only_runs_at_the_papers_setting():
+    toy = score_runs([(0.98, 1.0)] * 3, settings=dict(deciding.STANDARD_PAPER, D=8))
+    with pytest.raises(ValueError, match="runs must be at the paper's setting"):
+        deciding.rule_verdict("induction_subspace.fig2-subdiagonal", toy)
+
+
+def test_the_task_uses_each_adjacent_pair_as_often_as_its_offsets_allow():
+    use = deciding.pair_use()
+    assert use.sum() == 16 * 16 and use[0] == use[-1] == 1 and use.max() == 16 == use[15]
+    reading = deciding.subdiagonal_reading([1.0] * 28 + [-2.0, -0.5, -3.0])   # rows 29-31 miss
+    assert reading["argmax_at_previous"] == 28 and reading["share_by_use"] == round(1 - 6 / 256, 6)
+    assert reading["nearest_flip"] == 0.5
 
 
 def test_a_width_2048_run_archives_its_score_block():
     run = deciding.run_standard("gpt2", 1, device="cpu", D=8, steps=2, batch=4)
     scores = np.asarray(run["positional_scores"])
     assert scores.shape == (32, 32) and np.isfinite(scores).all()
-    assert run["subdiagonal_rows"]["rows"] == 31
-    assert 0 <= run["subdiagonal_rows"]["argmax_at_previous"] <= 31
+    assert run["subdiagonal_rows"]["rows"] == len(run["subdiagonal_rows"]["margins"]) == 31
+    assert 0 <= run["subdiagonal_rows"]["share_by_use"] <= 1
 
 
 def overlap_runs(readings):

@@ -388,12 +388,12 @@ def test_the_subdiagonal_read_on_the_scores():
     scores[1, 0] = scores[2, 1] = 1.0
     scores[3, 3] = 5.0                        # row 3 misses by 5: its arg-max is the diagonal
     scores[0, 3] = scores[1, 3] = 9.0         # keys after the query are masked, whatever their score
-    assert isp.subdiagonal_argmax_rows(scores) == (2, 3, -5.0)
-    scores[3, 3], scores[3, 2] = 0.0, 0.0     # a tie is not an arg-max
-    assert isp.subdiagonal_argmax_rows(scores)[:2] == (2, 3)
+    assert isp.subdiagonal_margins(scores).tolist() == [1.0, 1.0, -5.0]
+    scores[3, 3] = 0.0                        # a tie is not an arg-max
+    assert isp.subdiagonal_margins(scores)[-1] == 0.0
     model = isp.StandardTransformer(8, generator=torch_generator(0))
     attention = torch.softmax(model.positional_scores().masked_fill(torch.ones(32, 32).triu(1).bool(), -torch.inf), -1)
     assert torch.allclose(attention, model.previous_position_attention(), atol=1e-6)
     for bad in (torch.zeros(3), torch.zeros(2, 3), torch.zeros(1, 1)):
         with pytest.raises(ValueError, match="scores"):
-            isp.subdiagonal_argmax_rows(bad)
+            isp.subdiagonal_margins(bad)

@@ -602,18 +602,17 @@ def span_remainder(stream: torch.Tensor, columns) -> float:
     return float((stream - stream @ basis_q @ basis_q.T).norm() / stream.norm())
 
 
-def subdiagonal_argmax_rows(scores: torch.Tensor) -> tuple[int, int, float]:
-    """Fig. 2's subdiagonal on the pre-softmax block ``scores (n, n)``: how many query rows ``i >= 1`` have their
-    causal arg-max strictly at ``i - 1``, of how many, and the least margin ``s_{i,i-1} - max_{j<=i, j!=i-1} s_ij``
-    (negative where a row misses)."""
+def subdiagonal_margins(scores: torch.Tensor) -> torch.Tensor:
+    """Fig. 2's subdiagonal on the pre-softmax block ``scores (n, n)``: for each query row ``i >= 1``, the margin
+    ``s_{i,i-1} - max_{j <= i, j != i-1} s_ij`` by which the previous position is the causal arg-max (float64;
+    positive where it is, strictly; negative where the row misses)."""
     scores = tensor_arg("scores", scores, min_ndim=2, what="of shape (n, n)").double()
     if scores.ndim != 2 or scores.shape[0] != scores.shape[1] or scores.shape[0] < 2:
         raise ValueError(f"scores must be a square (n, n) matrix with n >= 2, got {tuple(scores.shape)}")
     rows, n = torch.arange(1, len(scores)), len(scores)
     others = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -math.inf)  # the causal mask
     others[rows, rows - 1] = -math.inf
-    margins = scores[rows, rows - 1] - others[1:].max(dim=-1).values
-    return int((margins > 0).sum()), n - 1, float(margins.min())
+    return scores[rows, rows - 1] - others[1:].max(dim=-1).values
 
 
 def wide_run_rows(runs: list) -> list:
