@@ -530,9 +530,10 @@ legend(ax, ncol=2, fontsize=8)
 
 # %% [markdown]
 # The $D \times 4D$ block-row of {eq}`subspace-row2` got a gradient of exactly $0.0$ at every step of both runs,
-# so training explores a 15-dimensional subspace: the paper's 19 pseudo-parameters "that vary throughout
-# training" are an upper bound, and the introduction's "only 19 dimensions of parameter space have non-zero
-# gradients" is wrong by four ({ref}`induction_subspace.E8 <induction-subspace-e8>`).
+# so training explores a 15-dimensional subspace of the 19 that Theorem 1 keeps invariant. Two sentences say that
+# all 19 move, and both are wrong by four: Theorem 1's "three vectors ... that vary throughout training"
+# ({ref}`induction_subspace.E9 <induction-subspace-e9>`) and the introduction's "only 19 dimensions of parameter
+# space have non-zero gradients" ({ref}`induction_subspace.E8 <induction-subspace-e8>`).
 
 # %%
 row2 = max(run["grad_row2"].max() for run in (symmetrised, plain))
@@ -813,11 +814,14 @@ for row, ((D_d, N_d), runs) in enumerate(app_d_runs.items()):
 # why Fig. 4 above uses a larger batch than the paper ($B = 512$ in `default`, $1024$ in `full`), where the
 # rebound in the table is mild.
 #
-# The ledger keeps this observation apart as the book's own (row `hypothesis2-after-exit`, *beyond the paper*):
-# at Fig. 16's sizes with App. D's batch, the standard model's final loss is more than ten times the
-# three-parameter model's. The paper's claim is about the emergence (lines 175-177), and it says neither over how
-# many steps its figures run (a plot that stops soon after the exit would look "strikingly similar") nor which
-# loss its learning rate 1 applies to ({ref}`induction_subspace.N3 <induction-subspace-n3>`); this is one seed.
+# This bears on the caption of Fig. 4, "strikingly similar dynamics", at the paper's own batch (row
+# `hypothesis2-after-exit`, *inconclusive*): at Fig. 16's sizes with App. D's batch, the standard model's final
+# loss is more than ten times the three-parameter model's (120 times in the archived `full` run). Hypothesis 2
+# itself is about the emergence, which stays alike; the paper says neither over how many steps its figures run
+# (a plot that stops soon after the exit would look "strikingly similar") nor which loss its learning rate 1
+# applies to ({ref}`induction_subspace.N3 <induction-subspace-n3>`). This is one seed at Fig. 16's sizes; the
+# row names the run at Fig. 4's own sizes that would decide it. And because Fig. 4 above runs at a larger batch
+# than the paper's, its row `hypothesis2` is *inconclusive* too until the same run reads the exit at $B = 256$.
 
 # %%
 if (32, 8) in app_d_runs:

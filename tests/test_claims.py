@@ -419,21 +419,9 @@ def test_a_malformed_extraction_or_setting_is_rejected(rules_book):
         claims.verdict_problems("rules.yaml")
 
 
-# Rows of registry files other sessions own, which break a rule today. The lead engineer applies the edits
-# proposed for them (issue 27) and then empties this list; a row not on it that breaks a rule fails the test.
-KNOWN_EXCEPTIONS = {
-    # R3: the note calls the printed query label X_{:,1:5} w* an index typo for X_{50,1:5} w*; as an erratum it
-    # needs a corrected row with a check that fails on the printed version, which the chapter does not have yet.
-    "balance.N6",
-}
-
-
 def test_the_book_registry_follows_the_verdict_rules():
     problems = claims.verdict_problems()
-    unexpected = {key: value for key, value in problems.items() if key not in KNOWN_EXCEPTIONS}
-    assert not unexpected, "\n".join(f"{key}: {line}" for key, lines in unexpected.items() for line in lines)
-    # An exception whose row now follows the rules leaves the list, so that the list only ever shrinks.
-    assert not KNOWN_EXCEPTIONS - set(problems), f"remove from KNOWN_EXCEPTIONS: {sorted(KNOWN_EXCEPTIONS - set(problems))}"
+    assert not problems, "\n".join(f"{key}: {line}" for key, lines in problems.items() for line in lines)
 
 
 def test_the_ledger_page_states_every_rule():
