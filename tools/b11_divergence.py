@@ -1,6 +1,11 @@
 """Where and why the full-mode B.11 run of the balance chapter diverges, and whether float64 would save it.
 
     python tools/b11_divergence.py            # about an hour on one CPU core (2026-11-26: 60 min, AMD EPYC)
+    python tools/b11_divergence.py --seed 2 --device cuda   # the deciding run's seed 2, on the GPU it ran on
+
+Seed s is the deciding runs' (icllib.deciding.run_b11): weights from torch_generator(2s - 1), data from
+torch_generator(2s), on ``--device``; seed 1 on the CPU is the chapter's own run. A seed run on a GPU drew its
+batches from CUDA's generator (Philox), which the CPU cannot reproduce: its replay needs a GPU.
 
 Replays the chapter's online SGD at the paper's setting (batch 200, lr 4e-3, the chapter's seeds and its
 checkpoints' draws from the generator, without estimating g there) and stops at the first non-finite loss.
@@ -42,12 +47,13 @@ def step(params, X, y, lr):
     return float(losses.mean()), largest, {name: params[name] - lr * gradient[name] for name in params}
 
 
-def run_to_divergence(lr, steps):
-    """The chapter's run until its loss is not finite: that step (None if none), the per-step losses, and the
-    weights and generator state at the start of the block two blocks before."""
-    params = balance.init_attention(generator=torch_generator(balance.B11_SEEDS["weights"]),
+def run_to_divergence(lr, steps, seed=1, device=None):
+    """The chapter's run (seed 1) or a deciding run's seed until its loss is not finite: that step (None if
+    none), the per-step losses, and the weights and generator state at the start of the block two blocks
+    before."""
+    params = balance.init_attention(generator=torch_generator(2 * seed - 1, device=device),
                                     imbalance=balance.B11_PAPER["imbalance"])
-    generator = torch_generator(balance.B11_SEEDS["data"])
+    generator = torch_generator(2 * seed, device=device)
     snapshots, losses = [], np.full(steps, np.nan)
     for k in tqdm(range(steps), desc="B.11 SGD", mininterval=10):
         if k % CHECKPOINT_EVERY == 0:  # the g estimates' draws, so that the batches are the chapter's
@@ -81,7 +87,7 @@ def compare_with_archive(losses, archived=None):
 
 def replay(start, params, generator_state, until, dtype, lr):
     """The same batches from ``start`` on, in ``dtype``: (step, loss, largest gradient entry, weight norms)."""
-    generator = torch.Generator()
+    generator = torch.Generator(device=next(iter(params.values())).device)
     generator.set_state(generator_state)
     params, trace = {name: value.to(dtype) for name, value in params.items()}, []
     for k in range(start, until):
@@ -98,10 +104,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lr", type=float, default=LR, help="a larger one diverges sooner (a smoke test)")
     parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--seed", type=int, default=1, help="a deciding run's seed (1: the chapter's run)")
+    parser.add_argument("--device", default=None, help="where to run (a seed's batches depend on it): cpu, cuda")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    diverged_at, losses, (start, params, generator_state) = run_to_divergence(args.lr, args.steps)
-    if args.lr == LR:
+    diverged_at, losses, (start, params, generator_state) = run_to_divergence(args.lr, args.steps, args.seed,
+                                                                              args.device)
+    if args.lr == LR and args.seed == 1 and args.device in (None, "cpu"):
         compare_with_archive(losses)
     if diverged_at is None:
         print(f"no divergence in {args.steps} steps")
