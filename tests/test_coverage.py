@@ -56,6 +56,7 @@ claims:
   - line: 1
     quote: The loss decreases.
     rows: [demo.theorem]
+    tested: full
   - line: 4
     quote: gives the rate in Figure 3
     reason: the rate is not stated
@@ -223,7 +224,7 @@ def test_with_some_texts_absent_the_missing_are_named_and_the_present_quotes_che
     listing.write_text(json.dumps(committed), encoding="utf-8")
     (coverage.TEXT_CLAIMS / "absent.yaml").write_text(
         "paper_file: absent.txt\nsha256: unknown\nclaims:\n  - line: 1\n    quote: a result\n"
-        "    rows: [other.result]\n", encoding="utf-8")
+        "    rows: [other.result]\n    tested: full\n", encoding="utf-8")
     book = claim_registry.parse_registry([folder / "demo.yaml", folder / "other.yaml"])
     assert coverage.missing_texts(folder, book) == ["absent.txt"]
     assert not coverage.texts_at_hand(folder, book)
@@ -246,3 +247,30 @@ def test_the_books_in_text_claims_name_rows_and_quote_their_papers():
     assert coverage.text_claim_problems(None) == []
     if coverage.DEFAULT_PAPERS.is_dir() and coverage.texts_at_hand(coverage.DEFAULT_PAPERS):
         assert coverage.text_claim_problems(coverage.DEFAULT_PAPERS) == []
+
+
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({"rows": ["demo.theorem"], "tested": "full"}, []),
+    ({"rows": ["demo.theorem"], "tested": "part", "untested": "the rate: not measured"}, []),
+    ({"rows": ["demo.theorem"]}, ["'tested' must say whether its rows test the claim in full or in part"]),
+    ({"rows": ["demo.theorem"], "tested": "most"}, ["'tested' must say"]),
+    ({"rows": ["demo.theorem"], "tested": "part"}, ["tested in part: 'untested' must say"]),
+    ({"rows": ["demo.theorem"], "tested": "part", "untested": " "}, ["tested in part: 'untested' must say"]),
+    ({"rows": ["demo.theorem"], "tested": "full", "untested": "x"}, ["tested in full, so it has no 'untested'"]),
+    ({"reason": "not stated", "tested": "full"}, ["an entry without rows has no 'tested'"]),
+    ({"reason": "not stated"}, []),
+])
+def test_an_in_text_claims_rows_say_how_much_of_it_they_test(fields, expected):
+    problems = coverage._tested_problems({"line": 1, "quote": "The loss decreases.", **fields})
+    assert len(problems) == len(expected) and all(p.startswith(e) for p, e in zip(problems, expected)), problems
+
+
+def test_every_in_text_mapping_of_the_book_carries_its_flag():
+    """Each entry of every paper's list that names rows says whether they test the claim in full or in part."""
+    listing = coverage.committed_text_claims()
+    assert listing
+    for name, entry in listing.items():
+        for item in entry["claims"]:
+            if item.get("rows"):
+                assert item.get("tested") in coverage.TESTED, (name, item["line"], item["quote"][:60])
+                assert (item["tested"] == "part") == bool(item.get("untested")), (name, item["line"])

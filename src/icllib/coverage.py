@@ -16,8 +16,9 @@ text is itself a failure (refresh it with ``--update-list``).
 
 Papers also claim results in their running text (sections, figure discussions, remarks in prose). Each
 such claim is listed in ``registry/text_claims/<paper file stem>.yaml``, with the text's SHA-256: its line,
-the paper's words (verbatim, `` ... `` for an elision), and either the ledger ``rows`` that check it or the
-``reason`` it is out of scope. :func:`text_claim_problems` checks the list against the registry always and
+the paper's words (verbatim, `` ... `` for an elision), and either the ledger ``rows`` that check it, with how much of
+it they test (``tested: full``, or ``tested: part`` and what is ``untested`` and why), or the ``reason`` it is out of
+scope. :func:`text_claim_problems` checks the list against the registry always and
 against each text present (hash and quotes).
 
 Run ``python -m icllib.coverage [--papers DIR] [--update-list]`` to print the coverage of every paper and
@@ -267,6 +268,30 @@ def committed_text_claims() -> dict[str, dict]:
     return listing
 
 
+# How much of an in-text claim its rows test: all of it, or a part (then ``untested`` says which words the rows
+# leave untested and why, or which row would test them).
+TESTED = ("full", "part")
+
+
+def _tested_problems(item: dict) -> list[str]:
+    """An entry with rows says how much of the claim they test (``tested``), and a partial one what is left
+    (``untested``); an entry with a reason carries neither."""
+    tested, untested = item.get("tested"), item.get("untested")
+    has_untested = isinstance(untested, str) and bool(untested.strip())
+    if not item.get("rows"):   # with a reason it has neither; with nothing, the missing rows are the problem
+        has_reason = isinstance(item.get("reason"), str) and bool(item["reason"].strip())
+        return ["an entry without rows has no 'tested' or 'untested'"] \
+            if has_reason and (tested is not None or untested is not None) else []
+    if tested not in TESTED:
+        return [f"'tested' must say whether its rows test the claim in full or in part ({' or '.join(TESTED)}), "
+                f"got {tested!r}"]
+    if tested == "part" and not has_untested:
+        return ["tested in part: 'untested' must say what the rows do not test, and why"]
+    if tested == "full" and untested is not None:
+        return ["tested in full, so it has no 'untested'"]
+    return []
+
+
 def text_claim_problems(papers: Path | None, book: Registry | None = None) -> list[str]:
     """What is wrong with the list of in-text claims: a paper without a list, an entry with neither rows nor a
     reason (or both), a row that is not in the registry or not of that paper's chapters; and, for each text
@@ -307,6 +332,7 @@ def text_claim_problems(papers: Path | None, book: Registry | None = None) -> li
             if bool(rows) == bool(isinstance(reason, str) and reason.strip()):
                 problems.append(f"{label}: needs either the ledger rows that check it or the reason it is out of "
                                 f"scope, not both")
+            problems += [f"{label}: {problem}" for problem in _tested_problems(item)]
             for row in rows or []:
                 claim = book.claims.get(row)
                 if claim is None:
