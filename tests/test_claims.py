@@ -213,6 +213,10 @@ def test_save_arrays_refuses_what_an_archive_should_not_hold(demo_registry, arra
         (lambda text: text.replace("demo.corrected", "demo.exact"), "duplicate claim id"),
         (lambda text: text.replace("    statement: one plus one is two\n", ""), "'statement' is missing"),
         (lambda text: text.replace("page: notebooks/demo\n", ""), "'page' is missing"),
+        (lambda text: text.replace("page: notebooks/demo\n", "page: notebooks/demo\npart_of: other\n"),
+         "part_of 'other' is not a chapter's first page"),
+        (lambda text: text.replace("page: notebooks/demo\n", "page: notebooks/demo\npart_of: [demo]\n"),
+         "'part_of' must be text"),
         (lambda text: text.replace("modes: [default, full]", "modes: [fast]"), "modes"),
         (lambda text: text.replace("modes: [default, full]", "modes: []"), "modes"),
         (lambda text: text.replace("    note: demo.N1\n", ""), "must name its note"),
@@ -249,6 +253,23 @@ def test_the_book_registry_is_valid_and_every_claim_is_checked_somewhere():
     checkable = {cid for cid, claim in registry.claims.items() if claim.verdict != "out of scope"}
     assert used <= set(registry.claims), f"unregistered claim ids: {sorted(used - set(registry.claims))}"
     assert checkable <= used, f"registered claims no chapter checks: {sorted(checkable - used)}"
+
+
+def test_each_claim_is_registered_for_the_page_that_checks_it():
+    """A long chapter read in parts (``part_of``) keeps each row in the registry file of the page whose notebook
+    checks it, so that the ledger's "Check" link and the page's claim card meet on one page."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    misplaced = []
+    for claim in claims.registry().claims.values():
+        notebook = root / f"{claim.page}.py"
+        text = notebook.read_text(encoding="utf-8") if notebook.is_file() else ""
+        checked = set(re.findall(r"check_claim\(\s*[\"']([^\"']+)[\"']", text))
+        if claim.verdict != "out of scope" and claim.id not in checked:
+            misplaced.append(f"{claim.id} (registered for {claim.page})")
+    assert not misplaced, f"rows whose page does not check them: {misplaced}"
 
 
 def test_numpy_and_torch_scalars_are_accepted_and_arrays_are_not(demo_registry):

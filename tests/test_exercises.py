@@ -30,7 +30,8 @@ PYTHON_BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | 
 
 
 def chapter_names() -> list[str]:
-    return sorted(registry().chapters)
+    """The chapters, each with its exercises on its first page (a later page, ``part_of`` it, has none)."""
+    return sorted(name for name, header in registry().chapters.items() if header["part_of"] is None)
 
 
 def markdown_of(chapter: str) -> str:

@@ -9,6 +9,8 @@ lists its claims and errata::
     paper: ziyin2023balance               # a key of book/references.bib
     paper_file: <text file>               # the paper's text (line numbers refer to it)
     other_paper_files: []                 # optional: other extractions of the same paper (same numbering)
+    part_of: balance                      # optional: a later page of that chapter (a long chapter read in parts);
+                                          # its exercises and self-checks are on the chapter's first page
     claims:
       - id: balance.euler-identity
         location: Theorem B.3, line 14     # names the numbered result(s) the row covers
@@ -324,6 +326,10 @@ def _header(document: dict, path: Path) -> dict:
     if not isinstance(header["paper_file"], str):
         raise ValueError(f"{path.name}: paper_file must be a file name, got {header['paper_file']!r}")
     header["other_paper_files"] = _string_list(document, "other_paper_files", path.name, ())
+    header["part_of"] = _optional(document, "part_of", path.name)
+    if header["part_of"] is not None and not HEADER_PATTERNS["chapter"].fullmatch(header["part_of"]):
+        raise ValueError(f"{path.name}: part_of {header['part_of']!r} must name a chapter "
+                         f"({HEADER_PATTERNS['chapter'].pattern})")
     return header
 
 
@@ -401,6 +407,9 @@ def parse_registry(files: list[Path]) -> Registry:
             raise ValueError(f"claim {claim.id!r} names unknown erratum {claim.erratum!r}")
         if claim.note and claim.note not in notes:
             raise ValueError(f"claim {claim.id!r} names unknown note {claim.note!r}")
+    for name, header in chapters.items():
+        if header["part_of"] is not None and chapters.get(header["part_of"], {}).get("part_of", "") is not None:
+            raise ValueError(f"chapter {name}: part_of {header['part_of']!r} is not a chapter's first page")
     return Registry(claims=claims, errata=errata, notes=notes, chapters=chapters)
 
 
