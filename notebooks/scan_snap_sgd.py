@@ -31,9 +31,11 @@
 # - the Syn-Medium sweep matches the authors' released numbers, whose bars are standard deviations
 #   ([the Syn-Medium sweep](sec-scan_snap-fig6)).
 #
-# **What it assumes.** The model and the count simulator of {ref}`sec-scan_snap-model`, and the scan and snap
-# of the chapter's first page; its exercises close {ref}`that page <sec-scan_snap-exercises>`. The ledger of
-# this page: {ledger-counts}`scan_snap_sgd`. What you see was executed in the run mode printed below.
+# **What it assumes.** The model and the count simulator of {ref}`sec-scan_snap-model`, and the scan
+# ({prf:ref}`Theorem 2 <thm-scan_snap-scan>`, along the dynamics {eq}`scan_snap-eq10`) and the snap
+# ({prf:ref}`Theorem 4 <thm-scan_snap-snap>`) of the chapter's first page; its exercises close
+# {ref}`that page <sec-scan_snap-exercises>`. The ledger of this page: {ledger-counts}`scan_snap_sgd`. What you see
+# was executed in the run mode printed below.
 
 # %% tags=["hide-input"]
 import os
