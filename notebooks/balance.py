@@ -327,7 +327,9 @@ check_claim("balance.gradient-flow", midpoint_drift, **CHECKS["balance.gradient-
 
 # %% [markdown]
 # Gradient descent drifts in proportion to its step (slope 1 in log-log), a thousand times above round-off at
-# the smallest step: the finite-step term of {eq}`balance-expectation`, not the law.
+# the smallest step: the finite-step term of {eq}`balance-expectation`, not the law. The second check below sits
+# on the row of footnote 7 (the result "also holds" at a finite step, through the modified loss of App. B.7)
+# without testing it: App. B.7 is not in the excerpt, and the row is inconclusive.
 
 # %%
 gd_drift = flow["gd_drift"]
@@ -851,9 +853,6 @@ if paper_scale is not None:
 # - {ref}`balance.E1 <balance-e1>`, **the count.** "5 independent rescaling symmetries" per layer: there are 6
 #   (one per column of $W_K, W_Q \in\mathbb R^{6\times6}$, as the paper's own "$i \in [6]$" says), 12 in the
 #   network, and they are the diagonal of a $GL(6)$ symmetry.
-# - {ref}`balance.E3 <balance-e3>`, **the query's label.** "whose label is $X_{:,1:5} w^*$" is the 50-vector of
-#   all rows' clean labels; the query's label is the number $X_{50,1:5} w^*$, as the same sentence's "the last
-#   row of X" says, and as the data control of [the first section](sec-balance-symmetry) checks.
 # - {ref}`balance.N8 <balance-n8>`, **the transpose.** Eq. 114, as extracted, writes $\ell(W_K W_Q)$, but its
 #   right-hand side is $W_K W_Q^\top$; the network sees $W_Q W_K^\top$. A lost comma, $\ell(W_K, W_Q)$, would make it
 #   right: a note, not an erratum.
@@ -867,9 +866,10 @@ if paper_scale is not None:
 #   $\|u\|^2/\|w\|^2 = d_o/d$; one balance condition per column pair, 12 in the network.
 # - {ref}`balance.N5 <balance-n5>`, **Eq. 7's eigenvalues.** Evaluated at the stationary point itself: a
 #   self-consistency condition, void above when $C_1$ is singular.
-# - {ref}`balance.N6 <balance-n6>`, **the B.11 setup.** $w^*$ per sequence or fixed, the noise level, the query's
-#   label slot and the architecture's details are left open; [the first section](sec-balance-symmetry) lists our
-#   choices.
+# - {ref}`balance.N6 <balance-n6>`, **the B.11 setup.** "whose label is $X_{:,1:5} w^*$": that is the clean label
+#   column of all 50 rows, and the query's label is its last entry $X_{50,1:5} w^*$, without noise. $w^*$ per
+#   sequence or fixed, the noise level, the query's label slot and the architecture's details are left open;
+#   [the first section](sec-balance-symmetry) lists our choices.
 # - {ref}`balance.N7 <balance-n7>`, **"overlap".** No uncertainty range and no number of steps are given; and at
 #   the paper's lr and batch, with the book's choices of N6, online SGD blew up after 268 178 steps in the
 #   book's one run.

@@ -1,23 +1,29 @@
 """Where and why the full-mode B.11 run of the balance chapter diverges, and whether float64 would save it.
 
     python tools/b11_divergence.py            # about an hour on one CPU core (2026-11-26: 60 min, AMD EPYC)
-    python tools/b11_divergence.py --seed 2 --device cuda   # the deciding run's seed 2, on the GPU it ran on
+    python tools/b11_divergence.py --seed 2 --device cuda   # the deciding run's seed 2, on an H200 as archived
 
 Seed s is the deciding runs' (icllib.deciding.run_b11): weights from torch_generator(2s - 1), data from
 torch_generator(2s), on ``--device``; seed 1 on the CPU is the chapter's own run. A seed run on a GPU drew its
-batches from CUDA's generator (Philox), which the CPU cannot reproduce: its replay needs a GPU.
+batches from CUDA's generator (Philox), which the CPU cannot reproduce: its replay needs a GPU, and the same
+model of GPU (seed 2: an NVIDIA H200), since another one may sum in another order and so take another path.
+Before replaying, the rerun is compared with the archive it must match: the chapter's loss trace for seed 1 on
+the CPU, and for a deciding seed its archive ``results/deciding/b11-batch200-seeds/seed<s>.json`` (the step its
+loss stopped being finite and the mean loss of its first 100 steps); a mismatch stops the script.
 
 Replays the chapter's online SGD at the paper's setting (batch 200, lr 4e-3, the chapter's seeds and its
 checkpoints' draws from the generator, without estimating g there) and stops at the first non-finite loss.
 Its loss agrees with the archived run's trace (``results/full/balance.json``, block means of 1000 steps), which
 the script checks. From the weights and the generator 2000-3000 steps before the divergence it then replays
 the same batches twice, in float32 (the chapter's arithmetic) and in float64, and prints the last steps of
-each: the loss, the largest entry of the gradient and the norms of the six weight matrices.
+each: the loss, the largest entry of the gradient and the norms of the six weight matrices, and at the paper's
+lr keeps them in ``results/replays/b11-divergence-seed<s>.json`` (commit, device, date) for the ledger to cite.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -85,6 +91,37 @@ def compare_with_archive(losses, archived=None):
         sys.exit("the replay is not the archived run")
 
 
+def compare_with_deciding_archive(seed, diverged_at, losses, device, root=None):
+    """The rerun of deciding seed ``seed`` against its archived run: the same step of divergence and the same mean
+    loss over the first 100 steps (to float32 rounding). Stops the script on a mismatch or when the archived run
+    ran on another kind of device (its batches came from another generator)."""
+    path = (Path(root) if root else Path(__file__).resolve().parents[1]).joinpath(
+        "results", "deciding", "b11-batch200-seeds", f"seed{seed}.json")
+    if not path.is_file():
+        print(f"no archived deciding run for seed {seed} ({path}): nothing to compare with")
+        return
+    archived = json.loads(path.read_text(encoding="utf-8"))
+    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    if ("cuda" in archived["device"]) != (kind == "cuda"):
+        sys.exit(f"seed {seed} was archived on {archived['device']}: rerun it there (--device), not on {kind}")
+    if kind == "cuda":
+        here = torch.cuda.get_device_name(torch.device(device))
+        print(f"archived on {archived['device']}; rerun on {here}")
+        if here not in archived["device"]:
+            print("another GPU model: its sums may run in another order; the comparison below decides")
+    horizon = archived["settings"]["steps"]  # the archived run stopped there; this one may run longer
+    needed = horizon if archived["diverged_at"] is None else archived["diverged_at"] + 1
+    if len(losses) < needed:
+        sys.exit(f"--steps must reach the archived run's {needed} steps to compare with it")
+    diverged_at = diverged_at if diverged_at is not None and diverged_at < horizon else None
+    first100 = float(np.mean(losses[np.isfinite(losses)][:100]))
+    gap = abs(first100 - archived["loss_first100"]) / archived["loss_first100"]
+    print(f"against {path.name}: diverged at {diverged_at} (archived {archived['diverged_at']}), mean loss of the"
+          f" first 100 steps {first100:.6g} (archived {archived['loss_first100']:.6g}, relative gap {gap:.1e})")
+    if diverged_at != archived["diverged_at"] or not gap < 1e-4:
+        sys.exit("the rerun is not the archived run")
+
+
 def replay(start, params, generator_state, until, dtype, lr):
     """The same batches from ``start`` on, in ``dtype``: (step, loss, largest gradient entry, weight norms)."""
     generator = torch.Generator(device=next(iter(params.values())).device)
@@ -112,10 +149,13 @@ def main():
                                                                               args.device)
     if args.lr == LR and args.seed == 1 and args.device in (None, "cpu"):
         compare_with_archive(losses)
+    elif args.lr == LR:
+        compare_with_deciding_archive(args.seed, diverged_at, losses, args.device or "cpu")
     if diverged_at is None:
         print(f"no divergence in {args.steps} steps")
         return
     print(f"the loss is not finite at step {diverged_at}; replaying from step {start}")
+    replays = {}
     for dtype in (torch.float32, torch.float64):
         trace = replay(start, params, generator_state, diverged_at + 3000, dtype, args.lr)
         gradients = np.array([largest for _, loss, largest, _ in trace if math.isfinite(loss)])
@@ -124,6 +164,36 @@ def main():
         for k, loss, largest, norms in trace[-12:]:
             print(f"  step {k}: loss {loss:.4g}, largest gradient entry {largest:.3g}, weight norms"
                   f" {[float(f'{n:.3g}') for n in norms]}")
+        replays[str(dtype).removeprefix("torch.")] = {
+            "last_step": trace[-1][0], "median_largest_gradient": float(np.median(gradients)),
+            "last_steps": [{"step": k, "loss": finite_or_none(loss), "largest_gradient": finite_or_none(largest),
+                            "weight_norms": [finite_or_none(norm) for norm in norms]} for k, loss, largest, norms in
+                           trace[-12:]]}
+    if args.lr == LR:
+        archive(args.seed, args.device or "cpu", diverged_at, start, replays)
+
+
+def finite_or_none(value):
+    """A number JSON can hold: a non-finite one (the blow-up's last steps) as null."""
+    return float(value) if math.isfinite(value) else None
+
+
+def archive(seed, device, diverged_at, start, replays):
+    """Keep a replay at the paper's lr: ``results/replays/b11-divergence-seed<s>.json``, with where it ran."""
+    import platform
+    import subprocess
+    import time
+
+    root = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    where = torch.cuda.get_device_name(torch.device(device)) if str(device).startswith("cuda") else platform.machine()
+    path = root / "results" / "replays" / f"b11-divergence-seed{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"tool": "tools/b11_divergence.py", "seed": seed, "device": f"{device} ({where})",
+              "commit": commit.strip() or "unknown", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "torch": torch.__version__, "diverged_at": diverged_at, "replayed_from": start, "replays": replays}
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    print(f"archived in {path}")
 
 
 if __name__ == "__main__":

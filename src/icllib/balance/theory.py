@@ -61,8 +61,10 @@ CHECKS = {
     "balance.gd-drift": dict(expected=1.0, atol=0.1, why=(
         "first-order method: drift = c lr + O(lr^2); 0.1 allows the O(lr^2) term over a factor 4 in lr")),
     "balance.finite-step": dict(lower=1e3, why=(
-        "without noise (T = 0) the continuous-time law conserves D_i; a finite step still moves it, by O(lr)"
-        " over a fixed time (note balance.N2), a thousand times above round-off at lr = 1e-3")),
+        "not a test of footnote 7 (App. B.7's modified loss is not in the excerpt; the row is inconclusive): it"
+        " shows only that a finite step matters. Without noise (T = 0) the continuous-time law conserves D_i; a"
+        " finite step still moves it, by O(lr) over a fixed time (note balance.N2), a thousand times above"
+        " round-off at lr = 1e-3")),
     "balance.step-identity": dict(expected=0.0, atol=1e-12, why=(
         "float64 round-off accumulated over at most a few hundred steps")),
     "balance.eq7-band": dict(expected=1.0, atol=0, why=(
