@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from icllib import deciding
 
@@ -101,6 +102,59 @@ def test_the_overlap_reading_of_a_run():
     reading = deciding.overlap_reading(run, at=(10, 20, 30))
     assert reading["within_factor_2"] == 6 and reading["beyond_two_se"] == 6
     assert deciding.overlap_reading(run, at=(20, 30, 40)) is None
+
+
+def fig4_runs(readings, settings=deciding.FIG4_PAPER):
+    """The three runs of fig4-batch256, each (exits of the standard and three-parameter runs, after-exit ratios
+    (largest, smallest, last) or None)."""
+    return [{"run": f"seed{seed}", "settings": dict(settings, seed=seed), "exits": {"full": full, "three": three},
+             "after_exit": None if ratios is None else dict(zip(("largest", "smallest", "last"), ratios))}
+            for seed, ((full, three), ratios) in zip(deciding.FIG4_SEEDS, readings)]
+
+
+@pytest.mark.parametrize("exits, verdict", [
+    ([(100, 90), (100, 75), (100, 120)], "reproduced"),      # the band's ends count
+    ([(100, 101), (100, 74), (100, 95)], "not reproduced"),  # later, or more than 25 % earlier
+    ([(100, None), (None, 80), (100, 95)], "not reproduced"),  # only one of the two left the plateau
+    ([(None, None), (None, None), (100, 95)], "inconclusive"),
+    ([(100, 95), (100, 120), (None, None)], "inconclusive"),
+])
+def test_the_exit_rule(exits, verdict):
+    runs = fig4_runs([(pair, None) for pair in exits])
+    assert deciding.rule_verdict("induction_subspace.hypothesis2", runs)[0] == verdict
+
+
+@pytest.mark.parametrize("ratios, verdict", [
+    ([(1.9, 0.6, 1.2), (2.0, 0.5, 1.0), (120.0, 1.0, 120.0)], "reproduced"),
+    ([(120.0, 1.0, 120.0), (30.0, 0.9, 10.5), (1.5, 0.9, 1.0)], "not reproduced"),
+    ([(30.0, 0.9, 9.0), (120.0, 1.0, 120.0), (1.5, 0.4, 1.0)], "inconclusive"),  # apart but not above 10 at the end
+    ([None, (120.0, 1.0, 120.0), (1.5, 0.9, 1.0)], "inconclusive"),
+])
+def test_the_after_exit_rule(ratios, verdict):
+    runs = fig4_runs([((100, 95), reading) for reading in ratios])
+    assert deciding.rule_verdict("induction_subspace.hypothesis2-after-exit", runs)[0] == verdict
+
+
+def test_the_fig4_rules_read_only_runs_at_app_ds_setting():
+    toy = fig4_runs([((10, 9), (1.0, 1.0, 1.0))] * 3, settings=dict(deciding.FIG4_PAPER, batch=512))
+    with pytest.raises(ValueError, match="runs must be at App. D's setting"):
+        deciding.rule_verdict("induction_subspace.hypothesis2", toy)
+
+
+def test_the_after_exit_reading_starts_at_the_later_exit():
+    full, three = np.r_[np.full(30, 8.0), np.full(30, 4.0)], np.full(60, 1.0)
+    reading = deciding.after_exit_reading(full, three, {"full": 5, "three": 20})
+    assert reading == {"from_step": 20, "largest": 6.0, "smallest": 4.0, "last": 4.0}   # 20-step windows from 20
+    assert deciding.after_exit_reading(full, three, {"full": None, "three": 20}) is None
+    assert deciding.after_exit_reading(full, three, {"full": 5, "three": 50}) is None   # no 20-step window left
+
+
+def test_a_fig4_run_measures_both_exits():
+    run = deciding.run_fig4(1, device="cpu", D=8, N=4, steps=12, batch=16)
+    assert set(run["exits"]) == {"full", "three"} and len(run["losses"]["full"]) == len(run["losses"]["three"])
+    assert run["settings"]["lr"] == 1.0 and run["settings"]["D"] == 8
+    with pytest.raises(ValueError, match="device must be the CPU"):
+        deciding.run_fig4(1, device=torch.device("cuda"))
 
 
 def test_every_row_with_a_complete_archive_carries_its_rules_verdict():

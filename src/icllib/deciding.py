@@ -29,6 +29,9 @@ The experiments:
 - ``b11-batch200-seeds`` (row ``balance.fig6-overlap``): the chapter's App. B.11 online SGD at the paper's
   batch 200 for 2.6e5 steps, 5 seeds; each run measures the pairs' log gaps ``log(g_K^i / g_Q^i)`` over the
   checkpoints at 2.2e5, 2.4e5 and 2.6e5 steps.
+- ``fig4-batch256`` (rows ``induction_subspace.hypothesis2`` and ``hypothesis2-after-exit``): Fig. 4 at App. D's
+  setting, standard and three-parameter SGD from zero on the same data stream, 3 seeds; each run measures both
+  plateau exits and the ratio of the two 20-step mean losses after them.
 """
 
 from __future__ import annotations
@@ -74,6 +77,14 @@ B11_OVERLAP_CHECKPOINTS = (220_000, 240_000, 260_000)
 B11_SEEDS = (1, 2, 3, 4, 5)   # seed s draws its weights from torch_generator(2s - 1), its data from (2s): seed 1
                               # is the chapter's own pair (1, 2)
 
+# Fig. 4 at App. D's setting: D = 32, N = 16, B = 256, learning rate 1 (on the per-coordinate loss, note
+# induction_subspace.N3); the paper's step range is not in its text.
+FIG4_PAPER = {"D": 32, "N": 16, "batch": 256, "lr": 1.0, "steps": 600}
+FIG4_SEEDS = (1, 2, 3)
+EXIT_RATIO = (0.75, 1.0)      # "unaffected, even slightly accelerated": three-parameter exit over standard exit
+AFTER_EXIT_WINDOW = 20        # steps per mean loss
+AFTER_EXIT_ALIKE, AFTER_EXIT_APART = 2.0, 10.0   # "strikingly similar": within a factor 2; apart: above 10 at the end
+
 EXPERIMENTS = {
     "standard-transformer-2048": {
         "chapter": "induction_subspace",
@@ -89,6 +100,11 @@ EXPERIMENTS = {
         "chapter": "balance",
         "rows": ("balance.fig6-overlap",),
         "runs": tuple(f"seed{seed}" for seed in B11_SEEDS),
+    },
+    "fig4-batch256": {
+        "chapter": "induction_subspace",
+        "rows": ("induction_subspace.hypothesis2", "induction_subspace.hypothesis2-after-exit"),
+        "runs": tuple(f"seed{seed}" for seed in FIG4_SEEDS),
     },
 }
 
@@ -201,6 +217,45 @@ def run_b11(seed: int, *, device=None, steps: int = B11_DECIDING_STEPS, g_sample
         "series": {key: np.asarray(run[key]).round(6).tolist() for key in ("checkpoints", "gK", "gQ", "gK_se",
                                                                            "gQ_se")},
     }
+
+
+def run_fig4(seed: int, *, device=None, D: int | None = None, N: int | None = None, steps: int | None = None,
+             batch: int | None = None) -> dict:
+    """Fig. 4 at App. D's setting with seed ``seed``: standard and three-parameter SGD from zero on the same data
+    stream (:func:`icllib.induction.subspace.train_sgd`, CPU code); the sizes exist for the tests (default: the
+    paper's). Returns the measured numbers: each run's plateau exit (first batch loss at most D/2, ``None`` if it
+    never comes), the after-exit reading (:func:`after_exit_reading`) and the losses."""
+    isp = _chapter_module("induction.subspace")
+    if str(config.device(device) if not hasattr(device, "type") else device) != "cpu":
+        raise ValueError(f"device must be the CPU for fig4-batch256 (train_sgd runs there), got {device!r}")
+    settings = {name: value if value is not None else FIG4_PAPER[name]
+                for name, value in (("D", D), ("N", N), ("steps", steps), ("batch", batch))}
+    settings.update(lr=FIG4_PAPER["lr"], seed=seed)
+    losses, exits = {}, {}
+    for training in ("full", "three"):
+        run = isp.train_sgd(settings["N"], settings["D"], steps=settings["steps"], batch=settings["batch"],
+                            lr=settings["lr"], generator=config.torch_generator(seed), training=training)
+        losses[training] = np.asarray(run["loss"], dtype=float)
+        below = np.flatnonzero(losses[training] <= settings["D"] / 2)
+        exits[training] = int(below[0]) if len(below) else None
+    return {"settings": settings, "exits": exits,
+            "after_exit": after_exit_reading(losses["full"], losses["three"], exits),
+            "losses": {training: [round(float(value), 5) for value in loss] for training, loss in losses.items()}}
+
+
+def after_exit_reading(full, three, exits: dict, window: int = AFTER_EXIT_WINDOW) -> dict | None:
+    """The ratio of the ``window``-step mean losses, standard (``full``) over three-parameter (``three``), over
+    every window that starts at or after the later of the two plateau ``exits``: its largest, smallest and last
+    value. ``None`` when a run never left the plateau or no window fits after the exits."""
+    if exits["full"] is None or exits["three"] is None:
+        return None
+    start, kernel = max(exits.values()), np.ones(window) / window
+    means = [np.convolve(np.asarray(loss, dtype=float), kernel, mode="valid")[start:] for loss in (full, three)]
+    if not len(means[0]):
+        return None
+    ratio = means[0] / means[1]
+    return {"from_step": int(start), "largest": round(float(ratio.max()), 6), "smallest": round(float(ratio.min()), 6),
+            "last": round(float(ratio[-1]), 6)}
 
 
 def run_b11_seeds(seeds, *, device=None, steps: int = B11_DECIDING_STEPS, g_samples: int | None = None,
@@ -329,6 +384,8 @@ def rule_verdict(row: str, runs: list[dict]) -> tuple[str, str]:
         return verdict, why
     if experiment == "standard-transformer-2048-scores":
         return _subdiagonal_verdict(runs)
+    if experiment == "fig4-batch256":
+        return _fig4_verdict(row, runs)
     readings = [run["overlap"] for run in runs]
     overlaps = sum(1 for reading in readings if reading is not None and reading["within_factor_2"] == 12)
     misses = sum(1 for reading in readings if reading is not None and reading["beyond_two_se"] > 0)
@@ -361,6 +418,41 @@ def _subdiagonal_verdict(runs: list[dict]) -> tuple[str, str]:
         return "reproduced", why
     if len(learned) - len(shown) >= 2:
         return "not reproduced", why
+    return "inconclusive", why
+
+
+def _fig4_reading(row: str, run: dict) -> str:
+    """One seed of fig4-batch256 read by ``row``'s rule: ``alike``, ``differs`` or ``undecided``."""
+    if row == "induction_subspace.hypothesis2":
+        full, three = run["exits"]["full"], run["exits"]["three"]
+        if full is None and three is None:
+            return "undecided"
+        if full is None or three is None:
+            return "differs"
+        return "alike" if EXIT_RATIO[0] <= three / full <= EXIT_RATIO[1] else "differs"
+    reading = run["after_exit"]
+    if reading is None:
+        return "undecided"
+    if reading["largest"] <= AFTER_EXIT_ALIKE and reading["smallest"] >= 1 / AFTER_EXIT_ALIKE:
+        return "alike"
+    return "differs" if reading["last"] > AFTER_EXIT_APART else "undecided"
+
+
+def _fig4_verdict(row: str, runs: list[dict]) -> tuple[str, str]:
+    """The rules of ``hypothesis2`` and ``hypothesis2-after-exit`` (2026-11-27): at least 2 of the 3 seeds alike,
+    reproduced; at least 2 that differ, not reproduced; else inconclusive. Only runs at App. D's setting count."""
+    off = [run["run"] for run in runs
+           if any(run["settings"].get(key) != value for key, value in FIG4_PAPER.items())]
+    if off:
+        raise ValueError(f"runs must be at App. D's setting {FIG4_PAPER}; not: {', '.join(off)}")
+    readings = {run["run"]: _fig4_reading(row, run) for run in runs}
+    alike, differs = (sum(value == kind for value in readings.values()) for kind in ("alike", "differs"))
+    why = "; ".join(f"{name}: {value} (exits {run['exits']}, after the exit {run['after_exit']})"
+                    for (name, value), run in zip(readings.items(), runs))
+    if alike >= 2:
+        return "reproduced", why
+    if differs >= 2:
+        return "not reproduced", why + " (learning rate 1 on the per-coordinate loss is the book's reading, note N3)"
     return "inconclusive", why
 
 
@@ -445,6 +537,8 @@ def measure_runs(experiment: str, names, *, device=None, **sizes) -> dict[str, d
         if experiment.startswith("standard-transformer-2048"):
             init, _, seed = name.partition("-seed")
             record(name, run_standard(init, int(seed), device=target, **sizes), started)
+        elif experiment == "fig4-batch256":
+            record(name, run_fig4(int(name.removeprefix("seed")), device=target, **sizes), started)
         else:
             record(name, run_b11(int(name.removeprefix("seed")), device=target, **sizes), started)
     return records
