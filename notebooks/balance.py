@@ -58,7 +58,7 @@ import torch
 from icllib.balance import model as balance
 from icllib.balance import theory
 from icllib.balance.theory import CHECKS
-from icllib.claims import archived_arrays, check_claim, save_arrays
+from icllib.claims import archived_arrays, check_claim, save_arrays, show_archived_check
 from icllib.config import by_mode, device, mode, rng, run_line, torch_generator
 from icllib.plotting import PALETTE, figure, legend, show_table
 
@@ -727,6 +727,8 @@ if mode() == "full":
 else:
     batch20 = CHECKS["balance.fig6-approach-batch20"]
     check_claim("balance.fig6-approach-batch20", approach, **batch20)
+    show_archived_check("balance.fig6-approach")  # batch 200's values, from the archived full run
+    show_archived_check("balance.fig6-overlap")
 
 # %% [markdown]
 # {numref}`fig-balance-attention` draws the two noise terms of every pair and the imbalances $D_i$ along the run.
