@@ -99,8 +99,18 @@ CODE_NAME = re.compile(r"[a-z0-9]+(?:_[a-z0-9]{3,})+")
 
 
 def ascii_pieces(text: str) -> list[tuple[str, str]]:
-    """A registry sentence as text and math pieces: each symbol (``W_V^T``, ``eta_Y``, ``alpha``) becomes
-    TeX, the words stay words."""
+    """A registry sentence as text and math pieces: its ``$...$`` as TeX, whole (a long one cut at its top-level
+    relations, so that a line can break there); outside them each ASCII symbol (``W_V^T``, ``eta_Y``,
+    ``alpha``) becomes TeX, the words stay words."""
+    if "$" in text:
+        pieces: list[tuple[str, str]] = []
+        for index, part in enumerate(re.split(r"(?<!\\)(\$[^$]+\$)", text)):
+            pieces += _math_pieces(part[1:-1]) if index % 2 else _symbol_pieces(part)
+        return [piece for piece in pieces if piece[1]]
+    return _symbol_pieces(text)
+
+
+def _symbol_pieces(text: str) -> list[tuple[str, str]]:
     pieces: list[tuple[str, str]] = []
     position = 0
     for match in SYMBOL.finditer(text):
