@@ -108,3 +108,12 @@ def test_an_open_author_list_reads_et_al():
     assert cited.astext() == "Musat et al."
     assert listed.astext() == "Tiberiu Musat et al. On the emergence"
     assert untouched.astext() == "the others agree"
+
+
+def test_a_registry_sentence_may_hold_tex_whole_between_dollars():
+    import ledger_text
+
+    pieces = ledger_text.ascii_pieces("the output scales as $\\eta_Y / \\sqrt{d}$ while eta_Z stays")
+    assert pieces == [("text", "the output scales as "), ("math", "\\eta_Y / \\sqrt{d}"), ("text", " while "),
+                      ("math", "\\eta_{Z}"), ("text", " stays")]
+    assert ledger_text.ascii_pieces("no dollars: eta_Y") == [("text", "no dollars: "), ("math", "\\eta_{Y}")]
