@@ -293,24 +293,23 @@ def archived_arrays(chapter: str, name: str) -> dict | None:
 
 
 def archived_checks(claim_id: str, folder: Path | None = None) -> dict | None:
-    """The records of ``claim_id`` in its chapter's archived paper-scale run (``<chapter>.json`` in ``folder``,
-    default ``results/full`` under the book root), with that run's ``date`` and ``commit``: ``{"date", "commit",
-    "records"}``, or None without an archived run or a record of the claim in it. A claim card marks a check the
-    archived run failed."""
-    claim = registry().claims.get(claim_id) if isinstance(claim_id, str) else None
-    if claim is None:
+    """The records of ``claim_id`` in the archived paper-scale runs (the ``*.json`` of ``folder``, default
+    ``results/full`` under the book root: a chapter read in parts checks some claims in the run of the page that
+    held them then), with that run's ``date`` and ``commit``: ``{"date", "commit", "records"}``, or None when no
+    archived run checked the claim. A claim card marks a check the archived run failed."""
+    if not isinstance(claim_id, str) or claim_id not in registry().claims:
         raise ValueError(f"claim_id {claim_id!r} is not in the claims registry (icllib/registry/*.yaml)")
-    path = archive_path(claim.chapter) if folder is None else path_arg("folder", folder) / f"{claim.chapter}.json"
-    if not path.is_file():
-        return None
-    run = _read_archive(path, path.stat().st_mtime_ns)
-    records = [record for record in run.get("records", []) if record.get("id") == claim_id]
-    if not records:
-        return None
-    return {"date": run.get("date", "?"), "commit": run.get("commit", "?"), "records": records}
+    folder = _book_root().joinpath(*ARCHIVE_FOLDER) if folder is None else path_arg("folder", folder)
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    for path in paths:
+        run = _read_archive(path, path.stat().st_mtime_ns)
+        records = [record for record in run.get("records", []) if record.get("id") == claim_id]
+        if records:
+            return {"date": run.get("date", "?"), "commit": run.get("commit", "?"), "records": records}
+    return None
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=32)
 def _read_archive(path: Path, _modified: int) -> dict:
     """An archived run, read once per version of the file (a build draws every card of a chapter from it)."""
     return json.loads(path.read_text(encoding="utf-8"))
