@@ -198,27 +198,14 @@ def footer_template(label: str) -> str:
             f"{html.escape(label)}page <span class='pageNumber'></span> of <span class='totalPages'></span></div>")
 
 
-# Every figure has loaded (a page prints what it has), the solutions' dropdowns and the hidden outputs are open
-# (the print style sheet shows them too, and drops the toggles' labels), and each formula carries its text:
-# MathJax draws glyphs from CSS, which print as shapes with no text, so a transparent copy of the formula's text
-# (its MathML's characters, "ηY", else its TeX) lies over it, and a reader can find and copy it in the PDF.
+# Every figure has loaded (a page prints what it has), and the solutions' dropdowns and the hidden outputs are open
+# (the print style sheet shows them too, and drops the toggles' labels). MathJax's glyphs print as text (its fonts
+# map them to characters): a formula is in the PDF's text layer as it is.
 READY = r"""
 Promise.all(Array.from(document.images).map((image) => image.complete ? true
   : new Promise((done) => { image.addEventListener("load", done); image.addEventListener("error", done); })))
   .then(() => { document.querySelectorAll(".toggle-hidden").forEach((node) => node.classList.remove("toggle-hidden"));
                 document.querySelectorAll("details.below-input").forEach((node) => { node.open = true; });
-                const items = window.MathJax && MathJax.startup && MathJax.startup.document
-                  ? Array.from(MathJax.startup.document.math) : [];
-                const tex = new Map(items.map((item) => [item.typesetRoot, item.math]));
-                document.querySelectorAll("mjx-container").forEach((math) => {
-                  const mml = math.querySelector("mjx-assistive-mml");
-                  const text = ((mml && mml.textContent) || tex.get(math) || "").replace(/\s+/g, " ").trim();
-                  if (!text || math.querySelector(".print-math-text")) return;
-                  const copy = document.createElement("span");
-                  copy.className = "print-math-text";
-                  copy.textContent = text;
-                  math.append(copy);
-                });
                 return document.images.length; })
 """
 
