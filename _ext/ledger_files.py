@@ -88,8 +88,9 @@ LEDGER_FIELDS = {
     "id": ("string", "the claim id, <chapter>.<what>; the row's anchor on the ledger page is claim-<id> with . and _ as -"),
     "chapter": ("string", "the chapter module that checks it (notebooks/<chapter>.py)"),
     "paper": ("string", "the BibTeX key of the paper (book/references.bib)"),
-    "location": ("string", "where the paper states it, in the paper's numbering; \"line N\" is a line of the text "
-                           "the book checks its quotes against"),
+    "location": ("string", "where the published paper states it, in its own numbering (section, theorem, equation, "
+                           "figure, appendix), with a short verbatim phrase in quotation marks where that helps a "
+                           "search in the PDF"),
     "statement": ("string", "the paper's statement, quoted or closely paraphrased (symbols in ASCII, or TeX between $...$)"),
     "verdict": ("string", "one of the seven verdicts, or FAILED when a check of this build failed"),
     "verdict_since": ("string", "the date (YYYY-MM-DD) of the registry commit that gave the row its verdict; "

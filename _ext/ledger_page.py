@@ -9,7 +9,7 @@ Directives (used in ``book/*.md``):
 - ``ledger-summary``: each chapter's rows by verdict, in book order.
 - ``{ledger-counts}`chapter```: inline, a chapter's rows by verdict ("23 ledger rows: 12 reproduced, ...").
 
-The statements' and quotes' text (typesetting, locations) is ``ledger_text``'s; the verdicts' history is
+The statements' and quotes' text (typesetting) is ``ledger_text``'s; the verdicts' history is
 ``ledger_history``'s; the records the ledger reads and the machine-readable copies it writes are ``ledger_files``'.
 """
 
@@ -281,7 +281,7 @@ def errata_markdown(app) -> str:
             for passage in (p for p in passages.values() if p.paper == paper):
                 rows = ", ".join(f"{{ref}}`{claim_id} <{claim_anchor(claim_id)}>`"
                                  for claim_id in rows_naming.get(passage.id, []))
-                where = ledger_text.paper_location(passage.location)
+                where = passage.location
                 quote = ledger_text.pieces_markdown(ledger_text.quote_pieces(passage.quote), _escape_markdown)
                 lines += [
                     f"({_anchor(passage.id)})=",
@@ -386,12 +386,10 @@ def _warn_about_chapters_missing_from_the_toc(app, book, docname) -> None:
 
 
 def _location_cell(app, docname, book, claim, checked: bool) -> nodes.paragraph:
-    """Where the paper says it (its own numbering first, the extraction's line numbers set apart), and the
+    """Where the paper says it (in the published paper's numbering, no line of the text extraction), and the
     chapter cell that checks it (or the chapter, when no cell does). The table's heading names the chapter."""
     location = nodes.paragraph()
-    for kind, text in ledger_text.location_parts(claim.location):
-        location += nodes.Text(text) if kind == "text" else nodes.inline(text=text, classes=["extraction-line"])
-    location += nodes.Text(". ")
+    location += nodes.Text(claim.location + ". ")
     chapter_uri = app.builder.get_relative_uri(docname, claim.page)
     checking_page = getattr(app.env, "icl_checking_cells", {}).get(claim.id)
     if checked and checking_page == claim.page:

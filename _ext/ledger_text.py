@@ -220,35 +220,3 @@ def ascii_markdown(text: str, escape) -> str:
 
 def pieces_markdown(pieces, escape) -> str:
     return "".join(escape(value) if kind == "text" else "{math}`" + value + "`" for kind, value in pieces)
-
-
-# The extraction's line numbers in a location ("Sec. 3.1, line 59", "lines 47-49"): a secondary detail.
-EXTRACTION_LINE = re.compile(r"\blines? \d+(?:\s*[-–]\s*\d+)?(?:(?:,| and|, and) \d+(?:\s*[-–]\s*\d+)?)*")
-
-
-def location_parts(location: str) -> list[tuple[str, str]]:
-    """A registry location as ``("text", ...)`` pieces in the paper's own numbering and ``("line", ...)``
-    pieces that name a line of the text the book checked its quotes against."""
-    parts, position = [], 0
-    for match in EXTRACTION_LINE.finditer(location):
-        if match.start() > position:
-            parts.append(("text", location[position:match.start()]))
-        parts.append(("line", match.group()))
-        position = match.end()
-    if position < len(location):
-        parts.append(("text", location[position:]))
-    return parts
-
-
-def paper_location(location: str) -> str:
-    """A location in the paper's own numbering alone (its sections, equations, theorems, figures): the
-    extraction's line numbers dropped; empty when the location names lines only."""
-    text = EXTRACTION_LINE.sub("", location)
-    for pattern, replacement in ((r"\(\s*[,;]?\s*\)", ""), (r"\(\s*[,;]\s*", "("), (r"\s*[,;]\s*\)", ")"),
-                                 (r"(\s*,\s*){2,}", ", "), (r"\s+,", ","), (r"\s{2,}", " "),
-                                 (r"\(\s*(and|against|with|of)\s*\)", ""), (r",\s*\(", " ("), (r",\s*(and|against|with)\b", r" \1")):
-        text = re.sub(pattern, replacement, text)
-    text = re.sub(r"^[\s,;]*(?:(?:and|against|with|of)\b[\s,;]*)*", "", text)
-    text = re.sub(r"[\s,;]*(?:\b(?:and|against|with|of|repeated in|carried into|in)[\s,;]*)*$", "", text)
-    text = re.sub(r"\(\s*\)", "", text).strip(" ,;")
-    return text if re.search(r"[A-Z]|\d", text) else ""

@@ -104,7 +104,7 @@ check_claim("balance.b11-setup", query_error, **CHECKS["balance.b11-setup"])
 
 # %% [markdown]
 # The logits are $H W_Q W_K^\top H^\top = H \big(\sum_{i=1}^{6} W_Q^i (W_K^i)^\top\big) H^\top$, so each of the
-# **6 column pairs of each layer** is a rescaling symmetry with $u = W_K^i$, $w = W_Q^i$ (the paper's line 45:
+# **6 column pairs of each layer** is a rescaling symmetry with $u = W_K^i$, $w = W_Q^i$ (App. B.11:
 # "for every $i \in [6]$, there is a rescaling symmetry between $W_K^i$ and $(W_Q^i)^T$").
 # {prf:ref}`Theorem 3.1 <thm-balance-law>` needs it for every sample $x$, so we check it sample by sample in
 # float64: rescale every pair by its own random $\lambda$ and compare the per-sample losses.

@@ -621,20 +621,6 @@ def test_in_a_real_browser_the_ledgers_search_and_filters_show_the_rows_ledger_j
         f"the filter bar is not in view half-way down the ledger: {position}"
 
 
-def test_ledger_locations_give_the_papers_numbering_first_and_the_extractions_lines_apart(site):
-    """A location reads in the paper's own numbering (section, equation, theorem); a "line N" of the text the
-    book checks its quotes against is set apart (span.extraction-line), a secondary detail."""
-    import ledger_text  # _ext/
-
-    for row in ledger_rows(site):
-        cell = row.select_one("td.ledger-paper")
-        outside = " ".join(text for text in cell.find_all(string=True)
-                           if text.find_parent("span", class_="extraction-line") is None)
-        assert not ledger_text.EXTRACTION_LINE.search(outside), cell.get_text(" ", strip=True)[:80]
-    numbered = [claim.id for claim in registry().claims.values() if ledger_text.paper_location(claim.location)]
-    print(f"{len(numbered)} of {len(registry().claims)} rows name the paper's own numbering")
-
-
 # --- The chapters' shape (issue 24): numbering, cross-references, claim cards, how much of a page is code -------
 
 def chapter_numbers() -> dict[str, int]:

@@ -13,11 +13,11 @@ page: notebooks/demo
 paper: demo2026
 claims:
   - id: demo.exact
-    location: Eq. 1, line 10
+    location: Eq. 1
     statement: one plus one is two
     verdict: reproduced
   - id: demo.corrected
-    location: Lemma 2, line 20
+    location: Lemma 2
     statement: the constant is 3 (the paper prints 2)
     verdict: corrected
     erratum: demo.E1
@@ -36,7 +36,7 @@ claims:
     statement: a limit the paper does not state
     verdict: beyond the paper
   - id: demo.ambiguous
-    location: Lemma 3, line 30
+    location: Lemma 3
     statement: the rate holds per unit time
     verdict: clarified
     note: demo.N1
@@ -299,29 +299,29 @@ paper: rules2026
 paper_file: paper.txt
 claims:
   - id: rules.exact
-    location: Theorem 1, line 3
+    location: Theorem 1
     statement: the loss decreases
     verdict: reproduced
   - id: rules.stand-in
-    location: Fig. 2, line 9
+    location: Fig. 2
     statement: on WikiText-2 the attention becomes sparse
     evidence: on another corpus instead of WikiText-2
     setting: "other: another corpus"
     verdict: inconclusive
     deciding_run: the same run on WikiText-2 (30 min)
   - id: rules.covered
-    location: Theorem 2, line 12
+    location: Theorem 2
     statement: for every distribution meeting Assumption 1 the attention becomes sparse
     evidence: on a synthetic corpus instead of the paper's, which meets Assumption 1
     setting: "covered: the statement is made of every distribution meeting Assumption 1"
     verdict: reproduced
   - id: rules.sign
-    location: Eq. 8, line 20
+    location: Eq. 8
     statement: the sign of the q_0 term
     verdict: clarified
     note: rules.N1
   - id: rules.constant
-    location: Eq. 9, line 30
+    location: Eq. 9
     statement: the constant
     verdict: corrected
     erratum: rules.E1
@@ -334,7 +334,7 @@ errata:
     evidence: the chapter's check fails on 2
     extraction:
       artefact: ruled out
-      why: a digit printed the same in three displays (lines 30, 31, 40)
+      why: a digit printed the same in three displays (Eqs. 9, 10 and 12)
 notes:
   - id: rules.N1
     location: Eq. 8
@@ -408,7 +408,7 @@ def test_r3_a_note_that_calls_the_paper_wrong_is_an_erratum(rules_book):
 @pytest.mark.parametrize(("old", "new"), [
     ("      artefact: ruled out\n", "      artefact: possible\n"),
     ("    extraction:\n      artefact: ruled out\n      why: a digit printed the same in three displays "
-     "(lines 30, 31, 40)\n", ""),
+     "(Eqs. 9, 10 and 12)\n", ""),
 ])
 def test_r4_an_erratum_rules_out_the_extraction(rules_book, old, new):
     book, archive = rules_book
@@ -421,7 +421,7 @@ def test_r5_a_row_that_shadows_another_rows_run_is_reported(rules_book):
     book, archive = rules_book
     text = RULES_REGISTRY.replace("claims:\n", """claims:
   - id: rules.exact-small
-    location: Theorem 1, line 3
+    location: Theorem 1
     statement: the loss decreases (at a smaller width)
     verdict: inconclusive
     deciding_run: the full mode, run on 2026-11-22, where it held (rules.exact)

@@ -26,12 +26,12 @@ page: notebooks/demo
 paper: demo2026
 claims:
   - id: demo.exact
-    location: Eq. 1, line 10
+    location: Eq. 1
     statement: one plus one is two
     verdict: reproduced
     modes: [default, full]
   - id: demo.corrected
-    location: Lemma 2, line 20
+    location: Lemma 2
     statement: the constant is 3
     verdict: corrected
     erratum: demo.E1
