@@ -454,7 +454,7 @@ def test_the_ledger_page_states_every_rule():
 
 def _card_claim(verdict="not reproduced"):
     return claims.Claim(id="demo.rate", chapter="demo", page="notebooks/demo", paper="demo2026",
-                        location="Thm. 1, line 12", statement="s", verdict=verdict)
+                        location="Thm. 1", statement="s", verdict=verdict)
 
 
 def test_a_card_leads_with_the_ledger_verdict_and_stands_out_when_its_check_fails():
@@ -469,7 +469,7 @@ def test_a_card_leads_with_the_ledger_verdict_and_stands_out_when_its_check_fail
     assert 'href="../book/claims.html#claim-demo-rate"' in page and 'id="card-demo-rate"' in page
     assert "check FAILED" in page and "claim-card-fail" in page and "at most 0.4" in page
     assert "Why this tolerance:</span> a &lt;reason&gt;" in page
-    assert repr(card).startswith("[not reproduced] demo.rate (Thm. 1, line 12): measured 0.5, expected at most 0.4 "
+    assert repr(card).startswith("[not reproduced] demo.rate (Thm. 1): measured 0.5, expected at most 0.4 "
                                  "[FAILED]")
     passing = cards.ClaimCard([cards.CardCheck(_card_claim("reproduced"),
                                                {**record, "passed": True, "expected": 4.17721e-15,

@@ -62,10 +62,10 @@ The verdicts mean one thing each (the ledger page shows this legend):
 The rules that decide between them are ``VERDICT_RULES`` (also on the ledger page); ``verdict_problems()``
 enforces their mechanical part on the registry and the archived paper-scale runs.
 
-A reader has the published paper, not the book's text extraction of it, so no field that a page, a card, a
-download or a PDF shows cites a line of that extraction ("line 59", "lines 474-487", :data:`LINE_LOCATOR`): the
-registry refuses one. Extraction lines live only in the machine fields the coverage tests read (an erratum's or
-a note's ``line``; ``text_claims/*.yaml``).
+A reader has the published paper, not the book's text extraction of it, so no field that a page, a card, a download
+or a PDF shows cites a line of that extraction (the word "line" or "lines" and a number, :data:`LINE_LOCATOR`): the
+registry refuses one. Extraction lines live only in the machine fields the coverage tests read (an erratum's or a
+note's ``line``; ``text_claims/*.yaml``).
 
 :func:`registry` reads every chapter's file (``ICLLIB_REGISTRY`` names another folder); :mod:`icllib.claims`
 checks the claims against measured values and records the checks.
