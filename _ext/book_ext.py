@@ -6,6 +6,7 @@ Directives (used in ``book/*.md`` and in chapter notebooks):
 
 - ``cite-this-chapter``: a BibTeX entry for the current page, generated from ``CITATION.cff``.
 - ``build-info``: the run mode, the package versions and the latest benchmark results.
+- ``paper-scale-age``: how far behind the code the archived paper-scale runs are, in one sentence.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ import ledger_page
 import notebook_download
 import notebook_install
 import paper_scale
+import paper_scale_age
 import site_assets
 import source_archive
+from icllib import cards
 from icllib import claims as claims_module
 from icllib.config import mode
 from ledger_page import check_anchor, format_number, table
@@ -44,17 +47,22 @@ KEY_PACKAGES = ("icllib", "numpy", "scipy", "sympy", "torch", "matplotlib", "jup
                 "myst-nb", "jupytext")
 
 
-CHECKED_CLAIM = re.compile(r"check_claim\(\s*[\"']([^\"']+)[\"']")
+CHECKED_CLAIM = re.compile(r"(?:check_claim|show_archived_check)\(\s*[\"']([^\"']+)[\"']")
+ARCHIVED_CARD = re.compile(r"show_archived_check\(\s*[\"']([^\"']+)[\"']")
 
 
 def anchor_checking_cells(app, doctree):
-    """Give each code cell that calls ``check_claim("<id>", ...)`` the id ``check-<id>`` (the ledger links to
-    it); remember which page holds it."""
+    """Give each code cell that calls ``check_claim("<id>", ...)`` (or, for a check run at paper scale only,
+    ``show_archived_check("<id>")``) the id ``check-<id>`` (the ledger links to it); remember which page holds
+    it."""
     checking = app.env.icl_checking_cells = getattr(app.env, "icl_checking_cells", {})
     for cell in doctree.findall(lambda node: isinstance(node, nodes.container)
                                 and node.get("nb_element") == "cell_code"):
         source = next(cell.findall(nodes.literal_block), None)
-        for claim_id in CHECKED_CLAIM.findall(source.astext() if source is not None else ""):
+        code = source.astext() if source is not None else ""
+        archived = app.env.icl_archived_cards = getattr(app.env, "icl_archived_cards", {})
+        archived.update(dict.fromkeys(ARCHIVED_CARD.findall(code), app.env.docname))
+        for claim_id in CHECKED_CLAIM.findall(code):
             if claim_id not in checking:
                 cell["ids"].append(check_anchor(claim_id))
                 checking[claim_id] = app.env.docname
@@ -145,10 +153,26 @@ def course_pack_links(up: str, name: str) -> nodes.paragraph:
     return paragraph
 
 
+def cards_with_todays_ledger(app, doctree, docname):
+    """Each claim card of a page drawn again with the registry's verdicts and the archived paper-scale runs of
+    this build (``icllib.cards.drawn_again``): a card is drawn when its chapter runs, and a verdict changed since,
+    or a newer full run, reaches the page without running the chapter again."""
+    folder = Path(app.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER)
+    book = claims_module.registry().claims
+    for raw in list(doctree.findall(nodes.raw)):
+        if raw.get("format") == "html" and "claim-card" in raw.astext():
+            text = cards.drawn_again(raw.astext(), book,
+                                     lambda claim_id: claims_module.archived_checks(claim_id, folder))
+            raw.replace(raw[0], nodes.Text(text))
+
+
 def forget_checking_cells(app, env, docname):
     checking = getattr(env, "icl_checking_cells", {})
     for claim_id in [claim_id for claim_id, page in checking.items() if page == docname]:
         del checking[claim_id]
+    archived = getattr(env, "icl_archived_cards", {})
+    for claim_id in [claim_id for claim_id, page in archived.items() if page == docname]:
+        del archived[claim_id]
 
 
 def warn_about_unreadable_figures(app, env):
@@ -267,7 +291,7 @@ class BuildInfo(SphinxDirective):
 
     def _paper_scale(self) -> list[nodes.Node]:
         folder = Path(self.env.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER)
-        return [nodes.rubric(text="Paper scale (make paper-scale)"),
+        return [nodes.rubric(text="Paper scale (make paper-scale)", ids=[ledger_page.PAPER_SCALE_STATUS]),
                 nodes.paragraph(text="Each chapter's last run in 'full' mode, archived in results/full/ with its "
                                      "check records (shown in the ledger's Paper scale column), or, where none is "
                                      "archived yet, its estimated cost. Full runs are never part of make test or "
@@ -315,6 +339,20 @@ class BuildInfo(SphinxDirective):
                     + f"after = {after['commit']}. A prose edit adds a sentence to a chapter's markdown and to the "
                     f"home page.")),
                 table(("Command", "before (s)", "after (s)", "target (s)", "speed-up"), rows)]
+
+
+class PaperScaleAge(SphinxDirective):
+    """One sentence: how many commits behind the code the archived paper-scale runs are, and whether the chapters'
+    code changed since in what their checks measure or only in figures and prose (``paper_scale_age``)."""
+
+    def run(self):
+        root = Path(self.env.srcdir)
+        runs = paper_scale.chapter_runs(root.joinpath(*claims_module.ARCHIVE_FOLDER))
+        paragraph = nodes.paragraph(classes=["paper-scale-age"])
+        paragraph += nodes.Text(paper_scale_age.age_sentence(runs, root) + " ")
+        paragraph += nodes.reference(text="Each run and the files changed since", refuri=f"#{ledger_page.PAPER_SCALE_STATUS}")
+        paragraph += nodes.Text(" are listed below.")
+        return [paragraph]
 
 
 def _kernel_rows(report: dict) -> list[list[str]]:
@@ -379,11 +417,14 @@ def setup(app):
     app.add_js_file("fit_equations.js")
     app.add_directive("cite-this-chapter", CiteThisChapter)
     app.add_directive("build-info", BuildInfo)
+    app.add_directive("paper-scale-age", PaperScaleAge)
     ledger_page.setup(app)
     app.connect("doctree-read", anchor_checking_cells)
     app.connect("doctree-read", alt_text_from_captions)
     app.connect("doctree-read", offer_the_source)
     app.connect("doctree-read", check_the_cite_section)
+    app.connect("doctree-resolved", cards_with_todays_ledger)
+    app.connect("doctree-resolved", site_assets.et_al)
     app.connect("env-purge-doc", forget_checking_cells)
     app.connect("env-updated", warn_about_unreadable_figures)
     app.connect("html-page-context", offer_executed_notebook, priority=450)

@@ -198,12 +198,14 @@ def footer_template(label: str) -> str:
             f"{html.escape(label)}page <span class='pageNumber'></span> of <span class='totalPages'></span></div>")
 
 
-# Every figure has loaded (a page prints what it has), and the solutions' dropdowns are open (the print
-# style sheet shows them too; this also sets the buttons' state that a reader would see).
+# Every figure has loaded (a page prints what it has), and the solutions' dropdowns and the hidden outputs are open
+# (the print style sheet shows them too, and drops the toggles' labels). MathJax's glyphs print as text (its fonts
+# map them to characters): a formula is in the PDF's text layer as it is.
 READY = r"""
 Promise.all(Array.from(document.images).map((image) => image.complete ? true
   : new Promise((done) => { image.addEventListener("load", done); image.addEventListener("error", done); })))
   .then(() => { document.querySelectorAll(".toggle-hidden").forEach((node) => node.classList.remove("toggle-hidden"));
+                document.querySelectorAll("details.below-input").forEach((node) => { node.open = true; });
                 return document.images.length; })
 """
 
@@ -219,17 +221,37 @@ def print_page(browser, url: str, target: Path, *, title: str, edition: str, lab
                           preferCSSPageSize=False, **PAPER)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(base64.b64decode(result["data"]))
-    compress(target)
+    compress(target, pdf_metadata(f"{title} ({book_title()}, {EDITION_TITLES[edition].lower()})"))
     return time.monotonic() - started
 
 
-def compress(path: Path) -> None:
+def book_authors(root: Path = ROOT) -> str:
+    """The book's authors as CITATION.cff names them, joined for a PDF's Author field."""
+    citation = yaml.safe_load((root / "CITATION.cff").read_text(encoding="utf-8"))
+    names = [author.get("name") or " ".join(filter(None, (author.get("given-names"), author.get("family-names"))))
+             for author in citation.get("authors", [])]
+    return ", ".join(name for name in names if name)
+
+
+def pdf_metadata(title: str) -> dict[str, str]:
+    """A PDF's document information: its title, the book's authors (CITATION.cff) and what made it; Chromium
+    leaves them empty. Raises ``ValueError`` naming ``title`` for an empty one."""
+    if not isinstance(title, str) or not title.strip():
+        raise ValueError(f"title must be the PDF's title (a non-empty str), got {title!r}")
+    return {"/Title": title, "/Author": book_authors(), "/Subject": book_title(),
+            "/Creator": "the book's course pack (_ext/course.py), printed by Chromium"}
+
+
+def compress(path: Path, metadata: dict[str, str] | None = None) -> None:
     """Chromium gives each page its own copies of the fonts and figures it uses: the same pages written afresh
-    with the identical objects shared are less than half the size."""
+    with the identical objects shared are less than half the size; ``metadata`` sets the document's title and
+    author."""
     from pypdf import PdfWriter
 
     writer = PdfWriter()
     writer.append(str(path))
+    if metadata:
+        writer.add_metadata(metadata)
     writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
     with open(path, "wb") as handle:
         writer.write(handle)
@@ -248,7 +270,7 @@ def print_edition(browser, pages_root: Path, target: Path, edition: str) -> dict
     book = PdfWriter()
     for chapter in chapters():
         book.append(str(target / pdf_name(chapter)), outline_item=f"{chapter.number}. {chapter.title}")
-    book.add_metadata({"/Title": f"{book_title()} ({EDITION_TITLES[edition].lower()})"})
+    book.add_metadata(pdf_metadata(f"{book_title()} ({EDITION_TITLES[edition].lower()})"))
     book.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
     with open(target / BOOK_PDF, "wb") as handle:
         book.write(handle)

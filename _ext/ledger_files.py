@@ -88,9 +88,10 @@ LEDGER_FIELDS = {
     "id": ("string", "the claim id, <chapter>.<what>; the row's anchor on the ledger page is claim-<id> with . and _ as -"),
     "chapter": ("string", "the chapter module that checks it (notebooks/<chapter>.py)"),
     "paper": ("string", "the BibTeX key of the paper (book/references.bib)"),
-    "location": ("string", "where the paper states it, in the paper's numbering; \"line N\" is a line of the text "
-                           "the book checks its quotes against"),
-    "statement": ("string", "the paper's statement, quoted or closely paraphrased (symbols in ASCII)"),
+    "location": ("string", "where the published paper states it, in its own numbering (section, theorem, equation, "
+                           "figure, appendix), with a short verbatim phrase in quotation marks where that helps a "
+                           "search in the PDF"),
+    "statement": ("string", "the paper's statement, quoted or closely paraphrased (symbols in ASCII, or TeX between $...$)"),
     "verdict": ("string", "one of the seven verdicts, or FAILED when a check of this build failed"),
     "verdict_since": ("string", "the date (YYYY-MM-DD) of the registry commit that gave the row its verdict; "
                                 "\"uncommitted\" for a change not yet committed"),
@@ -139,6 +140,32 @@ def ledger_row(claim, verdict: str, since: dict, history: list[dict], measured: 
         "paper_scale_failed": failed_at_paper_scale,
         "row": row,
     }
+
+
+# What the ledger's search reads of a row: every column of ledger.json but the row's own address; the verdicts of its
+# history count ("corrected" finds a row corrected once), the commits do not.
+SEARCH_LEFT_OUT = ("row", "paper_scale_failed")
+
+
+def search_text(row: dict) -> str:
+    """A ledger.json row as the ledger's search reads it: every column's text, lists joined, in lower case,
+    ASCII as the registry writes it (``eta_y``); ledger.js adds each text's Unicode form (``ηy``) and folds the
+    reader's query the same way, so that "eta_y", "ηY" and "inconclusive" all find their rows.
+
+    Raises ``ValueError`` naming ``row`` for anything but a mapping of ledger.json's fields."""
+    if not isinstance(row, dict) or "id" not in row:
+        raise ValueError(f"row must be a row of ledger.json (a dict with its id), got {row!r:.60}")
+    parts: list[str] = []
+    for key, value in row.items():
+        if key in SEARCH_LEFT_OUT or value is None:
+            continue
+        if key == "verdict_history":
+            parts += [str(change.get("to") or "") for change in value]
+        elif isinstance(value, list):
+            parts += [str(item) for item in value]
+        else:
+            parts.append(str(value))
+    return " ".join(" ".join(part.split()) for part in parts if part).lower()
 
 
 def write_machine_readable_ledger(folder: Path, rows: list[dict], release: dict, commits: dict) -> None:

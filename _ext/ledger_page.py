@@ -9,7 +9,7 @@ Directives (used in ``book/*.md``):
 - ``ledger-summary``: each chapter's rows by verdict, in book order.
 - ``{ledger-counts}`chapter```: inline, a chapter's rows by verdict ("23 ledger rows: 12 reproduced, ...").
 
-The statements' and quotes' text (typesetting, locations) is ``ledger_text``'s; the verdicts' history is
+The statements' and quotes' text (typesetting) is ``ledger_text``'s; the verdicts' history is
 ``ledger_history``'s; the records the ledger reads and the machine-readable copies it writes are ``ledger_files``'.
 """
 
@@ -35,6 +35,9 @@ from icllib import coverage as coverage_module
 from icllib.config import mode
 
 logger = logging.getLogger(__name__)
+
+# The status page's paragraph on the archived paper-scale runs (book_ext.BuildInfo), which the ledger's marks link.
+PAPER_SCALE_STATUS = "paper-scale-runs"
 
 LEDGER_COLUMNS = ("Claim", "Paper, location", "Statement", "Verdict", "Measured", "Check", "Mode", "Paper scale")
 
@@ -278,7 +281,7 @@ def errata_markdown(app) -> str:
             for passage in (p for p in passages.values() if p.paper == paper):
                 rows = ", ".join(f"{{ref}}`{claim_id} <{claim_anchor(claim_id)}>`"
                                  for claim_id in rows_naming.get(passage.id, []))
-                where = ledger_text.paper_location(passage.location)
+                where = passage.location
                 quote = ledger_text.pieces_markdown(ledger_text.quote_pieces(passage.quote), _escape_markdown)
                 lines += [
                     f"({_anchor(passage.id)})=",
@@ -383,12 +386,10 @@ def _warn_about_chapters_missing_from_the_toc(app, book, docname) -> None:
 
 
 def _location_cell(app, docname, book, claim, checked: bool) -> nodes.paragraph:
-    """Where the paper says it (its own numbering first, the extraction's line numbers set apart), and the
+    """Where the paper says it (in the published paper's numbering, no line of the text extraction), and the
     chapter cell that checks it (or the chapter, when no cell does). The table's heading names the chapter."""
     location = nodes.paragraph()
-    for kind, text in ledger_text.location_parts(claim.location):
-        location += nodes.Text(text) if kind == "text" else nodes.inline(text=text, classes=["extraction-line"])
-    location += nodes.Text(". ")
+    location += nodes.Text(claim.location + ". ")
     chapter_uri = app.builder.get_relative_uri(docname, claim.page)
     checking_page = getattr(app.env, "icl_checking_cells", {}).get(claim.id)
     if checked and checking_page == claim.page:
@@ -400,14 +401,23 @@ def _location_cell(app, docname, book, claim, checked: bool) -> nodes.paragraph:
     return location
 
 
-def _paper_scale_cell(docname, claim, summary: str, archived) -> nodes.paragraph:
-    """The archived full-mode result of a claim, linked to its run's record file in the site."""
-    cell = nodes.paragraph(text=summary)
+def _paper_scale_cell(app, docname, claim, archived) -> nodes.paragraph:
+    """The archived full-mode result of a claim, linked to its run's record file in the site; where the chapter's
+    code changed since that run, one mark that links the status page (which lists the files)."""
+    cell = nodes.paragraph(text=paper_scale.paper_scale_summary(claim.id, archived, with_code=False))
     if claim.id in archived:
-        chapter = archived[claim.id][-1]["chapter"]
+        latest = archived[claim.id][-1]
         cell += nodes.Text(" ")
-        cell += nodes.reference(text="(record)", refuri=os.path.relpath(f"{ledger_files.PAPER_SCALE_FOLDER}/{chapter}.json",
-                                                                         Path(docname).parent))
+        cell += nodes.reference(text="(record)", refuri=os.path.relpath(
+            f"{ledger_files.PAPER_SCALE_FOLDER}/{latest['chapter']}.json", Path(docname).parent))
+        code = latest.get("code") or {}
+        if code.get("state") == "changed":
+            status = app.builder.get_relative_uri(docname, "book/status") + "#" + PAPER_SCALE_STATUS
+            mark = nodes.reference(text="code changed since", refuri=status, classes=["paper-scale-stale"],
+                                   reftitle=f"{len(code['changed'])} files of the chapter's code changed since the "
+                                            f"run's commit {latest['commit']}: the status page lists them")
+            cell += nodes.Text(" ")
+            cell += mark
     return cell
 
 
@@ -544,6 +554,14 @@ def _filter_data(book, sections: dict[str, str]) -> nodes.raw:
                      + json.dumps(filter_data).replace("<", "\\u003c") + "</script>", format="html")
 
 
+def _search_data(rows: list[dict]) -> nodes.raw:
+    """What ledger.js searches: each row's every column from ledger.json (``ledger_files.search_text``), by the
+    row's anchor, read from the registry and the records rather than from the page's typeset text."""
+    texts = {claim_anchor(row["id"]): ledger_files.search_text(row) for row in rows}
+    return nodes.raw("", '<script type="application/json" id="ledger-search-data">'
+                     + json.dumps(texts, ensure_ascii=False).replace("<", "\\u003c") + "</script>", format="html")
+
+
 def _claim_row(app, docname, book, claim, claim_records: list[dict], archived, events, since) -> tuple:
     """A claim's row of the ledger's table (its cells, id and classes), its row of ledger.json, and whether a
     check of this build failed."""
@@ -568,11 +586,13 @@ def _claim_row(app, docname, book, claim, claim_records: list[dict], archived, e
     full_run = paper_scale.paper_scale_summary(claim.id, archived)
     full_records = archived.get(claim.id, [])
     failed_at_paper_scale = any(not record["passed"] for record in full_records)
-    cells = [claim_id, _location_cell(app, docname, book, claim, bool(claim_records)),
+    # a check run at paper scale only shows its archived values on a card in the chapter (show_archived_check)
+    carded = bool(claim_records) or (not checkable and claim.id in getattr(app.env, "icl_archived_cards", ()))
+    cells = [claim_id, _location_cell(app, docname, book, claim, carded),
              _statement_cell(app, docname, claim),
              _verdict_cell(verdict, failed_at_paper_scale, since.get(claim.id)),
              _paragraphs(measured), _paragraphs(checks), run_mode,
-             _paper_scale_cell(docname, claim, full_run, archived)]
+             _paper_scale_cell(app, docname, claim, archived)]
     classes = ["ledger-row", _verdict_class(verdict), f"chapter-{claim.chapter}",
                *(["paper-scale-failed"] if failed_at_paper_scale else [])]
     history = [{key: event[key] for key in ("commit", "from", "to")} for event in events if event["id"] == claim.id]
@@ -636,6 +656,7 @@ def fill_ledger(app, doctree, docname):
         output.append(section)
         machine_readable += rows
         failed += paper_failed
+    output.append(_search_data(machine_readable))
     if failed:
         output.insert(1, nodes.paragraph(text=f"{failed} checks FAILED in this build."))
     output.append(_history_section(app, docname, book, events, history_source))

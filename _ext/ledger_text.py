@@ -99,8 +99,18 @@ CODE_NAME = re.compile(r"[a-z0-9]+(?:_[a-z0-9]{3,})+")
 
 
 def ascii_pieces(text: str) -> list[tuple[str, str]]:
-    """A registry sentence as text and math pieces: each symbol (``W_V^T``, ``eta_Y``, ``alpha``) becomes
-    TeX, the words stay words."""
+    """A registry sentence as text and math pieces: its ``$...$`` as TeX, whole (a long one cut at its top-level
+    relations, so that a line can break there); outside them each ASCII symbol (``W_V^T``, ``eta_Y``,
+    ``alpha``) becomes TeX, the words stay words."""
+    if "$" in text:
+        pieces: list[tuple[str, str]] = []
+        for index, part in enumerate(re.split(r"(?<!\\)(\$[^$]+\$)", text)):
+            pieces += _math_pieces(part[1:-1]) if index % 2 else _symbol_pieces(part)
+        return [piece for piece in pieces if piece[1]]
+    return _symbol_pieces(text)
+
+
+def _symbol_pieces(text: str) -> list[tuple[str, str]]:
     pieces: list[tuple[str, str]] = []
     position = 0
     for match in SYMBOL.finditer(text):
@@ -210,35 +220,3 @@ def ascii_markdown(text: str, escape) -> str:
 
 def pieces_markdown(pieces, escape) -> str:
     return "".join(escape(value) if kind == "text" else "{math}`" + value + "`" for kind, value in pieces)
-
-
-# The extraction's line numbers in a location ("Sec. 3.1, line 59", "lines 47-49"): a secondary detail.
-EXTRACTION_LINE = re.compile(r"\blines? \d+(?:\s*[-–]\s*\d+)?(?:(?:,| and|, and) \d+(?:\s*[-–]\s*\d+)?)*")
-
-
-def location_parts(location: str) -> list[tuple[str, str]]:
-    """A registry location as ``("text", ...)`` pieces in the paper's own numbering and ``("line", ...)``
-    pieces that name a line of the text the book checked its quotes against."""
-    parts, position = [], 0
-    for match in EXTRACTION_LINE.finditer(location):
-        if match.start() > position:
-            parts.append(("text", location[position:match.start()]))
-        parts.append(("line", match.group()))
-        position = match.end()
-    if position < len(location):
-        parts.append(("text", location[position:]))
-    return parts
-
-
-def paper_location(location: str) -> str:
-    """A location in the paper's own numbering alone (its sections, equations, theorems, figures): the
-    extraction's line numbers dropped; empty when the location names lines only."""
-    text = EXTRACTION_LINE.sub("", location)
-    for pattern, replacement in ((r"\(\s*[,;]?\s*\)", ""), (r"\(\s*[,;]\s*", "("), (r"\s*[,;]\s*\)", ")"),
-                                 (r"(\s*,\s*){2,}", ", "), (r"\s+,", ","), (r"\s{2,}", " "),
-                                 (r"\(\s*(and|against|with|of)\s*\)", ""), (r",\s*\(", " ("), (r",\s*(and|against|with)\b", r" \1")):
-        text = re.sub(pattern, replacement, text)
-    text = re.sub(r"^[\s,;]*(?:(?:and|against|with|of)\b[\s,;]*)*", "", text)
-    text = re.sub(r"[\s,;]*(?:\b(?:and|against|with|of|repeated in|carried into|in)[\s,;]*)*$", "", text)
-    text = re.sub(r"\(\s*\)", "", text).strip(" ,;")
-    return text if re.search(r"[A-Z]|\d", text) else ""

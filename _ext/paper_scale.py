@@ -595,17 +595,17 @@ def _expectation(record: dict) -> str:
     return f"expected {_number(record['expected'])} within {record['tolerance']}"
 
 
-def paper_scale_summary(claim_id: str, records: dict[str, list[dict]]) -> str:
-    """One line of plain text for the ledger's paper-scale column, from :func:`archived_records`: the
-    measured values and ``(pass)``, or ``FAILED:`` with each failing value and its expectation, then the
-    date and the chapter of the run; ``no archived full run`` when the archive has no record of the claim."""
+def paper_scale_summary(claim_id: str, records: dict[str, list[dict]], with_code: bool = True) -> str:
+    """One line of plain text for the ledger's paper-scale column, from :func:`archived_records`: the measured
+    values and ``(pass)``, or ``FAILED:`` with each failing value and its expectation, the run's date and chapter,
+    and ``with_code`` which files of its code changed since (the page shows one mark instead); ``no archived full
+    run`` when the archive has no record of the claim."""
     found = records.get(claim_id, [])
     if not found:
         return "no archived full run"
     kind = "partial full run" if found[-1].get("partial") else "full run"
     run = f"{found[-1]['date'][:10]}, {kind} of {found[-1]['chapter']}"
-    if "code" in found[-1]:
-        run += f"; its code {found[-1]['code']['text']}"
+    run += f"; its code {found[-1]['code']['text']}" if with_code and "code" in found[-1] else ""
     failed = [record for record in found if not record["passed"]]
     if failed:
         details = "; ".join(f"measured {_number(record['measured'])}, {_expectation(record)}" for record in failed)

@@ -98,6 +98,26 @@ def bibliography_roles(app, exception):
             page.write_text(text.replace('role="doc-biblioentry"', 'role="listitem"'), encoding="utf-8")
 
 
+def et_al(app, doctree, docname):
+    """BibTeX's ``and others`` (an author list the paper's first version leaves open) as the reader expects it:
+    "Musat et al.", in the in-text citations and the references alike (pybtex writes "Musat and others")."""
+    from docutils import nodes
+
+    for text in list(doctree.findall(nodes.Text)):
+        parent, value = text.parent, str(text)
+        if parent is None or "others" not in value:
+            continue
+        fixed = value.replace(" and others.", " et al.").replace(" and others", " et al.")
+        index = parent.index(text)
+        previous = parent[index - 1] if index > 0 else None
+        if value.startswith("others") and isinstance(previous, nodes.Text) and str(previous).endswith(" and "):
+            parent.replace(previous, nodes.Text(str(previous)[:-len(" and ")]))
+            rest = value[len("others"):]
+            fixed = (" et al" if rest.startswith(".") else " et al.") + rest
+        if fixed != value:
+            parent.replace(text, nodes.Text(fixed))
+
+
 def add_static_files(app, config):
     config.html_static_path.append(str(Path(__file__).parent / "static"))
 

@@ -58,7 +58,7 @@ import torch
 from icllib.balance import model as balance
 from icllib.balance import theory
 from icllib.balance.theory import CHECKS
-from icllib.claims import archived_arrays, check_claim, save_arrays
+from icllib.claims import archived_arrays, check_claim, save_arrays, show_archived_check
 from icllib.config import by_mode, device, mode, rng, run_line, torch_generator
 from icllib.plotting import PALETTE, figure, legend, show_table
 
@@ -104,7 +104,7 @@ check_claim("balance.b11-setup", query_error, **CHECKS["balance.b11-setup"])
 
 # %% [markdown]
 # The logits are $H W_Q W_K^\top H^\top = H \big(\sum_{i=1}^{6} W_Q^i (W_K^i)^\top\big) H^\top$, so each of the
-# **6 column pairs of each layer** is a rescaling symmetry with $u = W_K^i$, $w = W_Q^i$ (the paper's line 45:
+# **6 column pairs of each layer** is a rescaling symmetry with $u = W_K^i$, $w = W_Q^i$ (App. B.11:
 # "for every $i \in [6]$, there is a rescaling symmetry between $W_K^i$ and $(W_Q^i)^T$").
 # {prf:ref}`Theorem 3.1 <thm-balance-law>` needs it for every sample $x$, so we check it sample by sample in
 # float64: rescale every pair by its own random $\lambda$ and compare the per-sample losses.
@@ -729,6 +729,8 @@ if mode() == "full":
 else:
     batch20 = CHECKS["balance.fig6-approach-batch20"]
     check_claim("balance.fig6-approach-batch20", approach, **batch20)
+    show_archived_check("balance.fig6-approach")  # batch 200's values, from the archived full run
+    show_archived_check("balance.fig6-overlap")
 
 # %% [markdown]
 # {numref}`fig-balance-attention` draws the two noise terms of every pair and the imbalances $D_i$ along the run.

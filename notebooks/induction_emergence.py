@@ -624,7 +624,7 @@ check_claim("induction_emergence.b82-beta-bound", beta_max, **C["b82-beta-bound"
 # because the proof uses $\gamma \ge 1/2$ while $\gamma \approx 1$) or 5 (B.8.2: $\beta(T_\alpha) \to 1$, not
 # $5.45$), as the slow manifold of {prf:ref}`Proposition 2 <prop-induction-phase2>` predicts.
 #
-# Two statements around B.8.1 are off. The proof sketch (line 231) says the last step shows
+# Two statements around B.8.1 are off. The proof sketch of Theorem 2 says the last step shows
 # $\dot\alpha = o(1/N^2)$, "which implies that $\alpha$ emerges last in $\Theta(N^2)$"; a rate $o(1/N^2)$ would
 # make the emergence slower than any multiple of $N^2$. B.8.1 shows, and the flow confirms, a rate of exact order
 # $1/N^2$ ({ref}`induction_emergence.E2 <induction-emergence-e2>`): $N^2\dot\alpha$ does not shrink as $N$ grows.

@@ -283,7 +283,7 @@ check_claim("induction_subspace.needs-structure", random_error, **CHECKS["needs-
 # prints all four block-rows of $W^{(2)}$ as $W_{11} \dots W_{14}$ and $W^{(3)}$ as a row of eight blocks
 # ({ref}`induction_subspace.N7 <induction-subspace-n7>`, perhaps the text extraction's repetition):
 # {eq}`subspace-structured` has four different block-rows, and a row of blocks would be $D \times 8D$, not the
-# $8D \times D$ of line 466. A.7.3 writes $\partial S_{kl}/\partial W^{(1)}_{ij}$ as the product $(X_i)_k (X_j)_l$
+# $8D \times D$ of App. A.3's shapes. A.7.3 writes $\partial S_{kl}/\partial W^{(1)}_{ij}$ as the product $(X_i)_k (X_j)_l$
 # of two row vectors, where the outer product $(X_i)_k^\top (X_j)_l$ is meant, so that
 # $\partial\mathcal L/\partial W^{(1)}_{ij} = X_i^\top (\partial\mathcal L/\partial S) X_j$
 # ({ref}`induction_subspace.N8 <induction-subspace-n8>`, perhaps a transpose the extraction lost; A.7.2 writes it
@@ -1027,7 +1027,7 @@ learns = isp.check_args("standard-transformer-paper-width", D=D_std)
 check_claim("induction_subspace.standard-transformer-paper-width", accuracy, **learns)
 
 # %% [markdown]
-# Fig. 2 reads the first layer through the positional block of its key-query product. As printed (line 57),
+# Fig. 2 reads the first layer through the positional block of its key-query product. As printed in Sec. 2.2 ("corresponds exactly to the attention score"),
 # $p_i^\top W_K^1 W_Q^1 p_j$ is not the attention score: with $W_Q, W_K \in \mathbb R^{D_H \times D}$ the score of
 # query position $i$ on key position $j$ is $p_i^\top W_Q^{1\top} W_K^1 p_j / \sqrt{D_H}$, and $W_K^1 W_Q^1$ is a
 # different matrix, which type-checks only because $D = D_H$
@@ -1042,7 +1042,7 @@ positional = standard.previous_position_attention()
 with torch.no_grad():  # row: query position, column: key position
     P_emb, W_Q1, W_K1 = standard.P, standard.W_Q[0], standard.W_K[0]
     scores = (P_emb @ W_Q1.T) @ (P_emb @ W_K1.T).T
-    printed = P_emb @ W_K1 @ W_Q1 @ P_emb.T  # p_i^T W_K W_Q p_j, as on line 57
+    printed = P_emb @ W_K1 @ W_Q1 @ P_emb.T  # p_i^T W_K W_Q p_j, as printed in Sec. 2.2
 candidates = (printed, printed.T)
 distance = min(float((candidate - scores).norm() / scores.norm()) for candidate in candidates)
 printed_attention = ic.causal_softmax(printed / np.sqrt(D_std), strict=False)

@@ -76,7 +76,7 @@ print(run_line())
 # $$ f_{\rm LSA}(E)=E+W^{PV}E\,\frac{E^\top W^{KQ}E}{\rho} $$ (lsa-eq33)
 #
 # and reads the prediction $\hat y$ in the bottom-right entry (Eq. 3.3). The normalisation $\rho$ is the width
-# of $E$ minus one (line 114): $\rho=N$ for training prompts and $\rho=M$ for a test prompt of length $M$, as in
+# of $E$ minus one (Sec. 3.2): $\rho=N$ for training prompts and $\rho=M$ for a test prompt of length $M$, as in
 # (4.2)-(4.3) and `lsa.predict`.
 #
 # ```{prf:lemma} Lemma 5.1 of the paper, with Eq. 3.6: the prediction is a quadratic form
@@ -128,7 +128,7 @@ check_claim("lsa.eq36", max(err_junk, err_predict), **C["lsa.eq36"])
 # Below Lemma 5.1 the paper shows that the quadratic form is not convex: the eigenvalues of
 # $H_\tau=\frac12X_\tau\otimes\frac{E_\tau E_\tau^\top}N$ are products of those of $\frac12X_\tau$ (one negative,
 # $-\|x_q\|/2$) and of the positive semi-definite $E_\tau E_\tau^\top/N$, so $H_\tau$ has at least $d+1$
-# negative eigenvalues (line 356). We count them on 20 prompts (`lsx.negative_eigenvalue_counts` builds
+# negative eigenvalues (Sec. 5.1). We count them on 20 prompts (`lsx.negative_eigenvalue_counts` builds
 # each $H_\tau$ and counts the eigenvalues below $-10^{-12}$ times the largest, so that round-off is not
 # counted).
 
@@ -197,7 +197,7 @@ check_claim("lsa.full-loss", z_full, **why)
 # and $u_{21}=w^{KQ}_{21}$ entries is exactly zero, so they stay zero.
 # ```
 #
-# The key moment is $\mathbb E[\hat\Lambda^2]=\Gamma\Lambda$ (line 636). The Monte-Carlo run above also averaged
+# The key moment is $\mathbb E[\hat\Lambda^2]=\Gamma\Lambda$ (App. A.2). The Monte-Carlo run above also averaged
 # the gradient of the per-prompt loss of the literal model; we compare it, entry by entry, with minus the
 # right-hand side of (5.4) and zero elsewhere (`lsx.invariant_set_gradient`), as one z-score per relevant
 # entry (`lsx.gradient_z_scores`).
@@ -319,7 +319,7 @@ check_claim("lsa.sigma-condition", err_outside, **C["lsa.sigma-condition"])
 # $$ u_{-1}(t)\ge\Big(\frac{\sigma^2\|\Lambda\Theta\|_F^2\,[2-\sqrt d\,\sigma^2\|\Gamma\|_{op}]}{2\sqrt d\,\|\Lambda\|_{op}^2}\Big)^{1/2}. $$ (lsa-a14)
 # ```
 #
-# The proof of Lemma A.4 says the loss is "non-decreasing" along the flow (line 806), where the display that
+# The proof of Lemma A.4 says the loss is "non-decreasing" along the flow (App. A.4), where the display that
 # follows, $\frac{d\tilde\ell}{dt}=-\|\dot U_{11}\|_F^2-|\dot u_{-1}|^2\le0$, shows it is non-increasing
 # ({ref}`lsa.E7 <lsa-e7>`). We check the bound {eq}`lsa-a14` (`lsat.a14_bound`) and the direction of the loss
 # on the flows above.
@@ -451,7 +451,7 @@ legend(ax_bal)
 # ## Finite steps: the same function, another point of the minimum manifold
 #
 # {prf:ref}`Theorem 4.1 <thm-lsa-convergence>` is about gradient flow; the paper leaves finite step sizes open
-# (line 412). The loss only depends on the product $cU$ ($c=u_{-1}$), so the global minima form the curve
+# (Sec. 6). The loss only depends on the product $cU$ ($c=u_{-1}$), so the global minima form the curve
 # $cU=\Gamma^{-1}$ of {prf:ref}`Corollary A.2 <cor-lsa-minimum>`; the flow picks the point with $c^2=\|U\|_F^2$
 # because it conserves the imbalance $\delta=c^2-\|U\|_F^2$. A gradient step changes it by exactly
 # $\eta^2\big((\partial_cL)^2-\|\partial_UL\|_F^2\big)$, so gradient descent ends at the point of the curve with
@@ -510,7 +510,7 @@ check_claim("lsa.lemma53", max(gd_dist), **C["lsa.lemma53"])
 # **Monte-Carlo SGD on the full matrices.** Finally the training the paper leaves open: stochastic gradient
 # descent on fresh batches of prompts (1024 per step, float32), through the literal model, on all $2(d+1)^2$
 # entries of $W^{KQ}$ and $W^{PV}$, from the same kind of start ($d=3$, $N=10$), for several seeds. (This
-# minimises the empirical risk (3.7) of the objective (3.1); on the reference to (4.8) at line 84 see
+# minimises the empirical risk (3.7) of the objective (3.1); on the reference to (4.8) in Sec. 3.1 see
 # {ref}`lsa.N1 <lsa-n1>`.) We ask that the seed average of $cU$ be within 2 % of $\Gamma^{-1}$: a single seed
 # scatters by about 1 % at this step size and batch, while the $N\to\infty$ predictor $\Lambda^{-1}$ is tens of
 # per cent away. (A self-normalised test such as the ratio of the seed average's error to the single seeds'
@@ -580,7 +580,7 @@ check_claim("lsa.sgd-predictor", err_mean, **lsat.check_args("lsa.sgd-predictor"
 # minimum is global. Gradient flow also conserves $\delta=\|(v,c)\|^2-\|[U;u^\top]\|_F^2$ for any start, since
 # the prediction is bilinear in the last row of $W^{PV}$ and the first columns of $W^{KQ}$.
 #
-# The paper leaves "more general initializations" open (line 412). We draw every relevant entry i.i.d.
+# The paper leaves "more general initializations" open (Sec. 6). We draw every relevant entry i.i.d.
 # $\mathcal N(0,0.05^2)$ (`lsa.generic_init`), a batch of seeds at once, and run the exact gradient flow on the
 # closed-form loss (a stiff ODE: BDF with the autograd Hessian as Jacobian; plain gradient descent needs about
 # $10^5$ steps to get as far), once with the anisotropic $\Lambda$ and once with $\Lambda=I$.

@@ -258,7 +258,7 @@ check_claim("lsa.query-shift", max(query_limits.values()), **C["lsa.query-shift"
 # reaches OLS, which is exact on noiseless prompts.
 #
 # **Queries orthogonal to the prompt.** The paper says that a query orthogonal to the span of the $x_i$ gets
-# prediction zero (line 258). This needs $M<d$ (otherwise the span is all of $\mathbb R^d$), and the prediction
+# prediction zero (Sec. 4.2). This needs $M<d$ (otherwise the span is all of $\mathbb R^d$), and the prediction
 # $x_q^\top\Gamma^{-1}\hat g$ vanishes for every such query only if $\Gamma\propto I$, i.e. for an isotropic
 # $\Lambda$: in general the condition is $\Gamma^{-1}x_q\perp{\rm span}\{x_i\}$ ({ref}`lsa.E8 <lsa-e8>`). We
 # test both cases with $d=8$ and prompts of length 4.
@@ -353,7 +353,7 @@ legend(ax)
 #
 # For $\lambda_i\sim{\rm Exp}(1)$ the moments (C.3) are exact: $\gamma_i=6+\frac{2d+10}N$, $\xi_i=2$,
 # $\zeta_{ij}=2+\frac{d+4}N$, so $D=\frac{2}{6+(2d+10)/N}I$. The paper then says
-# $\mathbb E\hat y\to\frac13\langle w,x_q\rangle$ as $M,N\to\infty$ (line 316). Three remarks, each checked
+# $\mathbb E\hat y\to\frac13\langle w,x_q\rangle$ as $M,N\to\infty$ (Sec. 4.3). Three remarks, each checked
 # below: (C.15) prints the limit of $u_{-1}$ as $[\sum_i\xi_i/\gamma_i]^{1/4}$ instead of
 # $[\sum_i\xi_i^2/\gamma_i^2]^{1/4}$ (as in (C.17) and (4.11); {ref}`lsa.E13 <lsa-e13>`); since
 # $\mathbb E[\hat\Lambda_M\mid\Lambda_{\rm new}]=\Lambda_{\rm new}$, only $N\to\infty$ is needed; and the
@@ -473,7 +473,7 @@ check_claim("lsa.lemmaC5", flow7["balance"], **C["lsa.lemmaC5"])
 # %% [markdown]
 # **Lemmas C.6 and C.7: $u_{-1}$ stays away from zero.** Under (C.10) (= {eq}`lsa-eq410`) the loss starts
 # negative and never increases, so $u_{-1}$ cannot reach 0. Lemma C.7 then bounds it below. Its statement (C.12)
-# has $\|\mathbb E\Lambda_\tau\Theta\|_F^2$ in the denominator, while its proof ends (line 1191) with
+# has $\|\mathbb E\Lambda_\tau\Theta\|_F^2$ in the denominator, while its proof ends (App. C.3) with
 # $\|\mathbb E\Lambda_\tau^2\|_{op}$, the factor (C.13) uses ({ref}`lsa.N3 <lsa-n3>`). We run the flow from three
 # scales inside (C.10) and compare $\min_tu_{-1}(t)$ with both bounds, and the PL ratio of Lemma C.8 with its
 # constant $\nu$ (C.13).
@@ -485,7 +485,7 @@ rows_C67 = lsx.lemma_c6_c8_runs([0.1, 0.5, 0.9], sigma_410, TT7, gamma7, xi7, ze
 # Each run against the two bounds and the PL constant:
 
 # %%
-header_C67 = ["σ / bound (C.10)", "min u_-1", "(C.12) printed", "line 1191", "min ‖∇‖² / gap / ν"]
+header_C67 = ["σ / bound (C.10)", "min u_-1", "(C.12) printed", "end of proof", "min ‖∇‖² / gap / ν"]
 keys_C67 = ["fraction", "min_c", "printed", "proven"]
 show_table(
     header_C67 + ["final gap"],
@@ -584,7 +584,7 @@ assert all(abs(e["joint"] - 1 / 3) > 7 * e["joint_se"] for _, e in third.values(
 #
 # The paper first bounds the error by
 # $\frac{(d+1){\rm tr}\Lambda}{M}+\frac1{N^2}[{\rm tr}\Lambda+2d\,{\rm tr}\Lambda+{\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2]$
-# and then by {eq}`lsa-cor43` (line 218). The last step uses
+# and then by {eq}`lsa-cor43` (Sec. 4.1, the bound before Corollary 4.3). The last step uses
 # ${\rm tr}(\Lambda^{-1}){\rm tr}(\Lambda)^2\le d^2\kappa$, which is false ($\Lambda=I_d$ gives $d^3$); the valid
 # bound is $d^2\kappa\,{\rm tr}\Lambda$. The corollary's sample sizes inherit the error ({ref}`lsa.E5 <lsa-e5>`).
 # We evaluate the *exact* error at the printed thresholds and at the corrected
@@ -634,9 +634,9 @@ check_claim("lsa.corollary43", worst_printed, **C["lsa.corollary43"])
 # sits many standard errors above $\varepsilon$. With the corrected $N$ every case meets its target. The $M$ part
 # of the corollary is fine.
 #
-# **Notes that need no computation** (also on the errata page): line 84 cites the objective (4.8) where the risk
+# **Notes that need no computation** (also on the errata page): Sec. 3.1 cites the objective (4.8) where the risk
 # (3.1) of Definition 3.1 is meant ({ref}`lsa.N1 <lsa-n1>`; (4.8) reduces to (3.1) for a fixed covariate
-# distribution), and line 1177 cites Lemma D.1 for two facts that are Lemma D.4 ({ref}`lsa.N4 <lsa-n4>`).
+# distribution), and App. C.3 cites Lemma D.1 for two facts that are Lemma D.4 ({ref}`lsa.N4 <lsa-n4>`).
 
 # %% [markdown]
 # (sec-lsa-appendix-d)=

@@ -133,7 +133,7 @@ check_claim("scan_snap.reparameterisation", gap, **C["reparameterisation"])
 # $T$; {ref}`scan_snap.N1 <scan-snap-n1>`). With no positional encoding, $X^\top b_T$ depends on the sequence only
 # through the count vector $k$ of its contextual tokens: $X^\top b_T = k\circ e^{z_m}/(k^\top e^{z_m})$ (Eq. 20
 # with Lemma 18's Eq. 134, "for any T"), which is the permutation invariance the paper notes under Assumption 1(a)
-# (line 106). So a batch can be drawn as multinomial counts, exactly.
+# (Assumption 1). So a batch can be drawn as multinomial counts, exactly.
 # We compare the count-based gradient (`lemma1_gradient_counts`) with the literal Eq. 3-4 on one-hot
 # sequences (`lemma1_gradient_sequences`) and with PyTorch autograd of Eq. 15, in float64.
 
@@ -246,7 +246,7 @@ check_claim("scan_snap.lemma2-limit", concentration.slope, **C["lemma2-limit"])
 
 
 # %% [markdown]
-# The proof of Lemma 18 (line 1276) says that $Tq_{l|m,n}$ is binomial. By Eq. 137, $q_{l|m,n}$ is a frequency over
+# The proof of Lemma 18 (App. H) says that $Tq_{l|m,n}$ is binomial. By Eq. 137, $q_{l|m,n}$ is a frequency over
 # the $T-1$ contextual tokens, so the count is $(T-1)q_{l|m,n}$; $Tq_{l|m,n}$ is not even an integer in general. The
 # smallest case: $T = 3$, two contextual tokens, token $l$ seen once.
 
@@ -284,7 +284,7 @@ legend(ax)
 # The count simulator is what makes the sweeps of this chapter cheap: `python -m benchmarks` times one
 # Syn-Small training run both ways (`benchmarks/kernels_scan_snap.py`); on the book's machines the
 # count-based run is about 20 times faster. Since $(x_{T+1}-\alpha)^\top\mathbf 1 = 0$ and
-# $P^\perp X^\top\mathrm{diag}(b_T)X\mathbf 1 = 0$, every gradient has zero row sums (line 74): from
+# $P^\perp X^\top\mathrm{diag}(b_T)X\mathbf 1 = 0$, every gradient has zero row sums (Sec. 3.1): from
 # $Y(0)=Z(0)=0$ the rows of $Y$ and $Z$ keep sum 0 through training, momentum included.
 
 # %%
@@ -459,7 +459,7 @@ check_claim("scan_snap.eq12", min(eq12_lower, eq12_upper), **C["eq12"])
 check_claim("scan_snap.scan-order", dynamics.scan_order_holds(P_scan, z_scan), expected=True)
 
 # %% [markdown]
-# **Several common tokens: Corollary 2.** With several common tokens "things can be quite involved" (line 1026);
+# **Several common tokens: Corollary 2.** With several common tokens "things can be quite involved" (App. E);
 # the paper proves the symmetric case: one query token, mirrored distinct tokens, common tokens whose probability
 # $\rho_l$ is the same in every class, $Z(0) = 0$. Then every common token shrinks, and mirrored distinct tokens keep
 # equal logits. We integrate Eq. 10 for $K = 3$ classes, three common tokens with $\rho_l = 0.1, 0.05, 0.025$ and
@@ -581,7 +581,7 @@ check_claim("scan_snap.snap-integral", bool(integral_residual == 0), expected=Tr
 #
 # $$ B_n(t) = \frac14\ln\big(1 + 4\Gamma(t)/C_0\big) . $$ (scan_snap-snap)
 #
-# The paper (Eq. 124, line 1184) writes $\int_0^{\Gamma}\frac{d\Gamma'}{C_0+4\Gamma'} = \frac14\ln(C_0 + 4\Gamma)$,
+# The paper (Eq. 124, App. F) writes $\int_0^{\Gamma}\frac{d\Gamma'}{C_0+4\Gamma'} = \frac14\ln(C_0 + 4\Gamma)$,
 # dropping $-\frac14\ln C_0$; as printed, $B_n(0) = \frac14\ln C_0 \ne 0$ ({ref}`scan_snap.E1 <scan-snap-e1>`). The two agree for
 # $C_0 = 1$, which we use in the figures.
 

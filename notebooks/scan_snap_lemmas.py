@@ -330,7 +330,7 @@ check_claim("scan_snap.lemma10-simplified", gap_58, **C["lemma10-simplified"])
 # $g(s) = 1/((M-1) + e^{Mh(s)})$ by the factor $1 + \sigma$, $\sigma = g(N_n)/g(\bar N) - 1$ (Eq. 62, Eq. 71), with
 # $|\sigma| \le \eta_Y\Delta/3$ and, in Corollary 1, $|\sigma| \lesssim \eta_Y\sqrt{N\ln(1/\delta)}$. Past the transition
 # both sharpen: Lemma 11 states $\sigma' \lesssim \Delta/N$, Corollary 1 $|\sigma| \lesssim (K/\sqrt N)\sqrt{\ln(1/\delta)}$,
-# and Lemma 11's own proof ends with $\Delta/\bar N \approx K\Delta/N$ (line 803). The three cannot all be right:
+# and Lemma 11's own proof ends with $\Delta/\bar N \approx K\Delta/N$ (App. D.4). The three cannot all be right:
 # after the transition $g(s) \approx 1/(M\eta_Y s)$, so $\sigma \approx (\bar N - N_n)/N_n$, of order $\sqrt{K/N}$, which
 # exceeds $\Delta/N$ by a factor growing like $\sqrt K$ ({ref}`scan_snap.N14 <scan-snap-n14>`: the lemma's line may
 # have lost the bar of $\bar N$ in the text extraction, and with it the statement is the proof's). We draw 1000 runs of
@@ -494,7 +494,7 @@ legend(ax, fontsize=7)
 #
 # Lemma 17: $|E'_{nn'} - E_{nn'}| \le \lambda_1^2/(1-|\lambda_1|)$. The diagonal of $E - E' - EE' = 0$, which is
 # $(I+E)(I-E') = I$, gives $\sum_{k\ne n}E_{nk}E'_{nk} = -E'_{nn}$ (Eq. 91-92; the sums of Eq. 91 run to $K$,
-# {ref}`scan_snap.N6 <scan-snap-n6>`). The proof of Theorem 1(a) (line 974) then bounds $-E'_{nn}$ from below by
+# {ref}`scan_snap.N6 <scan-snap-n6>`). The proof of Theorem 1(a) (App. D.5) then bounds $-E'_{nn}$ from below by
 # $\min_i\lambda_i^2/(1-|\lambda_1|)$, but $1+\lambda_k \le 1+|\lambda_1|$ makes $1/(1+|\lambda_1|)$ the valid factor
 # ({ref}`scan_snap.E5 <scan-snap-e5>`; the conclusion $\xi_n > 0$ survives, since the next line only uses a factor $\frac12$). In SymPy: the
 # identity of Eq. 79, Eq. 92 for a general $3\times3$ $E$, and $K = 2$, $E_{12} = \rho$, where the printed bound fails
@@ -609,7 +609,7 @@ check_claim("scan_snap.e-prime-definition", printed_miss, **C["e-prime-definitio
 
 # %% [markdown]
 # The proof runs the **modified** decoder dynamics Eq. 26, $\dot Y = \eta_Y(f_n - FE'e_n)(e_n-\alpha_n)^\top$,
-# which decouple the classes exactly; the main text (line 160) says the plain gradient Eq. 7 gives the same
+# which decouple the classes exactly; the main text (Sec. 4) says the plain gradient Eq. 7 gives the same
 # result "with a smaller effective learning rate". We build $F$ as in the spec: one common token and 20
 # distinct tokens per class, $K = 3$, $M = 20000$, the common weight set so that $f_n^\top f_{n'} = 0.16$
 # (Assumption 2 holds: eigenvalues of $E$ are $0.32, -0.16, -0.16$, $|\lambda_1| < 1/K$ and

@@ -78,7 +78,7 @@ CONTRAST = r"""
 (() => {
   const SELECTORS = "td.ledger-verdict p, td.ledger-verdict a, span.verdict-chip, fieldset.ledger-filter legend, "
     + "fieldset.ledger-filter label, fieldset.ledger-filter summary, fieldset.ledger-filter output, "
-    + "fieldset.ledger-filter button, fieldset.ledger-filter input, span.extraction-line, p.paper-scale-failed-mark, "
+    + "fieldset.ledger-filter button, fieldset.ledger-filter input, p.paper-scale-failed-mark, "
     + "p.claim-id a, p.run-it-yourself, table.ledger-summary td p, table.ledger-history td p, "
     + "table.ledger-fields td p, table.ledger-table td p";
   const parse = (value) => {

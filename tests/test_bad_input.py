@@ -229,6 +229,8 @@ VALID = {
     "claims.record_figure_check": lambda: dict(figure="#1 ('a title')", problems=[]),
     "claims.figure_problems": lambda: {},
     "claims.archive_path": lambda: dict(chapter="balance"),
+    "claims.archived_checks": lambda: dict(claim_id="balance.b11-rate"),
+    "claims.show_archived_check": lambda: dict(claim_id="balance.fig6-approach"),  # checked in full mode only
     # a series with no NaN (a diverged run archives NaN as null, and Fig. 6's series holds some)
     "claims.archived_arrays": lambda: dict(chapter="induction_subspace", name="paper_width"),
     "exercises.SelfChecks": lambda: dict(chapter="lsa"),
@@ -674,6 +676,7 @@ ACCEPTED = {
     "plotting_interactive.slider_figure": {"label": {"str"}},  # "x" names a parameter  # "x" is a text
     "claims.save_arrays": {"name": {"str"}}, "claims.archive_path": {"chapter": {"str"}},  # "x" is a name
     "claims.archived_arrays": {"chapter": {"str"}, "name": {"str"}},  # no archive or series "x": None
+    "claims.archived_checks": {"folder": {"str"}},  # "x" is a folder without an archive: None
     "claims.record_figure_check": {"figure": {"str"}},  # "x" names a figure
     "config.rng": {"seed": {"0"}}, "config.torch_generator": {"seed": {"0"}},  # seeds start at 0
     "coverage.named_results": {"text": {"str"}}, "coverage.paper_results": {"text": {"str"}},  # a text

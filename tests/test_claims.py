@@ -13,11 +13,11 @@ page: notebooks/demo
 paper: demo2026
 claims:
   - id: demo.exact
-    location: Eq. 1, line 10
+    location: Eq. 1
     statement: one plus one is two
     verdict: reproduced
   - id: demo.corrected
-    location: Lemma 2, line 20
+    location: Lemma 2
     statement: the constant is 3 (the paper prints 2)
     verdict: corrected
     erratum: demo.E1
@@ -36,7 +36,7 @@ claims:
     statement: a limit the paper does not state
     verdict: beyond the paper
   - id: demo.ambiguous
-    location: Lemma 3, line 30
+    location: Lemma 3
     statement: the rate holds per unit time
     verdict: clarified
     note: demo.N1
@@ -299,29 +299,29 @@ paper: rules2026
 paper_file: paper.txt
 claims:
   - id: rules.exact
-    location: Theorem 1, line 3
+    location: Theorem 1
     statement: the loss decreases
     verdict: reproduced
   - id: rules.stand-in
-    location: Fig. 2, line 9
+    location: Fig. 2
     statement: on WikiText-2 the attention becomes sparse
     evidence: on another corpus instead of WikiText-2
     setting: "other: another corpus"
     verdict: inconclusive
     deciding_run: the same run on WikiText-2 (30 min)
   - id: rules.covered
-    location: Theorem 2, line 12
+    location: Theorem 2
     statement: for every distribution meeting Assumption 1 the attention becomes sparse
     evidence: on a synthetic corpus instead of the paper's, which meets Assumption 1
     setting: "covered: the statement is made of every distribution meeting Assumption 1"
     verdict: reproduced
   - id: rules.sign
-    location: Eq. 8, line 20
+    location: Eq. 8
     statement: the sign of the q_0 term
     verdict: clarified
     note: rules.N1
   - id: rules.constant
-    location: Eq. 9, line 30
+    location: Eq. 9
     statement: the constant
     verdict: corrected
     erratum: rules.E1
@@ -334,7 +334,7 @@ errata:
     evidence: the chapter's check fails on 2
     extraction:
       artefact: ruled out
-      why: a digit printed the same in three displays (lines 30, 31, 40)
+      why: a digit printed the same in three displays (Eqs. 9, 10 and 12)
 notes:
   - id: rules.N1
     location: Eq. 8
@@ -408,7 +408,7 @@ def test_r3_a_note_that_calls_the_paper_wrong_is_an_erratum(rules_book):
 @pytest.mark.parametrize(("old", "new"), [
     ("      artefact: ruled out\n", "      artefact: possible\n"),
     ("    extraction:\n      artefact: ruled out\n      why: a digit printed the same in three displays "
-     "(lines 30, 31, 40)\n", ""),
+     "(Eqs. 9, 10 and 12)\n", ""),
 ])
 def test_r4_an_erratum_rules_out_the_extraction(rules_book, old, new):
     book, archive = rules_book
@@ -421,7 +421,7 @@ def test_r5_a_row_that_shadows_another_rows_run_is_reported(rules_book):
     book, archive = rules_book
     text = RULES_REGISTRY.replace("claims:\n", """claims:
   - id: rules.exact-small
-    location: Theorem 1, line 3
+    location: Theorem 1
     statement: the loss decreases (at a smaller width)
     verdict: inconclusive
     deciding_run: the full mode, run on 2026-11-22, where it held (rules.exact)
@@ -452,19 +452,138 @@ def test_the_ledger_page_states_every_rule():
     assert all(" ".join(rule.split()) in " ".join(page.split()) for rule in claim_registry.VERDICT_RULES)
 
 
-def test_a_check_shows_a_card_that_links_its_ledger_row_and_stands_out_when_it_fails():
-    claim = next(iter(claims.registry().claims.values()))
+def _card_claim(verdict="not reproduced"):
+    return claims.Claim(id="demo.rate", chapter="demo", page="notebooks/demo", paper="demo2026",
+                        location="Thm. 1", statement="s", verdict=verdict)
+
+
+def test_a_card_leads_with_the_ledger_verdict_and_stands_out_when_its_check_fails():
+    claim = _card_claim()
     record = {"id": claim.id, "measured": 0.5, "expected": None, "tolerance": "<= 0.4", "why": "a <reason>",
               "passed": False}
-    card = cards.ClaimCard(claim, record, cards.card_anchor(claim.id))
+    card = cards.ClaimCard([cards.CardCheck(claim, record, cards.card_anchor(claim.id))])
     page = card._repr_html_()
-    row = "claim-" + cards.card_anchor(claim.id).removeprefix("card-")
-    assert f'href="../book/claims.html#{row}"' in page and f'id="{cards.card_anchor(claim.id)}"' in page
-    assert "FAILED" in page and "claim-card-fail" in page and "a &lt;reason&gt;" in page
-    assert repr(card).startswith(f"[FAILED] {claim.id} (") and "<= 0.4" in repr(card)
-    passing = cards.ClaimCard(claim, {**record, "passed": True, "expected": 1.0, "tolerance": "atol=0"}, None)
-    assert "claim-card-pass" in passing._repr_html_() and " id=" not in passing._repr_html_().split(">")[0]
-    assert "expected 1, atol=0" in repr(passing)
+    shown = page.split(">", 1)[1]   # after the card's opening tag, which carries its checks' data
+    assert shown.index("verdict-not-reproduced") < shown.index("claim-card-id") < shown.index("measured")
+    assert ">not reproduced</span>" in page and ">pass<" not in page
+    assert 'href="../book/claims.html#claim-demo-rate"' in page and 'id="card-demo-rate"' in page
+    assert "check FAILED" in page and "claim-card-fail" in page and "at most 0.4" in page
+    assert "Why this tolerance:</span> a &lt;reason&gt;" in page
+    assert repr(card).startswith("[not reproduced] demo.rate (Thm. 1): measured 0.5, expected at most 0.4 "
+                                 "[FAILED]")
+    passing = cards.ClaimCard([cards.CardCheck(_card_claim("reproduced"),
+                                               {**record, "passed": True, "expected": 4.17721e-15,
+                                                "tolerance": "atol=1e-12"})])
+    html = passing._repr_html_()
+    shown = html.split(">", 1)[1]
+    assert "claim-card-pass" in html and " id=" not in html.split(">")[0] and "check passes" in html
+    assert "4.177 × 10⁻¹⁵" in shown and "e-15" not in shown and "± 10⁻¹²" in shown
     assert cards.card_anchor("scan_snap.fig4-winner") == "card-scan-snap-fig4-winner"
     with pytest.raises(TypeError, match="claim_id"):
         cards.card_anchor(None)
+
+
+def test_a_card_marks_a_check_the_archived_paper_scale_run_failed():
+    claim = _card_claim("inconclusive")
+    record = {"id": claim.id, "measured": 1.0, "expected": 1.0, "tolerance": "rtol=0.1", "why": "w", "passed": True}
+    archived = {"date": "2026-11-22 10:00 UTC", "records": [{**record, "measured": 2.0, "passed": False}]}
+    page = cards.ClaimCard([cards.CardCheck(claim, record, archived=archived)])._repr_html_()
+    assert "claim-card-paper-scale-failed" in page and "failed at paper scale (2026-11-22" in page
+    assert "measured 2, expected 1 within 10 %" in page and "check passes" in page
+    clean = {"date": "2026-11-22", "records": [record]}
+    assert "paper-scale-failed" not in cards.ClaimCard([cards.CardCheck(claim, record, archived=clean)])._repr_html_()
+
+
+def test_the_checks_of_one_cell_share_a_card_and_a_reason_said_once():
+    shared = "float64 round-off over 10⁴ terms"
+    checks = [cards.CardCheck(claims.Claim(id=f"demo.c{n}", chapter="demo", page="notebooks/demo",
+                                           paper="demo2026", location=f"Lemma {n}", statement="s",
+                                           verdict="reproduced"),
+                              {"id": f"demo.c{n}", "measured": n + 1e-13, "expected": float(n),
+                               "tolerance": "atol=1e-10", "why": shared, "passed": True},
+                              cards.card_anchor(f"demo.c{n}") if n < 2 else None)
+              for n in range(4)]
+    page = cards.ClaimCard(checks)._repr_html_()
+    assert page.count('class="claim-card ') == 1 and page.count("<tr class=\"claim-card-row\"") == 4
+    assert page.count(shared) == 1 and "Why these tolerances:" in page
+    assert 'id="card-demo-c0"' in page and 'id="card-demo-c1"' in page and 'id="card-demo-c2"' not in page
+    checks[3] = cards.CardCheck(checks[3].claim, {**checks[3].record, "why": "another reason"})
+    page = cards.ClaimCard(checks)._repr_html_()
+    assert "Why this tolerance (demo.c0, demo.c1, demo.c2):" in page and "(demo.c3):</span> another" in page
+
+
+def test_a_book_draws_a_card_again_with_todays_verdict_and_archive():
+    claim = _card_claim("reproduced")
+    record = {"id": claim.id, "measured": 1.0, "expected": 1.0, "tolerance": "rtol=0.1", "why": "w", "passed": True}
+    drawn = cards.ClaimCard([cards.CardCheck(claim, record, cards.card_anchor(claim.id))])._repr_html_()
+    today = {claim.id: _card_claim("inconclusive")}
+    failed = {"date": "2026-11-22", "records": [{**record, "measured": 3.0, "passed": False}]}
+    again = cards.drawn_again(drawn, today, lambda claim_id: failed)
+    assert ">inconclusive</span>" in again and ">reproduced</span>" not in again
+    assert "failed at paper scale" in again and 'id="card-demo-rate"' in again
+    assert cards.drawn_again("<p>no card</p>", today, lambda claim_id: None) == "<p>no card</p>"
+    assert cards.drawn_again(drawn, {}, lambda claim_id: None) == drawn   # a claim no longer registered
+    archived_only = cards.ClaimCard([cards.CardCheck(claim, None, None, None, True)])._repr_html_()
+    assert "no paper-scale run archived yet" in archived_only
+    again = cards.drawn_again(archived_only, today, lambda claim_id: failed)
+    assert "<code>3</code>" in again and "archived paper-scale run of 2026-11-22" in again
+
+
+@pytest.mark.parametrize("value, text", [(4.17721e-15, "4.177 × 10⁻¹⁵"), (0.0002090855, "0.0002091"), (3.0, "3"),
+                                         (123456.7, "1.235 × 10⁵"), (-2.5e-7, "-2.5 × 10⁻⁷"), (1e-12, "10⁻¹²"),
+                                         (12.3456, "12.35"), (0, "0"), (True, "true")])
+def test_numbers_on_a_card_are_set_for_reading(value, text):
+    assert cards.readable_number(value) == text
+
+
+@pytest.mark.parametrize("bad", [None, "1", float("nan"), float("inf")])
+def test_readable_number_refuses_what_is_not_a_number(bad):
+    with pytest.raises(ValueError, match="value"):
+        cards.readable_number(bad)
+    with pytest.raises(ValueError, match="digits"):
+        cards.readable_number(1.0, digits=0)
+
+
+@pytest.mark.parametrize("record, words", [
+    ({"expected": 0.0125, "tolerance": "rtol=0.05"}, "0.0125 within 5 %"),
+    ({"expected": 0.0, "tolerance": "atol=1e-12"}, "0 ± 10⁻¹²"),
+    ({"expected": 3.0, "tolerance": "atol=0"}, "exactly 3"),
+    ({"expected": None, "tolerance": ">= 0.5, <= 2"}, "between 0.5 and 2"),
+    ({"expected": True, "tolerance": ""}, "true"),
+    ({"expected": 1.0, "tolerance": "rtol=1e-06, atol=1e-09"}, "1 ± (10⁻⁹ + 0.0001 %)"),
+    ({"expected": None, "tolerance": "x", "criterion": {"lower": 0.1, "upper": None}}, "at least 0.1"),
+])
+def test_expectation_words_read_the_criterion_or_the_older_tolerance_text(record, words):
+    assert cards.expectation_words(record) == words
+
+
+def test_criterion_of_refuses_a_tolerance_check_claim_never_writes():
+    with pytest.raises(ValueError, match="record"):
+        cards.criterion_of({"tolerance": "about right"})
+    with pytest.raises(ValueError, match="record"):
+        cards.criterion_of(None)
+
+
+def test_archived_checks_read_the_chapters_paper_scale_archive(tmp_path, monkeypatch):
+    claim = next(claim for claim in claims.registry().claims.values() if claim.verdict != "out of scope")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "_config.yml").write_text("", encoding="utf-8")
+    assert claims.archived_checks(claim.id) is None
+    folder = tmp_path / "results" / "full"
+    folder.mkdir(parents=True)
+    run = {"date": "2026-11-26 01:06 UTC", "commit": "23e27bc",
+           "records": [{"id": claim.id, "measured": 1.0, "passed": False}, {"id": "other", "passed": True}]}
+    (folder / f"{claim.chapter}.json").write_text(json.dumps(run), encoding="utf-8")
+    assert claims.archived_checks(claim.id) == {"date": run["date"], "commit": "23e27bc",
+                                               "records": [run["records"][0]]}
+    with pytest.raises(ValueError, match="claim_id"):
+        claims.archived_checks("no.such-claim")
+
+
+def test_show_archived_check_is_for_a_claim_this_mode_does_not_check(monkeypatch):
+    checked_here = next(claim for claim in claims.registry().claims.values()
+                        if claim.verdict != "out of scope" and claims.mode() in claim.modes)
+    with pytest.raises(ValueError, match="check_claim"):
+        claims.show_archived_check(checked_here.id)
+    with pytest.raises(ValueError, match="claim_id"):
+        claims.show_archived_check("no.such-claim")

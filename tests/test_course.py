@@ -376,6 +376,36 @@ def test_each_pdf_names_its_chapter_and_the_book_and_the_book_pdf_holds_every_ch
         book.close()
 
 
+@needs_pack
+def test_every_pdf_has_a_title_and_an_author_no_dead_toggle_and_its_formulas_in_the_text():
+    from pypdf import PdfReader
+
+    problems = []
+    for edition in course.EDITIONS:
+        for path in sorted((PACK / edition / "pdf").glob("*.pdf")):
+            reader = PdfReader(path)
+            info = reader.metadata or {}
+            if not info.get("/Title") or info.get("/Author") != course.book_authors():
+                problems.append(f"{edition}/{path.name}: title {info.get('/Title')!r}, author {info.get('/Author')!r}")
+            text = "\n".join(page.extract_text() or "" for page in reader.pages)
+            for toggle in ("Show code cell source", "Show code cell output", "Show code cell content"):
+                if toggle in text:
+                    problems.append(f"{edition}/{path.name}: a dead toggle prints: {toggle!r}")
+        # every chapter typesets Greek letters; their characters reach the text layer
+        chapter = PdfReader(PACK / edition / "pdf" / course.pdf_name(course.chapters()[0]))
+        if not re.search(r"[α-ωΑ-Ω]", "".join(page.extract_text() or "" for page in chapter.pages)):
+            problems.append(f"{edition}: no formula's text in the first chapter's PDF")
+    assert not problems, "\n".join(problems)
+
+
+def test_pdf_metadata_names_the_book_and_its_authors():
+    info = course.pdf_metadata("Chapter one")
+    assert info["/Title"] == "Chapter one" and info["/Author"] == course.book_authors() != ""
+    assert info["/Subject"] == course.book_title()
+    with pytest.raises(ValueError, match="title"):
+        course.pdf_metadata(" ")
+
+
 # --- the links --------------------------------------------------------------------------------------------
 
 @needs_pack

@@ -21,7 +21,7 @@ paper: demo2026
 paper_file: paper.txt
 claims:
   - id: demo.theorem
-    location: Theorem 1, line 1
+    location: 'Theorem 1: “The loss decreases”'
     statement: the loss decreases
     verdict: reproduced
   - id: demo.lemmas
@@ -30,7 +30,7 @@ claims:
     verdict: out of scope
     reason: not checked
   - id: demo.constant
-    location: Proof of Theorem 1, line 3
+    location: Proof of Theorem 1
     statement: the constant
     verdict: corrected
     erratum: demo.E1
@@ -247,6 +247,22 @@ def test_the_books_in_text_claims_name_rows_and_quote_their_papers():
     assert coverage.text_claim_problems(None) == []
     if coverage.DEFAULT_PAPERS.is_dir() and coverage.texts_at_hand(coverage.DEFAULT_PAPERS):
         assert coverage.text_claim_problems(coverage.DEFAULT_PAPERS) == []
+
+
+def test_a_locations_phrase_must_be_verbatim_in_the_paper(demo, tmp_path):
+    folder, book = demo
+    assert coverage.location_phrase_problems(folder, book) == []
+    text = REGISTRY.replace("“The loss decreases”", "“The loss falls”")
+    (tmp_path / "demo.yaml").write_text(text, encoding="utf-8")
+    book = claim_registry.parse_registry([tmp_path / "demo.yaml"])
+    assert coverage.location_phrase_problems(folder, book) == [
+        "demo.theorem: the location's phrase is not verbatim in paper.txt: 'The loss falls'"]
+
+
+def test_the_books_location_phrases_are_verbatim_in_the_papers():
+    """With the texts at hand (shared/papers beside the checkout), every phrase a location quotes is in its paper."""
+    if coverage.DEFAULT_PAPERS.is_dir() and coverage.texts_at_hand(coverage.DEFAULT_PAPERS):
+        assert coverage.location_phrase_problems(coverage.DEFAULT_PAPERS) == []
 
 
 @pytest.mark.parametrize(("fields", "expected"), [

@@ -26,12 +26,12 @@ page: notebooks/demo
 paper: demo2026
 claims:
   - id: demo.exact
-    location: Eq. 1, line 10
+    location: Eq. 1
     statement: one plus one is two
     verdict: reproduced
     modes: [default, full]
   - id: demo.corrected
-    location: Lemma 2, line 20
+    location: Lemma 2
     statement: the constant is 3
     verdict: corrected
     erratum: demo.E1
@@ -108,7 +108,7 @@ def test_a_claim_card_made_from_a_hostile_id_adds_no_attribute(hostile):
     claim = claims.Claim(id=hostile, chapter="demo", page="notebooks/demo", paper="demo2026", location="Eq. 1",
                          statement="s", verdict="reproduced")
     record = {"id": hostile, "measured": 1.0, "expected": 1.0, "tolerance": "atol=0", "why": None, "passed": True}
-    page = cards.ClaimCard(claim, record, cards.card_anchor(hostile))._repr_html_()
+    page = cards.ClaimCard([cards.CardCheck(claim, record, cards.card_anchor(hostile))])._repr_html_()
     tags = []
 
     class Tags(HTMLParser):
@@ -116,8 +116,9 @@ def test_a_claim_card_made_from_a_hostile_id_adds_no_attribute(hostile):
             tags.append((tag, dict(attrs)))
 
     Tags().feed(page)
-    assert [tag for tag, _ in tags] == ["div", "strong", "a", "br", "code"]
-    assert set(tags[0][1]) == {"class", "id", "style"} and set(tags[2][1]) == {"class", "href"}
+    assert [tag for tag, _ in tags] == ["div", "p", "span", "a", "span", "p", "span", "code", "span", "span"]
+    assert set(tags[0][1]) == {"class", "id", "data-checks", "style"} and set(tags[3][1]) == {"class", "href"}
+    assert all(set(attributes) <= {"class", "style"} for _, attributes in tags[4:])
 
 
 # --- The one loader ------------------------------------------------------------------------------------------

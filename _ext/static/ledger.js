@@ -1,8 +1,10 @@
-// The claims ledger's filter bar: a text search over the rows' ids, statements and evidence; filters by
-// chapter, by verdict (in the legend's order) and "failed at paper scale". Nothing ticked in a group means
-// no restriction by it. The bar stays below the header while the ledger scrolls (book.css). A section whose
-// rows are all filtered out is hidden; a link to a hidden row clears the filters. Without JavaScript the
-// ledger is the same tables, unfiltered.
+// The claims ledger's filter bar, under the page's title: a text search over every column of each row (its
+// ledger.json fields, which the page carries as #ledger-search-data), in the registry's ASCII and in the Unicode
+// a reader sees typeset ("eta_y", "ηY" and "η_Y" find the same rows); filters by chapter, by verdict (in the
+// legend's order) and "failed at paper scale". Nothing ticked in a group means no restriction by it. Typing is
+// debounced, and a filter touches only the rows whose state changes. The bar stays below the header while the
+// ledger scrolls (book.css). A section whose rows are all filtered out is hidden; a link to a hidden row clears
+// the filters. Without JavaScript the ledger is the same tables, unfiltered.
 (() => {
   const setUp = () => {
     const rows = Array.from(document.querySelectorAll("tr.ledger-row"));
@@ -13,20 +15,33 @@
       const name = Array.from(row.classList).find((item) => item.startsWith(prefix));
       return name ? name.slice(prefix.length) : "";
     };
-    // The searchable text of a row, read before MathJax typesets it: the TeX of its symbols turned back into
-    // the registry's ASCII (\(W_{K}^{i}\) -> W_K^i, \eta_{Y} -> eta_Y, ^\top -> ^T).
-    const ascii = (text) => text.replace(/\\\(|\\\)/g, "").replace(/\^\\top/g, "^T")
-      .replace(/\\(mathrm|operatorname)\{([^}]*)\}/g, "$2").replace(/\\([A-Za-z]+)/g, "$1")
-      .replace(/[{}]/g, "").replace(/\s+/g, " ").toLowerCase();
-    const entries = rows.map((row) => ({
-      row,
-      section: row.closest("section"),
-      chapter: classValue(row, "chapter-"),
-      verdict: classValue(row, "verdict-"),
-      failedAtPaperScale: row.classList.contains("paper-scale-failed"),
-      text: ascii(["td.ledger-claim", "td.ledger-statement"]
-        .map((selector) => (row.querySelector(selector) || {}).textContent || "").join(" ")),
-    }));
+    // A text as the search compares it: lower case, TeX's backslashes, braces, sub- and superscript marks and
+    // dollars gone, Greek letters' names as the letters (eta -> η, not inside a word: "beta" stays β, "meta"
+    // stays meta), spaces collapsed. The registry's ASCII ("eta_Y") and the typeset text ("ηY") fold alike.
+    const greek = {alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", varepsilon: "ε", zeta: "ζ",
+      eta: "η", theta: "θ", iota: "ι", kappa: "κ", lambda: "λ", mu: "μ", nu: "ν", xi: "ξ", pi: "π", rho: "ρ",
+      sigma: "σ", tau: "τ", phi: "φ", varphi: "φ", chi: "χ", psi: "ψ", omega: "ω"};
+    const greekName = new RegExp(`(^|[^a-z])(${Object.keys(greek).sort((a, b) => b.length - a.length).join("|")})`
+      + "(?![a-z])", "g");
+    const fold = (text) => text.toLowerCase().replace(/\\(top|intercal)\b/g, "t")
+      .replace(/\\([a-z]+)/g, "$1").replace(greekName, (match, before, name) => before + greek[name])
+      .replace(/[{}_^$\\]/g, "").replace(/sqrt/g, "√").replace(/\s+/g, " ").trim();
+    let searchData = {};
+    const searchNode = document.getElementById("ledger-search-data");
+    if (searchNode) searchData = JSON.parse(searchNode.textContent);
+    const entries = rows.map((row) => {
+      const text = searchData[row.id] || row.textContent.toLowerCase();
+      return {
+        row,
+        section: row.closest("section"),
+        chapter: classValue(row, "chapter-"),
+        verdict: classValue(row, "verdict-"),
+        failedAtPaperScale: row.classList.contains("paper-scale-failed"),
+        text: text.replace(/\s+/g, " "),
+        folded: fold(text),
+        shown: true,
+      };
+    });
 
     const bar = document.createElement("fieldset");
     bar.className = "ledger-filter";
@@ -37,8 +52,8 @@
     const search = document.createElement("input");
     search.type = "search";
     search.id = "ledger-search";
-    search.placeholder = "Search ids, statements, evidence";
-    search.setAttribute("aria-label", "Search the ledger's ids, statements and evidence");
+    search.placeholder = "Search every column: eta_Y, ηY, Thm. 1, inconclusive";
+    search.setAttribute("aria-label", "Search every column of the ledger");
     const failedLabel = document.createElement("label");
     failedLabel.className = "paper-scale-failed-filter";
     const failedBox = document.createElement("input");
@@ -82,30 +97,50 @@
     const verdictBoxes = group("Verdicts", data.verdicts.map((verdict) => [slug(verdict), verdict]), "verdict",
                                (value) => `verdict-${value}`);
 
+    const sections = Array.from(new Set(entries.map((entry) => entry.section))).filter(Boolean);
     const apply = () => {
-      const terms = ascii(search.value).split(" ").filter(Boolean);
+      const started = performance.now();
+      const query = search.value.toLowerCase().trim();
+      // a term matches a row's ASCII text as typed, or its folded form (Unicode letters, no TeX marks)
+      const terms = query.split(/\s+/).filter(Boolean).map((term) => [term, fold(term)]);
       const chapters = chapterBoxes.filter((box) => box.checked).map((box) => box.value);
       const verdicts = verdictBoxes.filter((box) => box.checked).map((box) => box.value);
       let visible = 0;
+      const changed = new Set();
       entries.forEach((entry) => {
-        const show = terms.every((term) => entry.text.includes(term))
+        const show = terms.every(([term, folded]) => entry.text.includes(term) || (folded && entry.folded.includes(folded)))
           && (chapters.length === 0 || chapters.includes(entry.chapter))
           && (verdicts.length === 0 || verdicts.includes(entry.verdict))
           && (!failedBox.checked || entry.failedAtPaperScale);
-        entry.row.hidden = !show;
+        if (show !== entry.shown) {
+          entry.shown = show;
+          entry.row.hidden = !show;
+          changed.add(entry.section);
+        }
         visible += show;
       });
-      new Set(entries.map((entry) => entry.section)).forEach((section) => {
-        if (section) section.hidden = !Array.from(section.querySelectorAll("tr.ledger-row")).some((row) => !row.hidden);
+      sections.forEach((section) => {
+        if (!changed.has(section)) return;
+        const any = entries.some((entry) => entry.section === section && entry.shown);
+        if (section.hidden === any) section.hidden = !any;
       });
-      shown.textContent = `${visible} of ${entries.length} rows`;
+      const count = `${visible} of ${entries.length} rows`;
+      if (shown.textContent !== count) shown.textContent = count;
+      document.dispatchEvent(new CustomEvent("ledger-filtered", {detail: {ms: performance.now() - started, visible}}));
+    };
+    // Typing waits for a pause before the rows are filtered: each keystroke costs a timer, not a table's layout.
+    let pending = null;
+    const applySoon = () => {
+      clearTimeout(pending);
+      pending = setTimeout(apply, 120);
     };
     const reset = () => {
       search.value = "";
       [...chapterBoxes, ...verdictBoxes, failedBox].forEach((box) => { box.checked = false; });
       apply();
     };
-    search.addEventListener("input", apply);
+    search.addEventListener("input", applySoon);
+    search.addEventListener("keydown", (event) => { if (event.key === "Enter") { clearTimeout(pending); apply(); } });
     [...chapterBoxes, ...verdictBoxes, failedBox].forEach((box) => box.addEventListener("change", apply));
     clear.addEventListener("click", reset);
     window.addEventListener("hashchange", () => {
@@ -115,8 +150,10 @@
         target.scrollIntoView();
       }
     });
-    const firstSection = rows[0].closest("section");
-    firstSection.parentNode.insertBefore(bar, firstSection);
+    // Under the page's title, before the introduction and the folded verdict rules.
+    const title = document.querySelector("article section > h1");   // not the theme's print-only copy
+    if (title) title.insertAdjacentElement("afterend", bar);
+    else rows[0].closest("section").before(bar);
     apply();
   };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setUp);

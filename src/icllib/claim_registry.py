@@ -7,13 +7,15 @@ lists its claims and errata::
     title: The law of balance in attention
     page: notebooks/balance               # the chapter's document name in the book
     paper: ziyin2023balance               # a key of book/references.bib
-    paper_file: <text file>               # the paper's text (line numbers refer to it)
+    paper_file: <text file>               # the paper's text extraction (the machine fields' line numbers refer to it)
     other_paper_files: []                 # optional: other extractions of the same paper (same numbering)
     part_of: balance                      # optional: a later page of that chapter (a long chapter read in parts);
                                           # its exercises and self-checks are on the chapter's first page
     claims:
       - id: balance.euler-identity
-        location: Theorem B.3, line 14     # names the numbered result(s) the row covers
+        location: Theorem B.3, Eq. 108     # the published paper's own numbering (section, theorem, equation,
+                                          # figure, appendix) of the result(s) the row covers, and where that is
+                                          # not enough a short verbatim phrase in “ ” that a search in the PDF finds
         statement: The loss is invariant under W_K -> lambda W_K, W_Q -> W_Q / lambda.   # the paper's words
         evidence: ...                     # optional: what the book checks, where sharper than the statement
         verdict: reproduced               # one of VERDICTS, below
@@ -27,8 +29,9 @@ lists its claims and errata::
                                           # "covered: <why the statement covers it>" or "other: <what differs>"
     errata:                               # the paper's words are wrong
       - id: balance.E1
-        location: App. B.11, Eq. 114
-        line: 41                          # the line of paper_file where the quote starts
+        location: App. B.11, Eq. 114      # as a claim's: the paper's numbering, never a line of the extraction
+        line: 41                          # machine field: the line of paper_file where the quote starts (the
+                                          # coverage tests find the quote there; no page shows it)
         quote: the paper's words, verbatim (" ... " marks an elision)
         correction: what holds instead
         evidence: how the chapter shows it (a check that fails on the printed version)
@@ -47,7 +50,7 @@ The verdicts mean one thing each (the ledger page shows this legend):
 
 - ``reproduced``: the paper states it; a check that could fail passes at the paper's setting or at a
   setting the paper's statement covers.
-- ``corrected``: the paper's words are wrong; an erratum quotes them verbatim with the line, gives the
+- ``corrected``: the paper's words are wrong; an erratum quotes them verbatim with their place in the paper, gives the
   fix and a check that fails on the printed version.
 - ``clarified``: the paper is right but ambiguous or easy to misread; a note, not an erratum.
 - ``not reproduced``: run at the paper's own settings (named in ``run``), the result differs.
@@ -58,6 +61,11 @@ The verdicts mean one thing each (the ledger page shows this legend):
 
 The rules that decide between them are ``VERDICT_RULES`` (also on the ledger page); ``verdict_problems()``
 enforces their mechanical part on the registry and the archived paper-scale runs.
+
+A reader has the published paper, not the book's text extraction of it, so no field that a page, a card, a download
+or a PDF shows cites a line of that extraction (the word "line" or "lines" and a number, :data:`LINE_LOCATOR`): the
+registry refuses one. Extraction lines live only in the machine fields the coverage tests read (an erratum's or a
+note's ``line``; ``text_claims/*.yaml``).
 
 :func:`registry` reads every chapter's file (``ICLLIB_REGISTRY`` names another folder); :mod:`icllib.claims`
 checks the claims against measured values and records the checks.
@@ -82,7 +90,7 @@ VERDICT_MEANINGS = {
     "reproduced": "the paper states it; a check that could fail passes at the paper's setting or at a "
                   "setting the paper's statement covers (rule R2), and no archived paper-scale check of it "
                   "failed (R1)",
-    "corrected": "the paper's words are wrong, however small the slip (R3); an erratum quotes them with the line, "
+    "corrected": "the paper's words are wrong, however small the slip (R3); an erratum quotes them with their place, "
                  "gives the fix and a check that fails on the printed version, and rules out the text "
                  "extraction as the source of the error (R4)",
     "clarified": "the paper is right but ambiguous or easy to misread, or its printed text may be the "
@@ -106,10 +114,11 @@ VERDICT_RULES = (
     "for every size. A row checked elsewhere says so in its setting field (covered: why, or other: what "
     "differs, which makes it inconclusive).",
     "R3. An inaccurate statement (not ambiguous: wrong as printed) is an erratum whatever its size; a note "
-    "is for a right statement that can be misread, or a choice the paper states.",
+    "is for a right statement that can be misread, or a choice the paper states. One fact is read one way "
+    "wherever the paper prints it: each passage that states it wrongly is an erratum.",
     "R4. Every erratum says whether its error could be the text extraction's (a dropped minus sign, repeated "
     "rows, a lost comma or bracket): where it could, the passage is a note saying so, unless the paper's own "
-    "surrounding mathematics (named by line) proves the printed version wrong: other lines repeat it or build on "
+    "surrounding mathematics (named by place) proves the printed version wrong: other passages repeat it or build on "
     "it, or no reading that undoes the slip agrees with them.",
     "R5. One run, one row: a row that re-checks another row's run at a smaller size (a shadow row) is "
     "folded into that row or retired.",
@@ -130,6 +139,11 @@ REQUIRED_FIELD = {
     "out of scope": ("reason", "must give its reason"),
 }
 REGISTRY_VARIABLE = "ICLLIB_REGISTRY"
+# A line of the text extraction cited as a place in the paper: the reader's PDF has no such numbers.
+LINE_LOCATOR = re.compile(r"\blines? \d+", re.IGNORECASE)
+# The text fields the published pages, cards and downloads show, per kind of entry.
+SHOWN_FIELDS = {"claim": ("location", "statement", "evidence", "run", "deciding_run", "reason", "setting"),
+                "passage": ("location", "quote", "correction", "clarification", "evidence")}
 
 
 @dataclass(frozen=True)
@@ -288,8 +302,22 @@ def _registry_files() -> list[Path]:
     return sorted(folder.glob("*.yaml"))
 
 
+def _no_line_locator(entry: dict, where: str, kind: str) -> None:
+    """Refuse a shown field that cites a line of the text extraction (see :data:`LINE_LOCATOR`)."""
+    texts = [(key, entry.get(key)) for key in SHOWN_FIELDS[kind]]
+    if kind == "passage" and isinstance(entry.get("extraction"), dict):
+        texts.append(("extraction", entry["extraction"].get("why")))
+    for key, text in texts:
+        found = LINE_LOCATOR.search(text) if isinstance(text, str) else None
+        if found:
+            raise ValueError(f"{where}: field {key!r} cites {found.group()!r} of the text extraction, which a reader's "
+                             f"PDF does not have: name the paper's section, theorem, equation, figure or appendix, "
+                             f"or quote a short verbatim phrase (lines belong in the machine field 'line')")
+
+
 def _passage(entry: dict, header: dict, where: str, kind: str) -> Erratum:
     """An erratum or a note: a verbatim quote at a line of the paper, with what to make of it."""
+    _no_line_locator(entry, where, "passage")
     line = entry.get("line")
     if not isinstance(line, int) or isinstance(line, bool) or line < 1:
         raise ValueError(f"{where}: field 'line' must be the positive line number of the quote, got {line!r}")
@@ -335,6 +363,7 @@ def _header(document: dict, path: Path) -> dict:
 
 def _claim(entry: dict, header: dict, where: str) -> Claim:
     """One row of a registry file, with the fields its verdict requires."""
+    _no_line_locator(entry, where, "claim")
     claim = Claim(
         id=_identifier(entry, where),
         chapter=header["chapter"],

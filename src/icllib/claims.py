@@ -12,6 +12,7 @@ arrays a paper-scale figure is drawn from; :func:`archived_arrays` reads them ba
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import numbers
@@ -21,9 +22,10 @@ import time
 import uuid
 from pathlib import Path
 
-from icllib.cards import show_card
+from icllib.cards import CardCheck, queue_card
 from icllib.claim_registry import STAND_IN_WORDS, WRONG_WORDS, Claim, Registry, registry
 from icllib.config import mode
+from icllib.validation import path_arg
 
 RESULTS_VARIABLE = "ICLLIB_RESULTS"
 # One token per Python process: the ledger shows every record of the latest run that checked a claim.
@@ -193,7 +195,7 @@ def check_claim(
         "run": _RUN_TOKEN,
     }
     _append(record)
-    show_card(claim, record)
+    queue_card(CardCheck(claim, record, archived=archived_checks(claim_id)))
 
     if not passed:
         target = f"expected {expected!r}" if expected is not None else "expected"
@@ -288,6 +290,47 @@ def archived_arrays(chapter: str, name: str) -> dict | None:
     arrays = {key: np.asarray(saved["values"][key], dtype=np.float64).reshape(shape)   # null -> NaN
               for key, shape in saved["shapes"].items()}
     return {**arrays, "date": run["date"], "commit": run["commit"], "machine": run["machine"]}
+
+
+def archived_checks(claim_id: str, folder: Path | None = None) -> dict | None:
+    """The records of ``claim_id`` in the archived paper-scale runs (the ``*.json`` of ``folder``, default
+    ``results/full`` under the book root: a chapter read in parts checks some claims in the run of the page that
+    held them then), with that run's ``date`` and ``commit``: ``{"date", "commit", "records"}``, or None when no
+    archived run checked the claim. A claim card marks a check the archived run failed."""
+    if not isinstance(claim_id, str) or claim_id not in registry().claims:
+        raise ValueError(f"claim_id {claim_id!r} is not in the claims registry (icllib/registry/*.yaml)")
+    folder = _book_root().joinpath(*ARCHIVE_FOLDER) if folder is None else path_arg("folder", folder)
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    for path in paths:
+        run = _read_archive(path, path.stat().st_mtime_ns)
+        records = [record for record in run.get("records", []) if record.get("id") == claim_id]
+        if records:
+            return {"date": run.get("date", "?"), "commit": run.get("commit", "?"), "records": records}
+    return None
+
+
+@functools.lru_cache(maxsize=32)
+def _read_archive(path: Path, _modified: int) -> dict:
+    """An archived run, read once per version of the file (a build draws every card of a chapter from it)."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def show_archived_check(claim_id: str) -> None:
+    """Show, in a mode that does not run it, the card of a check that runs only at paper scale (``modes: [full]``):
+    the values its chapter's archived full run measured (:func:`archived_checks`), or a card saying that no run
+    is archived yet. It records nothing: the ledger reads the archive itself (its Paper scale column), and the book
+    draws the card again from the archive of its day (``icllib.cards.drawn_again``).
+
+    Raises ``ValueError`` for an id that is not registered, and for a run in a mode that checks the claim (call
+    :func:`check_claim` there)."""
+    if not isinstance(claim_id, str) or claim_id not in registry().claims:
+        raise ValueError(f"claim_id {claim_id!r} is not in the claims registry (icllib/registry/*.yaml)")
+    claim = registry().claims[claim_id]
+    if mode() in claim.modes:
+        raise ValueError(f"claim_id {claim_id!r} is checked in mode {mode()!r}: call check_claim there")
+    archived = archived_checks(claim_id)
+    for record in (archived or {}).get("records") or [None]:
+        queue_card(CardCheck(claim, record, archived=archived, from_archive=True))
 
 
 # --- Figures that read -------------------------------------------------------------------------------------

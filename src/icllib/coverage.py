@@ -6,7 +6,9 @@ covers the results its ``location`` names (``Lemmas 13-17``, ``Figs. 15 and 16``
 verdict is ``beyond the paper``: the book's own result covers nothing of the paper's.
 
 Errata and notes quote the paper verbatim at a line; :func:`quote_problems` finds each quote in the
-paper's text (whitespace aside; `` ... `` marks an elision) within a few lines of the line given.
+paper's text (whitespace aside; `` ... `` marks an elision) within a few lines of the line given (the ``line``
+field, a machine field: no page shows the extraction's line numbers). A row's location may quote a short phrase
+in “ ” for a search in the PDF; :func:`location_phrase_problems` finds it in the text.
 
 The paper texts live outside the repository (``$ICLLIB_PAPERS``, else a folder of texts beside the
 checkout). The list of numbered results each text names is also committed, with the text's SHA-256, in
@@ -256,6 +258,32 @@ def quote_problems(papers: Path, book: Registry | None = None) -> list[str]:
     return problems
 
 
+# A row's location may end with a short verbatim phrase in typographic quotes, for a search in the paper's PDF.
+LOCATION_PHRASE = re.compile(r"“([^”]+)”")
+
+
+def location_phrase_problems(papers: Path, book: Registry | None = None) -> list[str]:
+    """Rows whose location quotes a phrase (“...”) that is not verbatim in their paper's text (whitespace aside),
+    for the texts present in ``papers``: a phrase that is not in the extraction would not be found in the PDF."""
+    papers = directory_arg("papers", papers)
+    book = book or registry()
+    absent = set(missing_texts(papers, book))
+    texts: dict[str, str] = {}
+    problems = []
+    for claim in book.claims.values():
+        header = book.chapters[claim.chapter]
+        names = [name for name in (header["paper_file"], *header["other_paper_files"]) if name and name not in absent]
+        if not names:
+            continue
+        for name in names:
+            if name not in texts:
+                texts[name] = _normalise((Path(papers) / name).read_text(encoding="utf-8"))
+        for phrase in LOCATION_PHRASE.findall(claim.location):
+            if not any(_normalise(phrase) in texts[name] for name in names):
+                problems.append(f"{claim.id}: the location's phrase is not verbatim in {names[0]}: {phrase!r}")
+    return problems
+
+
 def committed_text_claims() -> dict[str, dict]:
     """The committed lists of claims the papers make in their running text, ``{paper file: {"paper_file",
     "sha256", "claims"}}``, one file ``registry/text_claims/<paper file stem>.yaml`` each."""
@@ -381,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         for result in paper.missing:
             print(f"  no row: {result}")
         failed |= bool(paper.missing)
-    problems = quote_problems(arguments.papers) if present else []
+    problems = quote_problems(arguments.papers) + location_phrase_problems(arguments.papers) if present else []
     problems += text_claim_problems(arguments.papers if present else None)
     for problem in problems:
         print(f"  {problem}")

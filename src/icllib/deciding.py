@@ -261,11 +261,12 @@ def after_exit_reading(full, three, exits: dict, window: int = AFTER_EXIT_WINDOW
 def run_b11_seeds(seeds, *, device=None, steps: int = B11_DECIDING_STEPS, g_samples: int | None = None,
                   checkpoint_every: int | None = None) -> dict[int, dict]:
     """:func:`run_b11` for several seeds at once, one step of all of them per step of the loop: on a GPU five
-    processes of one seed each share the chip by time slices (about 170 steps a second each on an H200), while
-    here the step is one batched call (:func:`torch.func.vmap` of the chapter's hand-derived gradient), so the
-    cost of launching kernels is paid once for every seed. Each seed draws from its own generators exactly as
-    in :func:`run_b11`, in the same order; only the summation order of the batched kernels differs, so a seed's
-    numbers agree with its single run to float32 rounding over the first steps (the unit test), not bit for bit.
+    processes of one seed each share the chip by time slices (134 steps a second each on an H200, seed 2's
+    archived run), while here the step is one batched call (:func:`torch.func.vmap` of the chapter's
+    hand-derived gradient), so the cost of launching kernels is paid once for every seed. Each seed draws from
+    its own generators exactly as in :func:`run_b11`, in the same order; only the summation order of the batched
+    kernels differs, so a seed's numbers agree with its single run to float32 rounding over the first steps (the
+    unit test), not bit for bit.
 
     Returns ``{seed: measured}`` in the format of :func:`run_b11`. A seed whose loss stops being finite is
     recorded as diverged at that step; it keeps stepping (as NaN, alone: the seeds share no arithmetic) and

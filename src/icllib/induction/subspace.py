@@ -48,7 +48,7 @@ def _data_pair(X, y, D: int):
 
 
 def parameter_count(D: int) -> int:
-    """Number of raw parameters of Eq. 1: ``4D^2 + 16D^2 + 8D^2 = 28 D^2`` (Sec. 4, line 114)."""
+    """Number of raw parameters of Eq. 1: ``4D^2 + 16D^2 + 8D^2 = 28 D^2`` (Sec. 4: "Our model has a total")."""
     D = positive_int("D", D, 2)
     return sum(W.numel() for W in DisentangledTransformer(D).parameters())
 

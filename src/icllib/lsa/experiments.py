@@ -68,7 +68,7 @@ def fill_irrelevant(W_KQ, W_PV, *, generator: np.random.Generator, scale=10.0) -
 
 def negative_eigenvalue_counts(X, y, x_query) -> torch.Tensor:
     """The number of negative eigenvalues of H_tau = X_tau (x) E_tau E_tau^T / (2N) for each prompt (below
-    Lemma 5.1, line 356): the Hessian of the quadratic form y-hat = u^T H u. "Negative" means below -1e-12
+    Lemma 5.1, Sec. 5.1): the Hessian of the quadratic form y-hat = u^T H u. "Negative" means below -1e-12
     times the largest eigenvalue in modulus, so round-off is not counted."""
     E = lsa.embed(X, y, x_query)
     n_prompts, d, N = E.shape[0], E.shape[1] - 1, E.shape[2] - 1
@@ -294,8 +294,8 @@ def lemma_c6_c8_runs(fractions, sigma_bound, W_KQ11, gamma, xi, zeta, K_410, *, 
     Theta Theta^T and the estimate ``K_410`` of E[||Gamma_tau||_op ||Lambda_tau||_F^2].
 
     One dict per run: ``fraction``, the smallest ``min_c`` of u_{-1} along the path, the lower bounds on it as
-    printed in (C.12) (``printed``, with ||E Lambda_tau Theta||_F^2 in the denominator) and as the proof ends at
-    line 1191 (``proven``, with ||E Lambda_tau^2||_op), ``pl``: the smallest ratio ||grad||^2 / gap over the
+    printed in (C.12) (``printed``, with ||E Lambda_tau Theta||_F^2 in the denominator) and as the proof ends in
+    App. C.3 (``proven``, with ||E Lambda_tau^2||_op), ``pl``: the smallest ratio ||grad||^2 / gap over the
     path divided by the constant nu of (C.13) (at least 1 if Lemma C.8 holds), and the ``final_gap``.
     """
     gamma, xi, zeta = lsat.moment_triple(gamma, xi, zeta)
@@ -316,7 +316,7 @@ def lemma_c6_c8_runs(fractions, sigma_bound, W_KQ11, gamma, xi, zeta, K_410, *, 
                              f"sigma^2 K_410), got sigma = {sig:.4g}")
         run = lsa.random_cov_flow(sig * TT, sig, gamma, xi, zeta, T=T)
         printed = np.sqrt(sig**2 * bracket / (2 * np.sqrt(d) * ELT))  # (C.12)
-        proven = np.sqrt(sig**2 * bracket / (2 * np.sqrt(d) * EL2_op))  # line 1191
+        proven = np.sqrt(sig**2 * bracket / (2 * np.sqrt(d) * EL2_op))  # the bound the proof of Lemma C.7 ends with
         nu = eta * sig**2 * bracket / (2 * np.sqrt(d) * EL2_op)  # (C.13)
         gap = run["loss"] - min_C6
         resolved = gap > 1e-12

@@ -143,7 +143,7 @@ def predict(W_KQ, W_PV, X, y, x_query) -> torch.Tensor:
     The entry is evaluated as ``W_PV[d, :] (E E^T / M) W_KQ E[:, M]``, the same product as (3.3) grouped
     so that no (M+1) x (M+1) matrix is formed (the residual E contributes the query label 0), with E E^T
     assembled from its blocks and E[:, M] = (x_query; 0). The paper takes rho = the width of E minus one
-    (line 114): N during training and M at test time (Eqs. 4.2-4.3).
+    (Sec. 3.2): N during training and M at test time (Eqs. 4.2-4.3).
     """
     W_KQ, W_PV = parameter_pair(W_KQ, W_PV)
     X, y, x_query = _prompt(X, y, x_query)

@@ -256,7 +256,7 @@ def class_count_sigma(counts, M: int, eta_Y: float) -> np.ndarray:
 
 def e_prime(E) -> np.ndarray:
     """E' = I - (I + E)^{-1} for one (K, K) matrix or a stack (..., K, K) (App. D.1 as Lemma 14 and the
-    proofs use it; the definition printed at line 500 is not this, erratum scan_snap.E4)."""
+    proofs use it; the definition printed in App. D.1 is not this, erratum scan_snap.E4)."""
     E = real_array("E", E)
     if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.all(np.isfinite(E)):
         raise ValueError(f"E must be a finite (..., K, K) array, got shape {E.shape}")
@@ -305,7 +305,7 @@ def e_prime_checks(E) -> dict:
     - ``eq92_error``: max abs(sum_{k != n} E_nk E'_nk + E'_nn);
     - ``line974_corrected`` and ``line974_printed``: max over n of min_i lambda_i^2/(1 + abs(lambda_1)) + E'_nn and
       of min_i lambda_i^2/(1 - abs(lambda_1)) + E'_nn: the lower bound on -E'_nn used in the proof of
-      Theorem 1(a) (line 974), with the valid factor and with the printed one.
+      Theorem 1(a) (App. D.5), with the valid factor and with the printed one.
     """
     E = real_array("E", E)
     if E.ndim < 2 or E.shape[-1] != E.shape[-2] or not np.allclose(E, np.swapaxes(E, -1, -2), atol=1e-14):
