@@ -352,7 +352,7 @@ check_claim("balance.step-identity", identity_error, **CHECKS["balance.step-iden
 # gradient-descent drift halves with the step.
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Gradient flow conserves every query/key imbalance. Top: the 12 $D_i(t) - D_i(0)$ along gradient descent ($\\eta = 4\\times10^{-3}$, dashed) and the implicit midpoint rule (solid) while the loss falls; the midpoint curves are flat to round-off. Bottom: the final drift of gradient descent is proportional to the step (slope 1 in log-log), that of the midpoint rule is at round-off.", "name": "fig-balance-conservation"}, "image": {"alt": "Two stacked panels: imbalance drift against time for gradient descent and the midpoint rule; final drift against learning rate."}}
-fig, (ax_d, ax_s) = figure(2, 1, width=6.3)
+fig, (ax_d, ax_s) = figure(2, 1, width=5.8)
 t_mid = np.arange(len(midpoint["D"])) * midpoint_step
 t_gd = np.arange(len(gd_runs[4e-3]["D"])) * 4e-3
 for index in range(12):
@@ -565,8 +565,8 @@ check_claim("balance.controls", control_ratio, **bounds, **CHECKS["balance.contr
 # {numref}`fig-balance-linear` draws the runs: every setting falls to $d_o/d$ while the noiseless control stays
 # where its conserved $D$ puts it, and the steps to balance follow the ODE.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "SGD balances a linear model where the law can be computed exactly. Top: the mean ratio $\\|u\\|^2/\\|w\\|^2$ of the runs falls from 16 to $d_o/d = 0.25$ (dotted), not to 1; the control without noise (exact gradient descent, started off the minimum; dashed) settles where its conserved $\\|u\\|^2 - \\|w\\|^2$ puts it, far above. Bottom: steps to come within 10 % of 0.25 against $S/\\eta^2$ (dots) follow the law's ODE (line) up to a finite-$T$ speed-up at the largest $T$.", "name": "fig-balance-linear"}, "image": {"alt": "Two stacked panels: the norm ratio of the linear model falling over time for several SGD settings; steps to balance against the batch over the squared learning rate."}}
-fig, (ax_r, ax_t) = figure(2, 1, width=6.3)
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "SGD balances a linear model where the law can be computed exactly. Top: the mean ratio $\\|u\\|^2/\\|w\\|^2$ of the runs falls from 16 to $d_o/d = 0.25$ (dotted), not to 1; the control without noise (exact gradient descent, started off the minimum; dashed) settles where its conserved $\\|u\\|^2 - \\|w\\|^2$ puts it, far above. Bottom: steps to come within 10 % of 0.25 against $S/\\eta^2$ (dots) follow the law's ODE (line) up to a finite-$T$ speed-up at the largest $T$.", "name": "fig-balance-linear"}, "image": {"alt": "Two stacked panels: the norm ratio of the linear model falling over time for several SGD settings; steps to balance against batch over squared rate."}}
+fig, (ax_r, ax_t) = figure(2, 1, width=5.8)
 for (lr, batch), r in linear.items():
     ax_r.semilogy(r["times"] * lr * r["T"], r["mean"], label=f"$\\eta = {lr:g}$, $S = {batch}$")
 ax_r.semilogy(
@@ -582,7 +582,7 @@ ax_t.loglog(
     scale_x[order],
     np.array([r["ode"] for r in linear.values()])[order],
     "-",
-    label="law (ODE on the minimum manifold)",
+    label="law (its ODE)",
 )
 ax_t.set(
     xlabel=r"$S/\eta^2$",

@@ -79,7 +79,7 @@ def label_problems(fig) -> list[str]:
 
 def _stacking_plan(fig):
     """``(grid, rows, columns)`` of a figure whose panels are the cells of one grid of two or more columns and at
-    most :data:`MAX_STACKED_PANELS` cells, each panel one cell; None for any other figure."""
+    most ``MAX_STACKED_PANELS`` cells, each panel one cell; None for any other figure."""
     specs = [ax.get_subplotspec() for ax in fig.axes]
     specs = [spec for spec in specs if spec is not None]
     if not specs:
@@ -95,7 +95,7 @@ def _stacking_plan(fig):
 
 def stacked_variant_png(fig) -> bytes | None:
     """``fig`` drawn with its panels in one column, in reading order (row by row), each panel the size it has in
-    ``fig``, as PNG bytes; None for a figure of one column, of more than :data:`MAX_STACKED_PANELS` panels, or with
+    ``fig``, as PNG bytes; None for a figure of one column, of more than ``MAX_STACKED_PANELS`` panels, or with
     a panel spanning cells. Twin axes and colour bars follow their panel; the figure is put back as it was."""
     if not isinstance(fig, mpl.figure.Figure):
         raise ValueError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
