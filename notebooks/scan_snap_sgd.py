@@ -100,7 +100,7 @@ runs_small = {
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Attention $c_n$ of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing $P(l|n)$) during SGD, seed 0, as in the paper's Fig. 4. With $\\eta_Y = \\eta_Z = 1$ (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with $\\eta_Y = 10$ (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}, "image": {"alt": "Two heat maps: the attention of class 1 over its 20 contextual tokens at seven iterations, for two learning rates."}}
 show_steps = (0, 2, 4, 6, 10, 20, 100)
-fig, axes = figure(2, 1, height=4.2, width=8.4)
+fig, axes = figure(2, 1, height=4.2, width=6.0)
 columns_class1 = np.arange(20)
 for ax, eta_Y in zip(axes, (1.0, 10.0)):
     result = runs_small[eta_Y][0]
