@@ -28,6 +28,8 @@ from sphinx.util.docutils import SphinxDirective
 
 import course
 import executions
+import exercise_pages
+import figure_pages
 import ledger_files
 import ledger_page
 import notebook_download
@@ -69,7 +71,8 @@ def anchor_checking_cells(app, doctree):
 
 
 def alt_text_from_captions(app, doctree):
-    """Screen readers get a figure's caption, not its file path; an image with neither is flagged."""
+    """Screen readers get a figure's caption, not its file path; an image with neither is flagged. (A figure's own
+    one-line alt text, ``figure_pages``, comes first.)"""
     for image in doctree.findall(nodes.image):
         if image.get("alt"):
             continue
@@ -419,6 +422,8 @@ def setup(app):
     app.add_directive("build-info", BuildInfo)
     app.add_directive("paper-scale-age", PaperScaleAge)
     ledger_page.setup(app)
+    figure_pages.setup(app)
+    exercise_pages.setup(app)
     app.connect("doctree-read", anchor_checking_cells)
     app.connect("doctree-read", alt_text_from_captions)
     app.connect("doctree-read", offer_the_source)

@@ -134,7 +134,7 @@ def without_solutions_in_the_files(site: Path) -> None:
 
 
 SHARED_FOLDERS = ("_static", "_images")
-SHARED_LINK = re.compile(r'((?:href|src)=")((?:\.\./)*)((?:_static|_images)/[^"?#]+)')
+SHARED_LINK = re.compile(r'((?:href|src|srcset)=")((?:\.\./)*)((?:_static|_images)/[^"?#]+)')
 
 
 def share_the_published_files(student: Path, site: Path) -> int:

@@ -236,6 +236,9 @@ def store(notebook, mode: str, records: list[str], facts: dict, folder: Path | N
         for output in cell.outputs:
             if "image/png" in output.get("data", {}):
                 output["data"]["image/png"] = compact_png(output["data"]["image/png"])
+                variant = output.get("metadata", {}).get("image/png", {})
+                if "stacked" in variant:   # icllib.figure_screens: the figure's panels stacked for phones
+                    variant["stacked"] = compact_png(variant["stacked"])
     notebook_file, records_file, facts_file = _files(folder, notebook_key)
     records_text = "".join(line.rstrip("\n") + "\n" for line in records)
     notebook_text = nbformat.writes(executed)

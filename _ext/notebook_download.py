@@ -48,6 +48,9 @@ def downloadable(executed: Path, *, solutions: bool, site_url: str | None, page:
     glued in (:func:`executed_glue`), :func:`plain_notebook` with or without solutions, and the install cell first
     (:func:`add_install_cell`). The site's pages and the course editions both write theirs with it."""
     notebook = nbformat.read(executed, as_version=4)
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):   # a figure's stacked variant serves the pages' phones only
+            output.get("metadata", {}).get("image/png", {}).pop("stacked", None)
     plain = plain_notebook(notebook, solutions=solutions, site_url=site_url, page=page,
                            chapter=chapter if chapter is not None else chapter_numbers(root / "_toc.yml").get(page),
                            resolve=resolve, bibtex=bibtex, glued=executed_glue(executed),

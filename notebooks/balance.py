@@ -353,8 +353,8 @@ check_claim("balance.step-identity", identity_error, **CHECKS["balance.step-iden
 # {numref}`fig-balance-conservation` shows both: the midpoint curves are flat while the loss falls, and the
 # gradient-descent drift halves with the step.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Gradient flow conserves every query/key imbalance. Left: the 12 $D_i(t) - D_i(0)$ along gradient descent ($\\eta = 4\\times10^{-3}$, dashed) and the implicit midpoint rule (solid) while the loss falls; the midpoint curves are flat to round-off. Right: the final drift of gradient descent is proportional to the step (slope 1 in log-log), that of the midpoint rule is at round-off.", "name": "fig-balance-conservation"}}
-fig, (ax_d, ax_s) = figure(1, 2)
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Gradient flow conserves every query/key imbalance. Top: the 12 $D_i(t) - D_i(0)$ along gradient descent ($\\eta = 4\\times10^{-3}$, dashed) and the implicit midpoint rule (solid) while the loss falls; the midpoint curves are flat to round-off. Bottom: the final drift of gradient descent is proportional to the step (slope 1 in log-log), that of the midpoint rule is at round-off.", "name": "fig-balance-conservation"}, "image": {"alt": "Two stacked panels: imbalance drift against time for gradient descent and the midpoint rule; final drift against learning rate."}}
+fig, (ax_d, ax_s) = figure(2, 1, width=5.8)
 t_mid = np.arange(len(midpoint["D"])) * midpoint_step
 t_gd = np.arange(len(gd_runs[4e-3]["D"])) * 4e-3
 for index in range(12):
@@ -371,8 +371,8 @@ for index in range(12):
         lw=1,
     )
 ax_d.plot([], [], "k-", label="implicit midpoint")
-ax_d.plot([], [], "k--", label="gradient descent, lr 4e-3")
-ax_d.set(xlabel="time t = lr x steps", ylabel="D_i(t) - D_i(0)", title="12 column pairs")
+ax_d.plot([], [], "k--", label=r"gradient descent, $\eta = 4\times10^{-3}$")
+ax_d.set(xlabel=r"time $t = \eta\times$steps", ylabel=r"$D_i(t) - D_i(0)$", title="12 column pairs")
 legend(ax_d)
 ax_s.loglog(
     gd_rates, list(gd_drift.values()), "o-", label=f"gradient descent (slope {drift_slope:.2f})"
@@ -381,10 +381,12 @@ ax_s.axhline(
     max(midpoint_drift, 1e-17),
     color=PALETTE[1],
     ls=":",
-    label=f"implicit midpoint, h = {midpoint_step:g}",
+    label=f"implicit midpoint, $h = {midpoint_step:g}$",
 )
 ax_s.set(
-    xlabel="learning rate", ylabel="max_i |D_i(end) - D_i(0)|", title=f"drift at t = {flow_time}"
+    xlabel=r"learning rate $\eta$",
+    ylabel=r"$\max_i |D_i(\mathrm{end}) - D_i(0)|$",
+    title=f"drift at $t = {flow_time}$",
 )
 ax_s.minorticks_off()  # a factor 4 on a log axis: label the three rates, not crowded minor ticks
 ax_s.set_xticks(gd_rates, labels=[f"{rate:g}" for rate in gd_rates])
@@ -565,16 +567,16 @@ check_claim("balance.controls", control_ratio, **bounds, **CHECKS["balance.contr
 # {numref}`fig-balance-linear` draws the runs: every setting falls to $d_o/d$ while the noiseless control stays
 # where its conserved $D$ puts it, and the steps to balance follow the ODE.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "SGD balances a linear model where the law can be computed exactly. Left: the mean ratio $\\|u\\|^2/\\|w\\|^2$ of the runs falls from 16 to $d_o/d = 0.25$ (dotted), not to 1; the control without noise (exact gradient descent, started off the minimum; dashed) settles where its conserved $\\|u\\|^2 - \\|w\\|^2$ puts it, far above. Right: steps to come within 10 % of 0.25 against $S/\\eta^2$ (dots) follow the law's ODE (line) up to a finite-$T$ speed-up at the largest $T$.", "name": "fig-balance-linear"}}
-fig, (ax_r, ax_t) = figure(1, 2)
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "SGD balances a linear model where the law can be computed exactly. Top: the mean ratio $\\|u\\|^2/\\|w\\|^2$ of the runs falls from 16 to $d_o/d = 0.25$ (dotted), not to 1; the control without noise (exact gradient descent, started off the minimum; dashed) settles where its conserved $\\|u\\|^2 - \\|w\\|^2$ puts it, far above. Bottom: steps to come within 10 % of 0.25 against $S/\\eta^2$ (dots) follow the law's ODE (line) up to a finite-$T$ speed-up at the largest $T$.", "name": "fig-balance-linear"}, "image": {"alt": "Two stacked panels: the norm ratio of the linear model falling over time for several SGD settings; steps to balance against batch over squared rate."}}
+fig, (ax_r, ax_t) = figure(2, 1, width=5.8)
 for (lr, batch), r in linear.items():
-    ax_r.semilogy(r["times"] * lr * r["T"], r["mean"], label=f"lr {lr:g}, S {batch}")
+    ax_r.semilogy(r["times"] * lr * r["T"], r["mean"], label=f"$\\eta = {lr:g}$, $S = {batch}$")
 ax_r.semilogy(
     control[0] * control_lr * 0.01, control[1][:, 0], "k--", label="control: exact gradient"
 )
-ax_r.axhline(target_ratio, color="k", ls=":", label="d_o/d (Eq. 7)")
+ax_r.axhline(target_ratio, color="k", ls=":", label=r"$d_o/d$ (Eq. 7)")
 ax_r.axhline(1.0, color="grey", lw=0.8)
-ax_r.set(xlabel="T x t = lr T x steps", ylabel="mean |u|^2 / |w|^2")
+ax_r.set(xlabel=r"$T t = \eta T \times$steps", ylabel=r"mean $\|u\|^2/\|w\|^2$")
 legend(ax_r, fontsize=7)
 order = np.argsort(scale_x)
 ax_t.loglog(scale_x, hits, "o", label="SGD, measured")
@@ -582,11 +584,11 @@ ax_t.loglog(
     scale_x[order],
     np.array([r["ode"] for r in linear.values()])[order],
     "-",
-    label="law (ODE on the minimum manifold)",
+    label="law (its ODE)",
 )
 ax_t.set(
-    xlabel="batch / lr^2",
-    ylabel="steps to within 10 % of d_o/d",
+    xlabel=r"$S/\eta^2$",
+    ylabel=r"steps to within 10 % of $d_o/d$",
     title=f"fitted exponent {exponent:.2f}",
 )
 ax_t.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
@@ -736,7 +738,7 @@ else:
 # {numref}`fig-balance-attention` draws the two noise terms of every pair and the imbalances $D_i$ along the run.
 
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The two noise terms of each of the 12 query/key column pairs ($g_K^i$ solid, $g_Q^i$ dashed, one colour per pair; band: standard error over chunks of samples), as in the paper's Fig. 6 but at higher temperature (batch 20 in `default` mode). The gaps shrink from the start; in layer 2 they close to within a factor 2, in layer 1 they do not. Right: the imbalances $D_i$; in layer 1, where $g_K^i$ stays above $g_Q^i$, every $D_i$ keeps falling, as the law says.", "name": "fig-balance-attention"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The two noise terms of each of the 12 query/key column pairs ($g_K^i$ solid, $g_Q^i$ dashed, one colour per pair; band: standard error over chunks of samples), as in the paper's Fig. 6 but at higher temperature (batch 20 in `default` mode). The gaps shrink from the start; in layer 2 they close to within a factor 2, in layer 1 they do not. Last panel: the imbalances $D_i$; in layer 1, where $g_K^i$ stays above $g_Q^i$, every $D_i$ keeps falling, as the law says.", "name": "fig-balance-attention"}, "image": {"alt": "Three panels: the two noise terms of each column pair over SGD steps for layers 1 and 2, and the twelve imbalances over steps."}}
 def draw_noise_balance(axes, run, drift_ratio):
     """Fig. 6's two noise terms per column pair (one panel per layer) and the imbalances D_i."""
     steps_ckpt = run["checkpoints"] / 1000
@@ -755,11 +757,11 @@ def draw_noise_balance(axes, run, drift_ratio):
         axes[layer].set(
             yscale="log",
             xlabel="SGD step (thousands)",
-            ylabel="g_K^i (solid), g_Q^i (dashed)",
+            ylabel=r"$g_K^i$ (solid), $g_Q^i$ (dashed)",
             title=f"layer {layer + 1}",
         )
-        axes[layer].plot([], [], "k-", label="g_K")
-        axes[layer].plot([], [], "k--", label="g_Q")
+        axes[layer].plot([], [], "k-", label=r"$g_K^i$")
+        axes[layer].plot([], [], "k--", label=r"$g_Q^i$")
         legend(axes[layer])
     for index in range(12):
         layer, column = divmod(index, 6)
@@ -774,7 +776,7 @@ def draw_noise_balance(axes, run, drift_ratio):
     axes[2].plot([], [], "k--", label="layer 2")
     axes[2].set(
         xlabel="SGD step (thousands)",
-        ylabel="D_i = |W_K^i|^2 - |W_Q^i|^2",
+        ylabel=r"$D_i = \|W_K^i\|^2 - \|W_Q^i\|^2$",
         title=(
             f"measured/law drift {drift_ratio:.2f}" if math.isfinite(drift_ratio) else "imbalances"
         ),
@@ -826,7 +828,7 @@ elif paper_scale is None:
 else:
     print(balance.describe_archive(paper_scale, archived_law))
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The noise terms and imbalances at the paper's setting (batch 200, $\\eta = 4\\times10^{-3}$, online SGD until the loss blew up at step 268 178), the paper's Fig. 6 proper, drawn from the archived `full` run, not recomputed in this build. Panels as in {numref}`fig-balance-attention`: $g_K^i$ (solid) and $g_Q^i$ (dashed) of each column pair per layer, and the imbalances $D_i$. The gaps between $g_K^i$ and $g_Q^i$ shrink for about 200 000 steps and then stay: three pairs of layer 2 end at factors 2.0 to 2.5 (only the 2.5 clearly beyond its standard error).", "name": "fig-balance-attention-paper-scale"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The noise terms and imbalances at the paper's setting (batch 200, $\\eta = 4\\times10^{-3}$, online SGD until the loss blew up at step 268 178), the paper's Fig. 6 proper, drawn from the archived `full` run, not recomputed in this build. Panels as in {numref}`fig-balance-attention`: $g_K^i$ (solid) and $g_Q^i$ (dashed) of each column pair per layer, and the imbalances $D_i$. The gaps between $g_K^i$ and $g_Q^i$ shrink for about 200 000 steps and then stay: three pairs of layer 2 end at factors 2.0 to 2.5 (only the 2.5 clearly beyond its standard error).", "name": "fig-balance-attention-paper-scale"}, "image": {"alt": "Three panels from the archived paper-scale run: noise terms per column pair for both layers, and the imbalances, over SGD steps."}}
 if paper_scale is not None:
     archived_ratio = math.nan if archived_law is None else archived_law["rate_ratio"][0]
     draw_noise_balance(figure(1, 3)[1], paper_scale, archived_ratio)
@@ -915,7 +917,12 @@ from icllib.balance.exercises import check
 # the largest of $C_1$ for the lower end (the swapped pairing gives the empty "band" $[2, 1]$), and says that the
 # band pins the ratio only when both matrices are close to multiples of the identity.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-balance-eq7-band", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-balance-linear-ratio
 # Before running anything, predict from {eq}`balance-linear-C` where SGD balances the linear model of
@@ -949,7 +956,12 @@ from icllib.balance.exercises import check
 # norms stay apart (by a factor 2 here) while the two noise terms of {eq}`balance-law` become equal, and
 # attributes the small offset to the finite-step term ({ref}`balance.N2 <balance-n2>`).
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-balance-linear-ratio", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-balance-scalar
 # For scalars $u, w$, $\ell = (uwx - y)^2$, $y = m^* x + \epsilon$ with $x \sim N(0, 1)$ and
@@ -977,7 +989,12 @@ from icllib.balance.exercises import check
 # $C_1 = C_2$ (compare {ref}`balance.N4 <balance-n4>` and the previous exercise), and converts time to steps
 # with both factors, $t = \eta\times$steps and $T = \eta/S$: forgetting $S$ halves the answer.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-balance-scalar", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-balance-rate-exponent
 # The chapter fits how the number of steps to balance grows with $S/\eta^2$. Repeat the fit in a small setting:
@@ -1016,11 +1033,18 @@ from icllib.balance.exercises import check
 # notices that settings with the same $T$ but different $S/\eta^2$, such as the chapter's $(0.01, 2)$ and
 # $(0.005, 1)$, tell the step count apart from the temperature.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-balance-rate-exponent", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-balance-weight-decay
 # Add weight decay $\frac{\gamma}{2}(\|u\|^2 + \|w\|^2)$ to the loss. How does the law {eq}`balance-law` change?
 # What happens to $D$ under gradient flow, and where is the fixed point when there is noise too?
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-balance-weight-decay
@@ -1033,11 +1057,17 @@ from icllib.balance.exercises import check
 # the rescaling), names both limits (norm balance for $T \to 0$, noise balance for $\gamma \to 0$) and, for the
 # linear model, writes the fixed point between 1 and $d_o/d$.
 # ```
-#
+
+# %%
+# ex-balance-weight-decay is for discussion (no self-check): your notes or code here.
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-balance-gl
 # Each attention layer has the larger symmetry $W_Q \to W_Q G$, $W_K \to W_K G^{-\top}$ for any invertible $G$.
 # Which matrix does gradient flow conserve, and which column-wise quantities of this chapter are its diagonal?
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-balance-gl
@@ -1052,12 +1082,18 @@ from icllib.balance.exercises import check
 # check it numerically with the midpoint run of [the noiseless section](sec-balance-conservation) (all 36 entries
 # conserved to round-off).
 # ```
-#
+
+# %%
+# ex-balance-gl is for discussion (no self-check): your notes or code here.
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-balance-momentum
 # The law is a statement about plain SGD. Rerun the linear model with SGD with momentum 0.9, then with Adam.
 # Do the runs still settle at $d_o/d$? Which step of the proof in {prf:ref}`Theorem 3.1 <thm-balance-law>`
 # survives, and which one fails?
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-balance-momentum
@@ -1072,6 +1108,10 @@ from icllib.balance.exercises import check
 # which term stops cancelling, and supports the prediction with runs (several seeds, the late ratio with its
 # standard error), since the paper makes no claim here.
 # ```
+
+# %%
+# ex-balance-momentum is for discussion (no self-check): your notes or code here.
+
 
 # %% [markdown]
 # ## Cite this chapter

@@ -507,7 +507,7 @@ check_claim("induction_emergence.limit-loss-drop", drop, **tol, **C["limit-loss-
 # %% [markdown]
 # The rescaled times against their limits, and the raw times on log-log axes:
 
-# %% mystnb={"figure": {"caption": "Left: emergence and loss-drop times divided by $N$ (for $\\gamma$) or $N^2$ (the others), from the integrated flow, converge to the closed-form constants of this chapter's Propositions 1-3 (dashed). Right: the same times on log-log axes, with slope 1 for $\\gamma$ and slope 2 for $\\beta$, $\\alpha$ and the loss drop.", "name": "fig-induction_emergence-times"}}
+# %% mystnb={"figure": {"caption": "Left: emergence and loss-drop times divided by $N$ (for $\\gamma$) or $N^2$ (the others), from the integrated flow, converge to the closed-form constants of this chapter's Propositions 1-3 (dashed). Right: the same times on log-log axes, with slope 1 for $\\gamma$ and slope 2 for $\\beta$, $\\alpha$ and the loss drop.", "name": "fig-induction_emergence-times"}, "image": {"alt": "Two panels: rescaled emergence and loss-drop times against N approaching dashed constants; the same times on log-log axes."}}
 fig, (left, right) = figure(1, 2)
 labels = {
     "gamma": r"$T_\gamma/N$",
@@ -530,12 +530,12 @@ for index, key in enumerate(("gamma", "beta", "alpha", "loss")):
     )
 left.set(
     xscale="log",
-    xlabel="N (pairs in context)",
+    xlabel="$N$ (pairs in context)",
     ylabel="rescaled time",
     title="constants of the law",
 )
 right.set(
-    xlabel="N (pairs in context)",
+    xlabel="$N$ (pairs in context)",
     ylabel="gradient-flow time",
     title="emergence and loss-drop times",
 )
@@ -568,10 +568,10 @@ check_claim("induction_emergence.slow-manifold", ratio, **C["slow-manifold"])
 # %% [markdown]
 # The trajectories of the two largest $N$ in the $(\beta, \alpha)$ plane, against the manifold:
 
-# %% mystnb={"figure": {"caption": "Along the flow, $\\alpha$ follows $\\beta^2/2$ (dashed) until $\\alpha$ emerges: the slow manifold of this chapter's Proposition 2. The first-layer head is slaved to the second-layer match, not the other way round.", "name": "fig-induction_emergence-manifold"}}
+# %% mystnb={"figure": {"caption": "Along the flow, $\\alpha$ follows $\\beta^2/2$ (dashed) until $\\alpha$ emerges: the slow manifold of this chapter's Proposition 2. The first-layer head is slaved to the second-layer match, not the other way round.", "name": "fig-induction_emergence-manifold"}, "image": {"alt": "One panel: alpha against beta along the flow for several N, following the dashed parabola until alpha emerges."}}
 fig, ax = figure()
 for index, (N, (beta_t, alpha_t)) in enumerate(curves.items()):
-    ax.plot(beta_t, alpha_t, color=f"C{index}", label=f"flow, N = {N}")
+    ax.plot(beta_t, alpha_t, color=f"C{index}", label=f"flow, $N = {N}$")
 beta_line = np.linspace(0, 1.0, 100)
 ax.plot(beta_line, beta_line**2 / 2, "k--", linewidth=1, label=r"$\alpha = \beta^2/2$")
 ax.axhline(0.5, color="grey", linewidth=0.8)
@@ -699,7 +699,7 @@ marks = ie.crossing_times(N_show)
 t_grid, alpha_t, beta_t, gamma_t, loss_t = ie.flow_trajectory(N_show, 3.0 * N_show**2, num=3001)
 tau_grid = t_grid / N_show**2
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Loss (left) and parameters (right) along the flow for $N=32$, time in units of $N^2$. The vertical lines mark $T_\\gamma$, $T_\\beta$, $T_\\alpha$ and the loss drop $T_L$: the induction head is complete at $T_\\alpha$, but the loss is still near $1-1/(2N)$ there; it falls only near $\\sqrt{2\\pi}\\,N^2$ (dotted).", "name": "fig-induction_emergence-loss"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Loss (left) and parameters (right) along the flow for $N=32$, time in units of $N^2$. The vertical lines mark $T_\\gamma$, $T_\\beta$, $T_\\alpha$ and the loss drop $T_L$: the induction head is complete at $T_\\alpha$, but the loss is still near $1-1/(2N)$ there; it falls only near $\\sqrt{2\\pi}\\,N^2$ (dotted).", "name": "fig-induction_emergence-loss"}, "image": {"alt": "Two panels: the loss along the flow with a long plateau, and the three parameters rising one after another, with their emergence times marked."}}
 fig, (left, right) = figure(1, 2)
 left.plot(tau_grid, loss_t, color="k", label="loss")
 left.axhline(1 - 1 / (2 * N_show), color="grey", linestyle=":", label=r"$1 - 1/(2N)$")
@@ -722,7 +722,7 @@ for axis in (left, right):
             label=name if axis is left else None,
         )
     axis.axvline(math.sqrt(2 * math.pi), color="grey", linestyle=":", linewidth=0.9)
-left.set(xlabel=r"$t / N^2$", ylabel="loss", title=f"N = {N_show}")
+left.set(xlabel=r"$t / N^2$", ylabel="loss", title=f"$N = {N_show}$")
 right.set(xlabel=r"$t / N^2$", ylabel="parameter value", ylim=(0, 3))
 legend(left)
 legend(right)
@@ -796,7 +796,7 @@ check_claim("induction_emergence.literal-step-diverges", as_predicted, **C["lite
 # %% [markdown]
 # Flow and gradient descent at App. F's thresholds, and the time until ICL against its quadratic asymptote:
 
-# %% mystnb={"figure": {"caption": "Emergence times and the time until ICL, recomputed as in the paper's Fig. 5. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step $\\lambda/D=0.39$ (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from this chapter's Proposition 2 (dashed), and Definition 1's time $T_\\alpha$ with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}}
+# %% mystnb={"figure": {"caption": "Emergence times and the time until ICL, recomputed as in the paper's Fig. 5. Left: emergence times at the thresholds of App. F (0.1, 0.1, 0.5) from the flow (lines) and from gradient descent with the effective step $\\lambda/D=0.39$ (markers), which lie on the lines. Right: time until ICL with its quadratic asymptote from this chapter's Proposition 2 (dashed), and Definition 1's time $T_\\alpha$ with its own (dotted); the legend gives both constants.", "name": "fig-induction_emergence-fig5"}, "image": {"alt": "Two panels: emergence times against N from the flow and from gradient descent; the time until in-context learning with quadratic asymptotes."}}
 fig, (left, right) = figure(1, 2)
 for index, key in enumerate(("alpha", "beta", "gamma")):
     left.loglog(n, T5[key], "-", color=f"C{index}", label=rf"$T_\{key}$ flow")
@@ -808,7 +808,7 @@ for index, key in enumerate(("alpha", "beta", "gamma")):
         markersize=4,
         label=rf"$T_\{key}$ GD, $\eta=\lambda/D$",
     )
-left.set(xlabel="N (pairs in context)", ylabel="emergence time", title="thresholds 0.1, 0.1, 0.5")
+left.set(xlabel="$N$ (pairs in context)", ylabel="emergence time", title="thresholds 0.1, 0.1, 0.5")
 legend(left, fontsize=7)
 right.semilogy(n, t_icl, "o-", color="C0", label=r"$t_{ICL}$ (App. F thresholds)")
 right.semilogy(
@@ -826,7 +826,7 @@ right.semilogy(
     color="C1",
     label=rf"${asymptotics['T_alpha/N^2']:.3f}\,N^2$",
 )
-right.set(xlabel="N (pairs in context)", ylabel="time until ICL", title="quadratic asymptotes")
+right.set(xlabel="$N$ (pairs in context)", ylabel="time until ICL", title="quadratic asymptotes")
 legend(right, fontsize=7)
 
 # %% [markdown]
@@ -891,7 +891,12 @@ from icllib.induction.emergence_exercises import check
 # reports $T_\gamma/2$ from the integrated flow (0.688, 0.7 % below $\ln 2$), and explains the gap by the growth of
 # $\beta$ during phase 1, which makes $s > 1$ and speeds $\gamma$ up; it notes that the gap shrinks like $1/N$.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-induction-emergence-phase1", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-induction-emergence-threshold
 # App. F declares $\alpha$ and $\beta$ emerged at $0.1$ rather than Definition 1's $1/2$
@@ -920,7 +925,12 @@ from icllib.induction.emergence_exercises import check
 # $\alpha = \beta^2/2$ is quadratic in $\beta$ and so lags most when both are small: Fig. 5's $t_\text{ICL}$ is set
 # by $\alpha$ alone.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-induction-emergence-threshold", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-induction-emergence-order-flip
 # {prf:ref}`Theorem 2 <thm-induction-emergence-order>` orders $T_\beta < T_\alpha$ at the common threshold $1/2$.
@@ -959,7 +969,12 @@ from icllib.induction.emergence_exercises import check
 # concludes that the order of {prf:ref}`Theorem 2 <thm-induction-emergence-order>` is a statement about thresholds
 # below 2, not about the parameters alone.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-induction-emergence-order-flip", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-induction-emergence-manifold
 # {prf:ref}`Proposition 2 <prop-induction-phase2>` predicts $\alpha(T_\beta) \to 1/8$. Integrate the flow at
@@ -983,7 +998,12 @@ from icllib.induction.emergence_exercises import check
 # a gap of about $0.067/N$ that falls by four when $N$ grows by four, as the $O(1/N)$ corrections of phase 1 (where
 # $\gamma < 1$ slows $\alpha$ relative to $\beta$) predict.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-induction-emergence-manifold", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-induction-emergence-n1
 # What happens for $N = 1$? Write the flow of B.5 at $N = 1$, decide which parameters emerge, and find the first time
@@ -1007,7 +1027,12 @@ from icllib.induction.emergence_exercises import check
 # layer retrieves it whatever $\alpha$ is: the previous-token head is built into the mask, and the slow phase that
 # makes the law quadratic does not exist.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-induction-emergence-n1", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-induction-emergence-lr
 # Gradient descent on $(\alpha, \beta, \gamma)$ with step $\eta$ starts with $\partial^2_\gamma \mathcal L = 1/N$.
@@ -1036,7 +1061,13 @@ from icllib.induction.emergence_exercises import check
 # provisional: after the loss drop $\partial^2_\gamma\mathcal L = 2(s^2+F)/r^2$ tends to 2, so a step of 100 is
 # unstable for every $N$ (with thresholds of 1000, the run at $N = 512$ blows up at step 6553).
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-induction-emergence-lr", answer)
+
+
+# %% [markdown]
 # ## Cite this chapter
 #
 # ```{cite-this-chapter}

@@ -507,7 +507,7 @@ print(
 )
 check_claim("induction_subspace.theorem1", max_sym, **CHECKS["theorem1"])
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Distance from the 19-dimensional subspace during training from zero. With symmetrised batches (solid) the residual of every weight matrix stays at float64 rounding; with plain batches of the same size (dashed) Monte-Carlo noise pushes the weights off the subspace (values below $10^{-17}$, exact zeros of a still-zero matrix, are drawn at $10^{-17}$).", "name": "fig-induction_subspace-residuals"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Distance from the 19-dimensional subspace during training from zero. With symmetrised batches (solid) the residual of every weight matrix stays at float64 rounding; with plain batches of the same size (dashed) Monte-Carlo noise pushes the weights off the subspace (values below $10^{-17}$, exact zeros of a still-zero matrix, are drawn at $10^{-17}$).", "name": "fig-induction_subspace-residuals"}, "image": {"alt": "One panel, log scale: distance of the three weight matrices from the subspace over SGD steps, flat at rounding for symmetrised batches, rising for plain ones."}}
 fig, ax = figure()
 steps_axis = np.arange(steps_sym + 1)
 for k, name in enumerate((r"$W^{(1)}$", r"$W^{(2)}$", r"$W^{(3)}$")):
@@ -599,7 +599,7 @@ print(f"log-log slopes of the residual against B: {np.round(slopes, 3)}")
 slope_error = max(abs(slope + 0.5) for slope in slopes)
 check_claim("induction_subspace.sgd-residual-rate", slope_error, **CHECKS["sgd-residual-rate"])
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Residual after a fixed number of plain SGD steps against the batch size, per weight matrix, with a $B^{-1/2}$ guide through the first point of $W^{(1)}$. The three slopes are close to $-1/2$: finite batches leave the subspace only through Monte-Carlo noise.", "name": "fig-induction_subspace-batch"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Residual after a fixed number of plain SGD steps against the batch size, per weight matrix, with a $B^{-1/2}$ guide through the first point of $W^{(1)}$. The three slopes are close to $-1/2$: finite batches leave the subspace only through Monte-Carlo noise.", "name": "fig-induction_subspace-batch"}, "image": {"alt": "One panel, log-log: residual of each weight matrix against batch size, falling along a line of slope minus one half."}}
 fig, ax = figure()
 for k, name in enumerate((r"$W^{(1)}$", r"$W^{(2)}$", r"$W^{(3)}$")):
     ax.loglog(
@@ -607,7 +607,7 @@ for k, name in enumerate((r"$W^{(1)}$", r"$W^{(2)}$", r"$W^{(3)}$")):
     )
 guide = residuals[0, 0] * (np.asarray(batches) / batches[0]) ** -0.5
 ax.loglog(batches, guide, ":", color="black", label=r"$B^{-1/2}$")
-ax.set_xlabel("batch size B")
+ax.set_xlabel("batch size $B$")
 ax.set_ylabel(f"residual after {steps_mc} steps")
 ax.minorticks_off()  # batch sizes over a decade or two: label the ones run, not crowded minor ticks
 ax.set_xticks(batches, labels=[str(batch) for batch in batches])
@@ -665,7 +665,7 @@ check_claim("induction_subspace.hypothesis1-dominant", fig4["on_top"], **dominan
 exit_ratio = exits["three"] / exits["full"]
 check_claim("induction_subspace.hypothesis2", exit_ratio, **CHECKS["hypothesis2"])
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The pseudo-parameters and the loss during training from zero, recomputed as in the paper's Fig. 4. Top: the 19 pseudo-parameters (left) and the batch loss (right) during standard SGD from zero; $\\alpha_3$, $\\beta_2$ and $\\gamma_3$ (thick) grow while the loss leaves its plateau, the other 16 stay small and $\\beta_3, \\dots, \\beta_6$ stay exactly 0. Bottom: only $\\alpha_3$, $\\beta_2$, $\\gamma_3$ trained, on the same data stream; the plateau and its exit are nearly the same.", "name": "fig-induction_subspace-fig4"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The pseudo-parameters and the loss during training from zero, recomputed as in the paper's Fig. 4. Top: the 19 pseudo-parameters (left) and the batch loss (right) during standard SGD from zero; $\\alpha_3$, $\\beta_2$ and $\\gamma_3$ (thick) grow while the loss leaves its plateau, the other 16 stay small and $\\beta_3, \\dots, \\beta_6$ stay exactly 0. Bottom: only $\\alpha_3$, $\\beta_2$, $\\gamma_3$ trained, on the same data stream; the plateau and its exit are nearly the same.", "name": "fig-induction_subspace-fig4"}, "image": {"alt": "Four panels: the 19 pseudo-parameters and the batch loss over SGD steps, for standard and for three-parameter training."}}
 fig, axes = figure(2, 2, height=6.4)
 
 
@@ -700,7 +700,7 @@ for row, (run, title) in enumerate(
 # %% [markdown]
 # {numref}`fig-induction_subspace-weights` shows the weights at the end of the standard run, the paper's Fig. 3.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The weights at the end of the standard run above, recomputed as in the paper's Fig. 3. Block lines separate the $D \\times D$ blocks. The diagonals of $I$ and the anti-diagonal blocks of $M$ stand out: $\\alpha_3 M$ in the positional block of $W^{(1)}$, $\\beta_2 I$ in block $(X_1, TX_1)$ of $W^{(2)}$, $\\gamma_3 I$ in block 5 ($QX_1$) of $W^{(3)}$; the rest is small SGD noise, and the second block-row of $W^{(2)}$ is exactly 0.", "name": "fig-induction_subspace-weights"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The weights at the end of the standard run above, recomputed as in the paper's Fig. 3. Block lines separate the $D \\times D$ blocks. The diagonals of $I$ and the anti-diagonal blocks of $M$ stand out: $\\alpha_3 M$ in the positional block of $W^{(1)}$, $\\beta_2 I$ in block $(X_1, TX_1)$ of $W^{(2)}$, $\\gamma_3 I$ in block 5 ($QX_1$) of $W^{(3)}$; the rest is small SGD noise, and the second block-row of $W^{(2)}$ is exactly 0.", "name": "fig-induction_subspace-weights"}, "image": {"alt": "Three heat maps of the trained weight matrices, with block lines; diagonal and anti-diagonal blocks stand out."}}
 fig, axes = figure(1, 3, height=3.4)
 labels = (
     (r"$W^{(1)}$", r"key index ($X_1, X_2$)", r"query index ($X_1, X_2$)"),
@@ -785,12 +785,12 @@ show_table(*isp.hypotheses_table(compared))
 app_d_ok = [summary["ok"] for summary in app_d.values()]
 check_claim("induction_subspace.appd-hypotheses", all(app_d_ok), **CHECKS["appd-hypotheses"])
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Standard and three-parameter training at larger sizes, recomputed as in the paper's Figs. 15 and 16 (App. D) with its batch $B = 256$ (the book's `default` mode shows Fig. 16, $D = 32$, $N = 8$; `full` mode adds Fig. 15, $D = 16$, $N = 32$). Left: the 19 pseudo-parameters of standard training (thick: $\\alpha_3$, $\\beta_2$, $\\gamma_3$). Right: the batch loss of standard training and of training only the three induction-head parameters (20-step means). Both leave the plateau at the same step; afterwards the standard model's loss climbs back up (the SGD-noise rebound) while the three-parameter model's keeps falling.", "name": "fig-induction_subspace-appd"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Standard and three-parameter training at larger sizes, recomputed as in the paper's Figs. 15 and 16 (App. D) with its batch $B = 256$ (the book's `default` mode shows Fig. 16, $D = 32$, $N = 8$; `full` mode adds Fig. 15, $D = 16$, $N = 32$). Left: the 19 pseudo-parameters of standard training (thick: $\\alpha_3$, $\\beta_2$, $\\gamma_3$). Right: the batch loss of standard training and of training only the three induction-head parameters (20-step means). Both leave the plateau at the same step; afterwards the standard model's loss climbs back up (the SGD-noise rebound) while the three-parameter model's keeps falling.", "name": "fig-induction_subspace-appd"}, "image": {"alt": "Panels per size: the pseudo-parameters over SGD steps, and the smoothed batch loss of standard and three-parameter training."}}
 fig, axes = figure(len(app_d_runs), 2, height=3.2 * len(app_d_runs))
 axes = np.atleast_2d(axes)
 for row, ((D_d, N_d), runs) in enumerate(app_d_runs.items()):
     plot_pseudo_parameters(
-        axes[row, 0], runs["full"]["coords"], f"standard training, D = {D_d}, N = {N_d}"
+        axes[row, 0], runs["full"]["coords"], f"standard training, $D = {D_d}$, $N = {N_d}$"
     )
     ax = axes[row, 1]
     for colour, (training, label) in zip(
@@ -803,7 +803,7 @@ for row, ((D_d, N_d), runs) in enumerate(app_d_runs.items()):
         xlabel="SGD step",
         ylabel="batch loss, 20-step mean",
         yscale="log",
-        title=f"D = {D_d}, N = {N_d}, B = 256",
+        title=f"$D = {D_d}$, $N = {N_d}$, $B = 256$",
     )
     legend(ax, fontsize=8)
 
@@ -870,7 +870,7 @@ show_table(header_c, table)
 check_claim("induction_subspace.appc-structure", min(shares), **CHECKS["appc-structure"])
 check_claim("induction_subspace.appc-head", all(head_on_top), **CHECKS["appc-head"])
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "$W^{(1)}$, $W^{(2)}$, $W^{(3)}$ (columns) after the paper's numbers of SGD steps, recomputed as in the paper's Figs. 6-14 (App. C): one row per $(N, \\text{step})$; lines separate the $16 \\times 16$ blocks, and each panel has its own symmetric colour scale. From the first snapshot on, the weight sits on the diagonals of $I$ and $M$ in a few blocks ($\\alpha_3 M$ in the positional block of $W^{(1)}$, $\\beta_2 I$ in block $(1, 3)$ of $W^{(2)}$, $\\gamma_3 I$ in block 5 of $W^{(3)}$) and grows there, while everything else is SGD noise.", "name": "fig-induction_subspace-appc"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "$W^{(1)}$, $W^{(2)}$, $W^{(3)}$ (columns) after the paper's numbers of SGD steps, recomputed as in the paper's Figs. 6-14 (App. C): one row per $(N, \\text{step})$; lines separate the $16 \\times 16$ blocks, and each panel has its own symmetric colour scale. From the first snapshot on, the weight sits on the diagonals of $I$ and $M$ in a few blocks ($\\alpha_3 M$ in the positional block of $W^{(1)}$, $\\beta_2 I$ in block $(1, 3)$ of $W^{(2)}$, $\\gamma_3 I$ in block 5 of $W^{(3)}$) and grows there, while everything else is SGD noise.", "name": "fig-induction_subspace-appc"}, "image": {"alt": "A grid of heat maps: the three weight matrices, one row per context length and step, with block lines."}}
 snapshots = [
     (N_c, step, run["snapshots"][step])
     for N_c, (steps_c, run) in app_c_runs.items()
@@ -883,9 +883,9 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
             axes[row, col],
             W.numpy(),
             16,
-            title=f"Paper Fig. {figure_number}: {name}, N = {N_c}, step {step}",
-            xlabel="column (16 x 16 blocks)",
-            ylabel="row (16 x 16 blocks)",
+            title=f"Paper Fig. {figure_number}: {name}, $N = {N_c}$, step {step}",
+            xlabel=r"column ($16 \times 16$ blocks)",
+            ylabel=r"row ($16 \times 16$ blocks)",
         )
 
 # %% [markdown]
@@ -1067,10 +1067,10 @@ check_claim("induction_subspace.fig2-score-formula", distance, **CHECKS["fig2-sc
 subdiagonal = isp.check_args("fig2-subdiagonal", untrained=untrained_weight, D=D_std)
 check_claim("induction_subspace.fig2-subdiagonal", trained_weight, **subdiagonal)
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The standard transformer of Sec. 2 (width 256 in the book's `default` mode). Left (the paper's Fig. 17): the loss of each fresh batch sits at the chance level $\\ln 32$ for most of training, then drops abruptly. Right (the paper's Fig. 2, positional block of layer 1): the causal softmax of the positional key-query scores, query position by row and key position by column; the weight concentrates on the subdiagonal, each position attending to the previous one.", "name": "fig-induction_subspace-standard"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The standard transformer of Sec. 2 (width 256 in the book's `default` mode). Left (the paper's Fig. 17): the loss of each fresh batch sits at the chance level $\\ln 32$ for most of training, then drops abruptly. Right (the paper's Fig. 2, positional block of layer 1): the causal softmax of the positional key-query scores, query position by row and key position by column; the weight concentrates on the subdiagonal, each position attending to the previous one.", "name": "fig-induction_subspace-standard"}, "image": {"alt": "Two panels: the batch loss of the standard transformer on a plateau then dropping; a heat map of its first layer's positional attention."}}
 fig, (left, right) = figure(1, 2)
 left.plot(np.arange(1, steps_std + 1), standard_losses, color=PALETTE[0], label="batch loss (NLL)")
-left.axhline(np.log(32), color="black", ls=":", label="ln 32 (chance)")
+left.axhline(np.log(32), color="black", ls=":", label=r"$\ln 32$ (chance)")
 left.set_xlabel("AdamW step")
 left.set_ylabel("negative log-likelihood")
 legend(left)
@@ -1078,8 +1078,8 @@ image = right.imshow(
     positional.numpy(), cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest"
 )
 right.grid(False)
-right.set_xlabel("key position j")
-right.set_ylabel("query position i")
+right.set_xlabel("key position $j$")
+right.set_ylabel("query position $i$")
 right.set_title("layer 1, positions only")
 fig.colorbar(image, ax=right, shrink=0.8, label="attention weight")
 
@@ -1220,27 +1220,40 @@ from icllib.induction.subspace_exercises import check
 # ```{exercise}
 # :label: ex-induction-subspace-15
 # Which pseudo-parameters would move if the query token carried a positional embedding $p_{N+1}$ drawn like the
-# others? Which structural zero of $W^{(3)}$ also comes from the query's zero position?
+# others? Which structural zero of $W^{(3)}$ also comes from the query's zero position? Pass the pseudo-parameters
+# that would then move and do not move now, as names of `ic.PSEUDO_PARAMETERS`,
+# `check("ex-induction-subspace-15", names)`.
 # ```
 #
-# ```{solution} ex-induction-subspace-15
+# ````{solution} ex-induction-subspace-15
 # :class: dropdown
 # Block 2 of $(H_1)_{2N+1}$ would be $p_{N+1} \ne 0$, so the gradient of block-row 2 of $W^{(2)}$ would no longer
 # vanish and $\beta_3 \dots \beta_6$ would move: all 19 would be live. In $W^{(3)}$ block 2 multiplies $V_2 =
 # X_2$ at the query, which is 0, so its gradient vanishes too; it is already 0 in Eq. 8, so the count 19 is not
 # affected.
 #
+# ```python
+# answer = tuple(f"beta{k}" for k in range(3, 7))  # block-row 2 of W2, read by the query's positional block
+# ```
+#
 # **A good answer** traces {eq}`subspace-row2` to the query's row of $H_1$, names $\beta_3 \dots \beta_6$ as the
 # parameters a non-zero $p_{N+1}$ would free, and sees that the zero block of $W^{(3)}$ against $X_2$ has the same
 # origin but is already among the zeros of {eq}`subspace-structured`, so the paper's 19 would then be exact.
-# ```
-#
+# ````
+
+# %%
+answer = ...  # your answer
+check("ex-induction-subspace-15", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-induction-subspace-orbit
 # Show that averaging $\operatorname{diag}(h_k) A \operatorname{diag}(h_k)$ over the rows $h_k$ of a Hadamard
 # matrix keeps exactly the diagonal of $A$, and that averaging $P_c^\top \Lambda P_c$ over the cyclic shifts
 # $P_c$ of a diagonal $\Lambda$ gives $(\operatorname{tr}\Lambda/d) I$. Why is the sign $\pm E$ needed in
 # `orbit_rotations`, and why does it not disturb the blocks $E^\top A E$?
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-induction-subspace-orbit
@@ -1256,7 +1269,11 @@ from icllib.induction.subspace_exercises import check
 # quadratic, so the sign kills the one and leaves the other, which is what Proposition 3 of
 # {prf:ref}`App. A <prop-subspace-averages>` needs from a finite set.
 # ```
-#
+
+# %%
+# ex-induction-subspace-orbit is for discussion (no self-check): your notes or code here.
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-induction-subspace-lr
 # At zero weights, the block of $W^{(3)}$ that reads the query's own content $a_q$ (where $\gamma_1$ lives) gives
@@ -1289,7 +1306,12 @@ from icllib.induction.subspace_exercises import check
 # interlacing, the full Hessian's top eigenvalue is at least the block's, so the whole model is unstable too. With
 # $\lambda = 1/D$ the multiplier is about $1 - 2.7/16$.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-induction-subspace-lr", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-induction-subspace-moving-share
 # The paper says training uses a 19-dimensional subspace of the $28D^2$ weights. Using what
@@ -1313,7 +1335,12 @@ from icllib.induction.subspace_exercises import check
 # to get about $5 \cdot 10^{-4}$, and notes that the fraction falls as $15/(28D^2)$: the dimension explored does not
 # grow with the model.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-induction-subspace-moving-share", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-induction-subspace-random-share
 # To judge the trained weights, the chapter compares them with random ones. Draw 500 triples
@@ -1346,7 +1373,12 @@ from icllib.induction.subspace_exercises import check
 # and that the trained weights, with more than half of each matrix's squared norm in the subspace, are about fifty
 # times more concentrated than chance.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-induction-subspace-random-share", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-induction-subspace-plateau
 # The next chapter proves, for orthonormal inputs and gradient flow on three parameters, that the loss drops after a
@@ -1355,6 +1387,8 @@ from icllib.induction.subspace_exercises import check
 # {ref}`the section on finite batches <sec-subspace-batches>` for $N = 2, 4, 8, 16$, record `isp.plateau_exit`, and
 # fit the exponent of the exit step against $N$ on two seeds. The paper keeps $N$ fixed within each of its figures,
 # so it does not answer this.
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-induction-subspace-plateau
@@ -1368,7 +1402,12 @@ from icllib.induction.subspace_exercises import check
 # inputs (`ic.sample_icl_batch(..., orthonormal=True, query_last=True)`) at $D \ge 2N$, or a sweep of $N$ at several
 # $D$ to see whether the exponent approaches 2 as $N/D$ falls.
 # ```
-#
+
+# %%
+# ex-induction-subspace-plateau is for discussion (no self-check): your notes or code here.
+
+
+# %% [markdown]
 # ## Cite this chapter
 #
 # ```{cite-this-chapter}

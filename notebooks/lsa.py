@@ -421,20 +421,24 @@ assert abs(rate - 2 * lam_min) < 0.01 * rate, "the tail rate is twice the smalle
 # {numref}`fig-lsa-flow` draws the loss gap of the four runs against the guarantee of
 # {prf:ref}`Lemma 5.4 <lem-lsa-pl>`, and the balance along each run.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact gradient flow of the paper's Theorem 4.1 ($d=4$, $N=15$, rotated anisotropic $\\Lambda$). Left: the loss gap falls to round-off from every initial scale, including 3 and 10 times the theorem's bound; the tail is the local rate $2\\lambda_{\\min}$, far faster than the guaranteed $e^{-\\mu t}$ (dashed). Right: the balance $u_{-1}^2-\\|U_{11}\\|_F^2$ stays at solver precision.", "name": "fig-lsa-flow"}}
-fig, (ax_gap, ax_bal) = figure(1, 2)
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact gradient flow of the paper's Theorem 4.1 ($d=4$, $N=15$, rotated anisotropic $\\Lambda$). Top: the loss gap falls to round-off from every initial scale, including 3 and 10 times the theorem's bound; the tail is the local rate $2\\lambda_{\\min}$, far faster than the guaranteed $e^{-\\mu t}$ (dashed). Bottom: the balance $u_{-1}^2-\\|U_{11}\\|_F^2$ stays at solver precision.", "name": "fig-lsa-flow"}, "image": {"alt": "Two stacked panels: the loss gap of gradient flow falling to round-off from several initial scales; the balance quantity staying constant."}}
+fig, (ax_gap, ax_bal) = figure(2, 1, width=5.8)
 for scale in scales:
     r = flows[(4, 15, scale)]
     g = r["loss"] - lsat.minimum_loss(Lam, N)
     keep = r["t"] > 0
-    ax_gap.semilogy(r["t"][keep], np.maximum(g[keep], 1e-16), label=f"σ = {scale:g} σ_max")
+    ax_gap.semilogy(
+        r["t"][keep], np.maximum(g[keep], 1e-16), label=rf"$\sigma = {scale:g}\,\sigma_{{\max}}$"
+    )
     imbalance = r["c"][keep] ** 2 - (r["U"][keep] ** 2).sum((1, 2))
-    ax_bal.semilogx(r["t"][keep], imbalance, label=f"σ = {scale:g} σ_max")
+    ax_bal.semilogx(r["t"][keep], imbalance, label=rf"$\sigma = {scale:g}\,\sigma_{{\max}}$")
 t_line = np.linspace(0, 200, 50)
 guarantee = gap[1] * np.exp(-mu * t_line)
-ax_gap.semilogy(t_line, guarantee, "k--", label="Lemma 5.4 guarantee (σ = 0.5 σ_max)")
-ax_gap.set(xlim=(0, 200), ylim=(1e-16, 1e4), xlabel="time t", ylabel="loss gap L - L*")
-ax_bal.set(xlabel="time t", ylabel="u_-1² - ||U_11||²_F")
+ax_gap.semilogy(
+    t_line, guarantee, "k--", label=r"Lemma 5.4 guarantee ($\sigma = 0.5\,\sigma_{\max}$)"
+)
+ax_gap.set(xlim=(0, 200), ylim=(1e-16, 1e4), xlabel="time $t$", ylabel="loss gap $L - L^*$")
+ax_bal.set(xlabel="time $t$", ylabel=r"$u_{-1}^2 - \|U_{11}\|_F^2$")
 legend(ax_gap)
 legend(ax_bal)
 
@@ -673,12 +677,12 @@ check_claim("lsa.spurious-minimum", spurious_found, **C["lsa.spurious-minimum"])
 # %% [markdown]
 # {numref}`fig-lsa-basins` follows the loss gap of every generic run in both batches.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact gradient flow from generic random initialisations (all relevant entries $\\mathcal N(0,0.05^2)$), $d=4$, $N=15$. With an anisotropic $\\Lambda$ a share of the runs lingers near a saddle (gap 0.60) and then settles at a spurious local minimum (gap 0.572); with $\\Lambda=I$ every run reaches the global minimum.", "name": "fig-lsa-basins"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact gradient flow from generic random initialisations (all relevant entries $\\mathcal N(0,0.05^2)$), $d=4$, $N=15$. With an anisotropic $\\Lambda$ a share of the runs lingers near a saddle (gap 0.60) and then settles at a spurious local minimum (gap 0.572); with $\\Lambda=I$ every run reaches the global minimum.", "name": "fig-lsa-basins"}, "image": {"alt": "One panel, log-log: loss gaps of many random initialisations over time, isotropic and anisotropic, some lingering on a plateau."}}
 fig, ax = figure()
 for j in range(runs):
     for flow, Lam_j, colour, name in (
-        (flow_aniso, Lam, "C1", "anisotropic Λ"),
-        (flow_iso, np.eye(d), "C0", "Λ = I"),
+        (flow_aniso, Lam, "C1", r"anisotropic $\Lambda$"),
+        (flow_iso, np.eye(d), "C0", r"$\Lambda = I$"),
     ):
         gap_j = (flow["history"][1:, j] - lsat.minimum_loss(Lam_j, N)).numpy()
         label = name if j == 0 else None
@@ -686,7 +690,7 @@ for j in range(runs):
             flow["t"][1:], np.maximum(gap_j, 1e-12), color=colour, alpha=0.6, lw=1, label=label
         )
 ax.set_xscale("log")
-ax.set(xlabel="time t of the gradient flow", ylabel="loss gap L - L* (floored at 1e-12)")
+ax.set(xlabel="time $t$ of the gradient flow", ylabel=r"loss gap $L - L^*$ (floored at $10^{-12}$)")
 legend(ax)
 
 # %% [markdown]
@@ -715,6 +719,8 @@ from icllib.lsa.exercises import check
 # Show that the quantity $\delta=\|(w^{PV}_{21},w^{PV}_{22})\|^2-\|[W^{KQ}_{11};(w^{KQ}_{21})^\top]\|_F^2$ is
 # conserved by gradient flow for every initialisation, and deduce where on the minimum manifold
 # $cU=\Gamma^{-1}$ a run with $\delta\ne0$ ends.
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-lsa-balance
@@ -732,7 +738,11 @@ from icllib.lsa.exercises import check
 # add that a finite step breaks the conservation by $\eta^2((\partial_cL)^2-\|\partial_UL\|_F^2)$, which is what
 # {eq}`lsa-manifold-point` accounts for.
 # ```
-#
+
+# %%
+# ex-lsa-balance is for discussion (no self-check): your notes or code here.
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-lsa-orthogonal
 # Take $d=2$, $\Lambda={\rm diag}(1,4)$, training prompts of length $N=20$, and a test prompt of one point,
@@ -760,7 +770,12 @@ from icllib.lsa.exercises import check
 # Euclidean one only when $\Lambda\propto I$ ({ref}`lsa.E8 <lsa-e8>`). The zero query should be checked by
 # substituting it.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-lsa-orthogonal", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-lsa-cor43
 # For $\Lambda=I_d$ compute the $w$-averaged $1/N^2$ term of {eq}`lsa-eq46` exactly (with $w\sim\mathcal N(0,I_d)$)
@@ -785,7 +800,12 @@ from icllib.lsa.exercises import check
 # bounded by $d^2\kappa$ instead of $d^2\kappa\,{\rm tr}\Lambda$ ({ref}`lsa.E5 <lsa-e5>`), which loses a factor
 # $d$.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-lsa-cor43", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-lsa-step-size
 # Run exact gradient descent (`lsa.restricted_gd`) from the balanced start of
@@ -817,7 +837,12 @@ from icllib.lsa.exercises import check
 # over the steps (the run's `delta_predicted`) and applying `lsat.manifold_point`. It notes that the function
 # computed is the same as the flow's and only the point on the minimum manifold differs.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-lsa-step-size", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-lsa-rate
 # For the isotropic covariance $\Lambda=I_4$ and $N=15$, the loss gap of the exact flow decays near the end like
@@ -849,7 +874,12 @@ from icllib.lsa.exercises import check
 # $\log({\rm gap})$ against $t$ over the tail. It compares with $\mu$ from `lsat.pl_constant` and finds the
 # guarantee again far below the rate, as for the anisotropic $\Lambda$ in {numref}`fig-lsa-flow`.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-lsa-rate", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-lsa-covariate-swap
 # The chapter's covariate shifts scale $\Lambda$. Train on $\Lambda={\rm diag}(1,4)$ and test on prompts whose
@@ -878,17 +908,23 @@ from icllib.lsa.exercises import check
 # exact on noiseless prompts with $M\ge d$. It may simulate a few prompts with `lsa.mc_prediction_error` to see
 # the finite-$M$ value approach the limit.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-lsa-covariate-swap", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-lsa-uniform
 # Redo the factor $\frac13$ of {prf:ref}`Theorem 4.5 <thm-lsa-random-cov>` for another law of the covariance's
 # eigenvalues: $\lambda_i\sim{\rm Uniform}(0,2)$, which has the same mean as ${\rm Exp}(1)$. What does
 # $\mathbb E\hat y/\langle w,x_q\rangle$ tend to for a fixed query as $N\to\infty$, and what is the regression
 # slope of $\hat y$ on $y$ when the query follows the prompt's covariance? Check both by simulation with
-# `lsa.sample_random_cov_prompts` adapted to this law.
+# `lsa.sample_random_cov_prompts` adapted to this law, and pass the two limits as a pair,
+# `check("ex-lsa-uniform", (mean_ratio, slope))`.
 # ```
 #
-# ```{solution} ex-lsa-uniform
+# ````{solution} ex-lsa-uniform
 # :class: dropdown
 # As $N\to\infty$, $\Gamma_\tau\to\Lambda_\tau$, so $D=\mathbb E[\Lambda_\tau^2][\mathbb E\Lambda_\tau^3]^{-1}$
 # and $D_{ii}=\mathbb E\lambda^2/\mathbb E\lambda^3=\frac{4/3}{2}=\frac23$ (for ${\rm Exp}(1)$:
@@ -901,7 +937,20 @@ from icllib.lsa.exercises import check
 # queries, {ref}`lsa.N2 <lsa-n2>`). The simulation changes only the law of the $\lambda_i$ and confirms both
 # numbers within a few standard errors at a large $N$; a careful answer notes that the finite-$N$ value of $D_{ii}$
 # needs the moments (C.3) of the new law.
+#
+# ```python
+# from scipy import stats
+#
+# law = stats.uniform(loc=0.0, scale=2.0)  # the eigenvalues' new law
+# D = law.moment(2) / law.moment(3)  # (4.11) with Gamma_tau -> Lambda_tau
+# answer = (D, law.moment(2) / law.moment(1) * D)
 # ```
+# ````
+
+# %%
+answer = ...  # your answer
+check("ex-lsa-uniform", answer)
+
 
 # %% [markdown]
 # ## Cite this chapter

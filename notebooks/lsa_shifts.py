@@ -146,13 +146,13 @@ check_claim("lsa.thm42", float(np.abs(z_42).max()), **lsat.check_args("lsa.thm42
 # The formula also shows how the two prompt lengths trade off: {numref}`fig-lsa-tradeoff` draws {eq}`lsa-eq46` for
 # the noiseless linear task, averaged over $w$, against the test length $M$ for several training lengths $N$.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact error (4.6) of the trained LSA for the noiseless linear task ($w\\sim\\mathcal N(0,I)$ averaged), as a function of the test prompt length $M$ for several training prompt lengths $N$. The error falls like $1/M$ until it meets the $1/N^2$ floor set by training; long test prompts cannot make up for short training prompts.", "name": "fig-lsa-tradeoff"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact error (4.6) of the trained LSA for the noiseless linear task ($w\\sim\\mathcal N(0,I)$ averaged), as a function of the test prompt length $M$ for several training prompt lengths $N$. The error falls like $1/M$ until it meets the $1/N^2$ floor set by training; long test prompts cannot make up for short training prompts.", "name": "fig-lsa-tradeoff"}, "image": {"alt": "One panel, log-log: the error of the trained model against test prompt length for several training lengths, with a dashed one-over-M line."}}
 fig, ax = figure()
 M_grid = np.unique(np.geomspace(1, 1e5, 60).astype(int))
 for NN in [5, 20, 100, 1000]:
-    ax.loglog(M_grid, [lsat.shift_error(Lam, NN, M, tau2=1.0) for M in M_grid], label=f"N = {NN}")
-ax.loglog(M_grid, (d + 1) * np.trace(Lam) / M_grid, "k:", label="(d+1) tr Λ / M")
-ax.set(xlabel="test prompt length M", ylabel="E (ŷ - <w, x_q>)²")
+    ax.loglog(M_grid, [lsat.shift_error(Lam, NN, M, tau2=1.0) for M in M_grid], label=f"$N = {NN}$")
+ax.loglog(M_grid, (d + 1) * np.trace(Lam) / M_grid, "k:", label=r"$(d+1)\,\mathrm{tr}\,\Lambda/M$")
+ax.set(xlabel="test prompt length $M$", ylabel=r"$\mathbb{E}\,(\hat y - \langle w, x_q\rangle)^2$")
 legend(ax)
 
 # %% [markdown]
@@ -314,13 +314,18 @@ slope_N = np.trace(np.linalg.inv(lsat.gamma_matrix(Lam, N_s)) @ Lam) / d  # fini
 # %% [markdown]
 # {numref}`fig-lsa-covariate` plots these predictions against the true values, with the slope each scale predicts.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Covariate shift: predictions of the trained LSA ($N=20$) against the true value $\\langle w,x_q\\rangle$ on test prompts ($M=200$) whose covariates are scaled by $c$. The points follow slope $c^2$ (dashed), not 1: the layer has baked the training covariance into $\\Gamma^{-1}$. OLS would lie on the diagonal.", "name": "fig-lsa-covariate"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Covariate shift: predictions of the trained LSA ($N=20$) against the true value $\\langle w,x_q\\rangle$ on test prompts ($M=200$) whose covariates are scaled by $c$. The points follow slope $c^2$ (dashed), not 1: the layer has baked the training covariance into $\\Gamma^{-1}$. OLS would lie on the diagonal.", "name": "fig-lsa-covariate"}, "image": {"alt": "A scatter plot: predictions against true values for several covariate scales, each along its own dashed line."}}
 fig, ax = figure()
 line = np.linspace(-8, 8, 2)
 for k, (c, (truth, prediction)) in enumerate(scatter.items()):
-    ax.scatter(truth, prediction, s=4, alpha=0.5, color=f"C{k}", label=f"c = {c:g}")
+    ax.scatter(truth, prediction, s=4, alpha=0.5, color=f"C{k}", label=f"$c = {c:g}$")
     ax.plot(line, c**2 * line * slope_N, "--", color=f"C{k}")
-ax.set(xlim=(-8, 8), ylim=(-20, 20), xlabel="<w, x_q>", ylabel="LSA prediction ŷ")
+ax.set(
+    xlim=(-8, 8),
+    ylim=(-20, 20),
+    xlabel=r"$\langle w, x_q\rangle$",
+    ylabel=r"LSA prediction $\hat y$",
+)
 legend(ax)
 
 # %% [markdown]

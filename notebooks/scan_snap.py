@@ -258,26 +258,30 @@ check_claim("scan_snap.lemma18-binomial", (T_eq137 * q_eq137) % 1, **C["lemma18-
 # %% [markdown]
 # {numref}`fig-scan_snap-lemma18` draws both distances against the sequence length, with the Hoeffding radius of {eq}`scan_snap-hoeffding`.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Lemmas 2 and 18 on Syn-Small class 1: the mean distance of $X^\\top b_T$ from its limit $c_n$ (dots) and the largest deviation of a token frequency from $P(l|n)$ over 200 sequences (squares) both fall like $T^{-1/2}$, parallel to the Hoeffding radius of Eq. 136 (line, $\\delta = 0.05$), which the worst deviation never reaches.", "name": "fig-scan_snap-lemma18"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Lemmas 2 and 18 on Syn-Small class 1: the mean distance of $X^\\top b_T$ from its limit $c_n$ (dots) and the largest deviation of a token frequency from $P(l|n)$ over 200 sequences (squares) both fall like $T^{-1/2}$, parallel to the Hoeffding radius of Eq. 136 (line, $\\delta = 0.05$), which the worst deviation never reaches.", "name": "fig-scan_snap-lemma18"}, "image": {"alt": "One panel, log-log: mean and worst deviations of token statistics from their limits against context length, under the Hoeffding radius."}}
 fig, ax = figure(1, 1, width=5.5)
 ax.loglog(
-    lengths, concentration.mixture_error, "o-", color=PALETTE[0], label="mean ||X^T b_T - c_n||_inf"
+    lengths,
+    concentration.mixture_error,
+    "o-",
+    color=PALETTE[0],
+    label=r"mean $\|X^\top b_T - c_n\|_\infty$",
 )
 ax.loglog(
     lengths,
     concentration.worst_deviation,
     "s-",
     color=PALETTE[1],
-    label="max |q_l - P(l|n)| over 200 sequences",
+    label=r"$\max_l |q_l - P(l|n)|$ over 200 sequences",
 )
 ax.loglog(
     lengths,
     concentration.radii,
     "--",
     color=PALETTE[2],
-    label="Hoeffding radius sqrt(ln(2/delta) / (2(T-1)))",
+    label=r"Hoeffding radius $\sqrt{\ln(2/\delta)/(2(T-1))}$",
 )
-ax.set(xlabel="T - 1 (contextual tokens)", ylabel="deviation")
+ax.set(xlabel="$T - 1$ (contextual tokens)", ylabel="deviation")
 legend(ax)
 
 # %% [markdown]
@@ -712,25 +716,25 @@ chi_curves, B_curves = dynamics.snap_figure_curves(t_plot, eta_Y_values, eta_Z_f
 # %% [markdown]
 # Drawn on a logarithmic time axis, with the transition times marked:
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The snap from the corrected closed form ($C_0 = 1$, $K = 10$, $M = 1000$), as in the paper's Figs. 3 and 9. Left: the growth factor $\\chi = e^{2B_n}$ for $\\eta_Z = 0.5$; a larger $\\eta_Y$ rises first but snaps earlier (dotted: $t_0$) and ends lower. Right: at fixed $\\nu = \\eta_Y/\\eta_Z = 2$ all curves pass through the same $B_n(t_0)$ (dots) and separate only after the transition.", "name": "fig-scan_snap-snap"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The snap from the corrected closed form ($C_0 = 1$, $K = 10$, $M = 1000$), as in the paper's Figs. 3 and 9. Left: the growth factor $\\chi = e^{2B_n}$ for $\\eta_Z = 0.5$; a larger $\\eta_Y$ rises first but snaps earlier (dotted: $t_0$) and ends lower. Right: at fixed $\\nu = \\eta_Y/\\eta_Z = 2$ all curves pass through the same $B_n(t_0)$ (dots) and separate only after the transition.", "name": "fig-scan_snap-snap"}, "image": {"alt": "Two panels: the growth factor over time for several learning rates, rising sharply at the transition; the exponent B over time."}}
 fig, (ax_chi, ax_B) = figure(1, 2)
 for colour, (eta_Y, chi_t) in zip(PALETTE, chi_curves.items()):
-    ax_chi.plot(t_plot, chi_t, color=colour, label=f"eta_Y = {eta_Y}")
+    ax_chi.plot(t_plot, chi_t, color=colour, label=rf"$\eta_Y = {eta_Y}$")
     ax_chi.axvline(
         sst.transition_time(K=snap.K, M=snap.M, eta_Y=eta_Y), color=colour, linestyle=":"
     )
 for colour, (eta_Z, B_t), B0 in zip(PALETTE, B_curves.items(), B_at_t0):
-    ax_B.plot(t_plot, B_t, color=colour, label=f"eta_Z = {eta_Z}")
+    ax_B.plot(t_plot, B_t, color=colour, label=rf"$\eta_Z = {eta_Z}$")
     ax_B.plot(
         sst.transition_time(K=snap.K, M=snap.M, eta_Y=snap.ratio * eta_Z), B0, "o", color=colour
     )
 ax_chi.set(
     xscale="log",
-    xlabel="t",
-    ylabel="growth factor chi(t) = exp(2 B_n)",
-    title="Paper Fig. 3: eta_Z = 0.5",
+    xlabel="$t$",
+    ylabel=r"growth factor $\chi(t) = e^{2B_n}$",
+    title=r"Paper Fig. 3: $\eta_Z = 0.5$",
 )
-ax_B.set(xscale="log", xlabel="t", ylabel="B_n(t)", title="Paper Fig. 9: eta_Y / eta_Z = 2")
+ax_B.set(xscale="log", xlabel="$t$", ylabel="$B_n(t)$", title=r"Paper Fig. 9: $\eta_Y/\eta_Z = 2$")
 legend(ax_chi)
 legend(ax_B)
 
@@ -786,6 +790,8 @@ from icllib.scan_snap.exercises import check
 # Show that the gradient of Eq. 15 with respect to $z_m$ is $f \circ (g - (f^\top g) f)$ with $f = v/\|v\|$,
 # $v = k\circ e^{z_m}/(k^\top e^{z_m})$ and $g = Y(e_n - \alpha)$, and explain why its entries sum to zero. Why does
 # this make the count simulator of {ref}`sec-scan_snap-model` exact rather than an approximation?
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-scan-snap-counts
@@ -801,7 +807,11 @@ from icllib.scan_snap.exercises import check
 # The zero row sums follow from $f^\top f = 1$, and with $(e_n - \alpha)^\top\mathbf 1 = 0$ they keep every row of
 # $Y$ and $Z$ at sum zero from a zero start.
 # ```
-#
+
+# %%
+# ex-scan-snap-counts is for discussion (no self-check): your notes or code here.
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-omega1
 # {prf:ref}`Lemma 8 <lem-scan_snap-transition>` writes the zeros of $e^{Mh} - (M-1)Mh$ as $h = (1+\omega)\ln M/M$. For
@@ -829,7 +839,12 @@ from icllib.scan_snap.exercises import check
 # $\omega_0$, and concludes that $t_0 = 2(1+\omega_1)K\ln M/\eta_Y$ is about 1.32 times $2K\ln M/\eta_Y$ at this
 # $M$, a factor that tends to 1 only as slowly as $\ln\ln M/\ln M$.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-scan-snap-omega1", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-steps
 # {prf:ref}`Corollary 1 <cor-scan_snap-steps>` for one class: with $M = 1000$ and $\eta_Y = 0.5$, iterate the
@@ -860,7 +875,12 @@ from icllib.scan_snap.exercises import check
 # $1/(\epsilon\eta_Y)$ in $t_\epsilon$ rather than multiplying it, and the second by Lemma 7: the discrete clock
 # leads the continuous one, so it reaches the residual first.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-scan-snap-steps", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-t0
 # Show that $B_n(t_0)$ of {eq}`scan_snap-snap` depends on $K$, $M$ and $\nu = \eta_Y/\eta_Z$ only. Then compute it
@@ -886,7 +906,12 @@ from icllib.scan_snap.exercises import check
 # and says what this means for the snap: at a fixed ratio every pair of rates arrives at the transition with the
 # same attention, and only the time after it separates them.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-scan-snap-t0", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-asymmetric
 # In the negative control of {ref}`sec-scan_snap-scan`, lower the probability of common token B in class 1 from
@@ -921,7 +946,12 @@ from icllib.scan_snap.exercises import check
 # of Corollary 2 holds and every common token is suppressed; "common" is not a property of the support alone: a
 # token needs comparable probabilities across classes to be pushed down, a case the paper leaves open.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-scan-snap-asymmetric", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-momentum
 # The paper's analysis is gradient flow; the authors' runs, and the Fig. 4 runs of {ref}`sec-scan_snap-fig4`, use
@@ -929,6 +959,8 @@ from icllib.scan_snap.exercises import check
 # once at rates ten times larger (momentum 0.9 multiplies a constant gradient's step by $1/(1-0.9) = 10$), and
 # summarise each run with `dynamics.fig4_summary`. Does the attention still scan in the order of $P(l|n)$, and does
 # it still freeze? Which comparison isolates the effect of momentum?
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-scan-snap-momentum
@@ -941,13 +973,19 @@ from icllib.scan_snap.exercises import check
 # gradient flow without momentum, and says whether the measured $t_0$ moves as Lemma 8 predicts for the effective
 # $\eta_Y$.
 # ```
-#
+
+# %%
+# ex-scan-snap-momentum is for discussion (no self-check): your notes or code here.
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-threshold
 # The paper reads Fig. 6 as a threshold at $\eta_Y/\eta_Z \approx 2$; {ref}`sec-scan_snap-fig6` finds it a minimum
 # only for $K \ge 6$ ({ref}`scan_snap.N10 <scan-snap-n10>`). Design a sweep that decides where, between $K = 2$ and
 # $K = 6$, the minimum over ratios moves to 2: which sizes (the Syn-Medium layout has $K = 2\,$`num_last`, so
 # `ss.syn_medium(2)` gives $K = 4$), which ratios, how many seeds, and what test tells a real minimum from seed noise?
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-scan-snap-threshold
@@ -959,6 +997,10 @@ from icllib.scan_snap.exercises import check
 # for Fig. 6. It estimates the cost from the chapter's run time (640 runs in about two minutes on two cores) and
 # says which outcome would make "threshold 2" a statement about large $K$ only.
 # ```
+
+# %%
+# ex-scan-snap-threshold is for discussion (no self-check): your notes or code here.
+
 
 # %% [markdown]
 # ## Cite this chapter

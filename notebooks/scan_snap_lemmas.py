@@ -159,20 +159,25 @@ clock_curves = lemmas.clock_curves(100, (0.1, 0.5, 1.0), shown_steps=60, long_st
 # %% [markdown]
 # Drawn against each other:
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The decoder clock, as in the paper's Fig. 8: the discrete $h^*$ (steps) hugs the continuous $h$ of Eq. 45 (lines) for every learning rate; the gap (right, in units of the bound $2\\eta_Y/M$) stays below 0.1 of the bound and decays.", "name": "fig-scan_snap-clock"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The decoder clock, as in the paper's Fig. 8: the discrete $h^*$ (steps) hugs the continuous $h$ of Eq. 45 (lines) for every learning rate; the gap (right, in units of the bound $2\\eta_Y/M$) stays below 0.1 of the bound and decays.", "name": "fig-scan_snap-clock"}, "image": {"alt": "Two panels: the discrete and continuous decoder clocks over steps for several learning rates; their gap over steps against Lemma 7's bound."}}
 fig, (ax_h, ax_gap) = figure(1, 2)
 t_fine, long = np.linspace(0, 60, 300), np.arange(2001)  # the grids of lemmas.clock_curves
 for colour, (eta, (h_star, h_smooth, gap)) in zip(PALETTE, clock_curves.items()):
     ax_h.step(
-        np.arange(61), h_star, where="post", color=colour, alpha=0.7, label=f"h*(s), eta_Y = {eta}"
+        np.arange(61),
+        h_star,
+        where="post",
+        color=colour,
+        alpha=0.7,
+        label=rf"$h^*(s)$, $\eta_Y = {eta}$",
     )
-    ax_h.plot(t_fine, h_smooth, color=colour, linestyle="--", label=f"h(t), eta_Y = {eta}")
-    ax_gap.plot(long[1:], gap, color=colour, label=f"eta_Y = {eta}")
-ax_h.set(xlabel="step s", ylabel="clock h", title="M = 100")
+    ax_h.plot(t_fine, h_smooth, color=colour, linestyle="--", label=rf"$h(t)$, $\eta_Y = {eta}$")
+    ax_gap.plot(long[1:], gap, color=colour, label=rf"$\eta_Y = {eta}$")
+ax_h.set(xlabel="step $s$", ylabel="clock $h$", title="$M = 100$")
 ax_gap.set(
     xscale="log",
-    xlabel="step s",
-    ylabel="(h*(s) - h(s)) / (2 eta_Y / M)",
+    xlabel="step $s$",
+    ylabel=r"$(h^*(s) - h(s))\,/\,(2\eta_Y/M)$",
     title="gap against Lemma 7's bound",
 )
 legend(ax_h, ncol=1, fontsize=7)
@@ -442,15 +447,15 @@ corollary1_curves = lemmas.corollary1_curves(1000, (0.1, 0.5, 0.99), eps_grid)
 # %% [markdown]
 # The three against $1/\epsilon$:
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Corollary 1 for one class, $M = 1000$: the steps $S_n$ until $\\|e_n - \\alpha_n\\| \\le \\epsilon$ on the discrete clock (dots) follow the inverted Eq. 45 (solid), which grows like $1/(\\epsilon\\eta_Y)$; the corollary's bound $\\ln(M/\\epsilon)/(\\epsilon\\eta_Y)$ (dashed) holds but is loose by the factor $\\ln(M/\\epsilon)$.", "name": "fig-scan_snap-corollary1"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Corollary 1 for one class, $M = 1000$: the steps $S_n$ until $\\|e_n - \\alpha_n\\| \\le \\epsilon$ on the discrete clock (dots) follow the inverted Eq. 45 (solid), which grows like $1/(\\epsilon\\eta_Y)$; the corollary's bound $\\ln(M/\\epsilon)/(\\epsilon\\eta_Y)$ (dashed) holds but is loose by the factor $\\ln(M/\\epsilon)$.", "name": "fig-scan_snap-corollary1"}, "image": {"alt": "One panel, log-log: steps until one class converges against one over epsilon, for several learning rates, with the inverted clock and a bound."}}
 fig, ax = figure(1, 1, width=5.5)
 for colour, (eta, (steps, t_inverted, bound)) in zip(PALETTE, corollary1_curves.items()):
-    ax.loglog(1 / eps_grid, steps, "o", color=colour, label=f"S_n, eta_Y = {eta}")
+    ax.loglog(1 / eps_grid, steps, "o", color=colour, label=rf"$S_n$, $\eta_Y = {eta}$")
     ax.loglog(1 / eps_grid, t_inverted, "-", color=colour)
     ax.loglog(1 / eps_grid, bound, "--", color=colour)
-ax.plot([], [], "-", color="grey", label="t_eps (Eq. 45 inverted)")
-ax.plot([], [], "--", color="grey", label="ln(M/eps) / (eps eta_Y)")
-ax.set(xlabel="1 / eps", ylabel="steps of one class")
+ax.plot([], [], "-", color="grey", label=r"$t_\epsilon$ (Eq. 45 inverted)")
+ax.plot([], [], "--", color="grey", label=r"$\ln(M/\epsilon)/(\epsilon\eta_Y)$")
+ax.set(xlabel=r"$1/\epsilon$", ylabel="steps of one class")
 legend(ax, fontsize=7)
 
 # %% [markdown]

@@ -98,9 +98,9 @@ runs_small = {
 # %% [markdown]
 # {numref}`fig-scan_snap-fig4` shows the attention of class 1 along the two runs of seed 0.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Attention $c_n$ of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing $P(l|n)$) during SGD, seed 0, as in the paper's Fig. 4. With $\\eta_Y = \\eta_Z = 1$ (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with $\\eta_Y = 10$ (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Attention $c_n$ of class 1 over its 20 contextual tokens (0-9 common, 10-19 distinct with increasing $P(l|n)$) during SGD, seed 0, as in the paper's Fig. 4. With $\\eta_Y = \\eta_Z = 1$ (top) the common tokens fade and the weight moves to the rightmost, most likely distinct tokens; with $\\eta_Y = 10$ (bottom) the picture freezes earlier and stays less sparse.", "name": "fig-scan_snap-fig4"}, "image": {"alt": "Two heat maps: the attention of class 1 over its 20 contextual tokens at seven iterations, for two learning rates."}}
 show_steps = (0, 2, 4, 6, 10, 20, 100)
-fig, axes = figure(2, 1, height=4.2, width=8.4)
+fig, axes = figure(2, 1, height=4.2, width=6.0)
 columns_class1 = np.arange(20)
 for ax, eta_Y in zip(axes, (1.0, 10.0)):
     result = runs_small[eta_Y][0]
@@ -117,11 +117,11 @@ for ax, eta_Y in zip(axes, (1.0, 10.0)):
         yticks=range(len(show_steps)),
         yticklabels=[f"iter {s}" for s in show_steps],
         xticks=range(0, 20, 2),
-        xlabel="contextual token l (0-9 common, 10-19 distinct)",
-        title=f"eta_Y = {eta_Y:g}, eta_Z = 1",
+        xlabel="contextual token $l$ (0-9 common, 10-19 distinct)",
+        title=rf"$\eta_Y = {eta_Y:g}$, $\eta_Z = 1$",
     )
     ax.grid(False)
-fig.colorbar(image, ax=axes, label="attention c_{l|n}")
+fig.colorbar(image, ax=axes, label="attention $c_{l|n}$")
 
 # %% [markdown]
 # What the figure shows, measured over five seeds. At $Z = 0$ the attention already ranks the distinct tokens by
@@ -264,7 +264,7 @@ check_claim("scan_snap.fig5-adam", other_winner, **C["fig5-adam#2"])
 # %% [markdown]
 # {numref}`fig-scan_snap-adam` shows the final attention of class 1 for each Adam rate.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Final attention of class 1 under Adam with $\\eta_Y = \\eta_Z \\in \\{0.1, 0.5, 1\\}$, seed 0, as in the paper's Fig. 5. Unlike SGD (the paper's Fig. 4), the winning distinct token depends on the learning rate and is not always the most likely token 19.", "name": "fig-scan_snap-adam"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Final attention of class 1 under Adam with $\\eta_Y = \\eta_Z \\in \\{0.1, 0.5, 1\\}$, seed 0, as in the paper's Fig. 5. Unlike SGD (the paper's Fig. 4), the winning distinct token depends on the learning rate and is not always the most likely token 19.", "name": "fig-scan_snap-adam"}, "image": {"alt": "A bar chart: final attention over 20 contextual tokens under Adam for three learning rates."}}
 fig, ax = figure(1, 1, width=6.0)
 for offset, (colour, (eta, c_map)) in enumerate(zip(PALETTE, adam_maps.items())):
     ax.bar(
@@ -272,11 +272,11 @@ for offset, (colour, (eta, c_map)) in enumerate(zip(PALETTE, adam_maps.items()))
         c_map,
         width=0.28,
         color=colour,
-        label=f"Adam, eta = {eta}",
+        label=rf"Adam, $\eta = {eta}$",
     )
 ax.set(
-    xlabel="contextual token l (0-9 common, 10-19 distinct)",
-    ylabel="final attention c_{l|n}",
+    xlabel="contextual token $l$ (0-9 common, 10-19 distinct)",
+    ylabel="final attention $c_{l|n}$",
     xticks=range(0, 20, 2),
 )
 legend(ax)
@@ -386,7 +386,7 @@ check_claim("scan_snap.fig6-threshold", k2_lowest_at_1, **C["fig6-threshold#3"])
 # %% [markdown]
 # {numref}`fig-scan_snap-fig6` sets the sweep's means beside the authors' released numbers.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Entropy of the attention on distinct tokens after 100 SGD iterations against $\\eta_Y/\\eta_Z$, as in the paper's Fig. 6, one panel per size, one colour per $\\eta_Z$. Lines with error bars: this chapter (mean $\\pm$ standard deviation over seeds); open circles: the authors' released means. Entropy falls with $\\eta_Z$ everywhere; the dip at ratio 2 appears for $K \\ge 6$ only.", "name": "fig-scan_snap-fig6"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Entropy of the attention on distinct tokens after 100 SGD iterations against $\\eta_Y/\\eta_Z$, as in the paper's Fig. 6, one panel per size, one colour per $\\eta_Z$. Lines with error bars: this chapter (mean $\\pm$ standard deviation over seeds); open circles: the authors' released means. Entropy falls with $\\eta_Z$ everywhere; the dip at ratio 2 appears for $K \\ge 6$ only.", "name": "fig-scan_snap-fig6"}, "image": {"alt": "One panel per size: attention entropy on distinct tokens against the ratio of learning rates, one line per rate, with the authors' means."}}
 fig, axes = figure(1, len(num_last_values))
 for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
     for j, (colour, eta_Z) in enumerate(zip(PALETTE, eta_Z_values)):
@@ -396,17 +396,17 @@ for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
             yerr=our_std[i, j],
             color=colour,
             capsize=2,
-            label=f"eta_Z = {eta_Z:g}",
+            label=rf"$\eta_Z = {eta_Z:g}$",
         )
         ax.plot(ratio_values, ref_mean[i, j], "o", mfc="none", color=colour)
     ax.set(
         xscale="log",
         xticks=ratio_values,
         xticklabels=[str(r) for r in ratio_values],
-        xlabel="eta_Y / eta_Z",
-        title=f"K = {2 * num_last} (M = {ss.syn_medium(num_last).M})",
+        xlabel=r"$\eta_Y/\eta_Z$",
+        title=f"$K = {2 * num_last}$ ($M = {ss.syn_medium(num_last).M}$)",
     )
-np.atleast_1d(axes)[0].set_ylabel("entropy of c_n on distinct tokens")
+np.atleast_1d(axes)[0].set_ylabel("entropy of $c_n$ on distinct tokens")
 np.atleast_1d(axes)[0].plot([], [], "o", mfc="none", color="grey", label="authors' released mean")
 legend(np.atleast_1d(axes)[0], where="below")
 

@@ -158,7 +158,7 @@ for n_layers, n_steps in ((1, lm_steps), (3, deep_steps)):
 # %% [markdown]
 # {numref}`fig-scan_snap_text-entropy` draws the recorded entropies of both models against the step.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The mean attention entropy of the first layer (defined above) on a fixed validation window of the Wikipedia sample during SGD at a constant learning rate of 5, as in the paper's Fig. 7. With one layer the entropy falls from its initial value (attention becomes sparser); at the default width $d = 64$ it keeps drifting down instead of freezing within the budget, and the three-layer model's first layer stays at its initial entropy. At the paper's width (`full` mode) both fall, and the one-layer curve flattens out near 0.", "name": "fig-scan_snap_text-entropy"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The mean attention entropy of the first layer (defined above) on a fixed validation window of the Wikipedia sample during SGD at a constant learning rate of 5, as in the paper's Fig. 7. With one layer the entropy falls from its initial value (attention becomes sparser); at the default width $d = 64$ it keeps drifting down instead of freezing within the budget, and the three-layer model's first layer stays at its initial entropy. At the paper's width (`full` mode) both fall, and the one-layer curve flattens out near 0.", "name": "fig-scan_snap_text-entropy"}, "image": {"alt": "One panel: first-layer attention entropy over SGD steps on Wikipedia text, for one and for two layers."}}
 fig, ax = figure(1, 1, width=5.5)
 for colour, (n_layers, (steps, entropies, _)) in zip(PALETTE, trajectories.items()):
     ax.plot(
@@ -166,7 +166,7 @@ for colour, (n_layers, (steps, entropies, _)) in zip(PALETTE, trajectories.items
         entropies,
         "o-",
         color=colour,
-        label=f"{n_layers} layer(s), d = {d_model}",
+        label=f"{n_layers} layer(s), $d = {d_model}$",
     )
 ax.set(
     xlabel="SGD step",
@@ -185,7 +185,7 @@ model.eval()
 with torch.no_grad():
     attention_map = model.first_layer_attention(torch.as_tensor(probe[:1]))[0].numpy()
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "First-layer attention maps of the one-layer model on the validation window (batch element 0) at the end of training: rows are query positions, columns the causal past. Compare the paper's Fig. 7: a few tokens take most of the weight in many rows.", "name": "fig-scan_snap_text-maps"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "First-layer attention maps of the one-layer model on the validation window (batch element 0) at the end of training: rows are query positions, columns the causal past. Compare the paper's Fig. 7: a few tokens take most of the weight in many rows.", "name": "fig-scan_snap_text-maps"}, "image": {"alt": "A heat map of the one-layer model's attention: query positions down, key positions across, weight only on the causal past."}}
 fig, ax = figure(1, 1, width=4.2, height=4.0)
 image = ax.imshow(attention_map, cmap="viridis")
 ax.set(xlabel="key position", ylabel="query position", title=f"after {lm_steps} steps")
@@ -346,35 +346,37 @@ if checked:
 # {numref}`fig-scan_snap_text-rates` draws both trends: the transformer's against its one learning rate, the
 # Y/Z model's against $\eta_Z$ and against $\eta_Y/\eta_Z$.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Real-text versions of the trends of the paper's Fig. 6. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (the paper's Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with $\\eta_Z$ (squares, at $\\eta_Y/\\eta_Z = 2$) and changes little with $\\eta_Y/\\eta_Z$ (circles, at $\\eta_Z = 1$); it has no minimum at ratio 2.", "name": "fig-scan_snap_text-rates"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Real-text versions of the trends of the paper's Fig. 6. Left: the tutorial transformer's validation attention entropy falls with the unified learning rate (the paper's Fig. 10). Right: the Y/Z language model from zero initialisation; entropy falls with $\\eta_Z$ (squares, at $\\eta_Y/\\eta_Z = 2$) and changes little with $\\eta_Y/\\eta_Z$ (circles, at $\\eta_Z = 1$); it has no minimum at ratio 2.", "name": "fig-scan_snap_text-rates"}, "image": {"alt": "Two panels: validation attention entropy against the learning rate of the transformer, and against the two rates of the Y/Z model."}}
 fig, (ax_lr, ax_yz) = figure(1, 2)
 ax_lr.plot(
     lr_values,
     [valid_entropy[lr] for lr in lr_values],
     "o-",
     color=PALETTE[0],
-    label="transformer, unified eta",
+    label=r"transformer, unified $\eta$",
 )
 ax_lr.set(
     xscale="log",
-    xlabel="learning rate eta",
+    xlabel=r"learning rate $\eta$",
     ylabel="validation attention entropy (nats)",
     title="Paper Fig. 10",
 )
 legend(ax_lr)
-ax_yz.plot(ratio_text, by_ratio, "o-", color=PALETTE[1], label="eta_Z = 1, varying eta_Y/eta_Z")
+ax_yz.plot(
+    ratio_text, by_ratio, "o-", color=PALETTE[1], label=r"$\eta_Z = 1$, varying $\eta_Y/\eta_Z$"
+)
 ax_yz.plot(
     eta_Z_text,
     by_eta_Z,
     "s--",
     color=PALETTE[2],
-    label="eta_Y/eta_Z = 2, varying eta_Z",
+    label=r"$\eta_Y/\eta_Z = 2$, varying $\eta_Z$",
 )
 ax_yz.set(
     xscale="log",
-    xlabel="eta_Y/eta_Z (circles) or eta_Z (squares)",
+    xlabel=r"$\eta_Y/\eta_Z$ (circles) or $\eta_Z$ (squares)",
     ylabel="validation attention entropy",
-    title="Y/Z model on text",
+    title="$Y/Z$ model on text",
 )
 legend(ax_yz)
 # Less than two decades on a log axis: label the values tried, not matplotlib's crowded minor ticks.
@@ -478,7 +480,12 @@ from icllib.scan_snap.real_text_exercises import check
 # training articles, and argues that `<unk>` then follows every query token with a similar probability: it is
 # common to all "classes", so the theory predicts that its attention logit is pushed down (Theorem 2(b)).
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-scan-snap-text-unk", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-text-uniform
 # What is the attention entropy of {prf:ref}`def-scan_snap_text-entropy` for uniform causal attention over one
@@ -502,7 +509,12 @@ from icllib.scan_snap.real_text_exercises import check
 # **A good answer** counts $t + 1$ keys in row $t$ (the query sees itself), averages over rows 5 to 34 only, and
 # compares with the initial entropy of the chapter's runs rather than with $\ln 35$.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-scan-snap-text-uniform", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-text-freeze-measure
 # An entropy trajectory is recorded every 100 steps of a 1000-step run and reads $H(k) = 1 + 1.8\,e^{-k/400}$
@@ -529,7 +541,12 @@ from icllib.scan_snap.real_text_exercises import check
 # threshold 0.2 from the ledger row, and sees that the ratio alone cannot tell a frozen map from one that never
 # moved.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-scan-snap-text-freeze-measure", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-text-chance
 # The Fig. 10 check asks for a strictly decreasing entropy over five learning rates (Spearman $\rho = -1$), which
@@ -557,11 +574,18 @@ from icllib.scan_snap.real_text_exercises import check
 # asks of a statistical check, and concludes that five learning rates leave no room for a looser threshold: a
 # sixth rate or more seeds would be needed.
 # ````
-#
+
+# %%
+answer = ...  # your answer
+check("ex-scan-snap-text-chance", answer)
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-text-freeze
 # Train the one-layer model with `lr=5.0` for 3000 steps at the default width and plot the entropy. Does the
 # freeze ratio fall below 0.2 with the longer run? Repeat with a learning rate decayed by 0.95 every 100 steps.
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-scan-snap-text-freeze
@@ -573,12 +597,18 @@ from icllib.scan_snap.real_text_exercises import check
 # **A good answer** reports the ratio at both lengths and for both schedules, with the run time, and separates
 # the two mechanisms of freezing: a vanishing step size, and the self-limiting signal of the paper.
 # ```
-#
+
+# %%
+# ex-scan-snap-text-freeze is for discussion (no self-check): your notes or code here.
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-text-positions
 # Our transformer has positional encodings, which the theory excludes. Remove them (set `model.positional` to
 # zero) and rerun the Fig. 7 experiment. What changes in the attention maps of
 # {numref}`fig-scan_snap_text-maps`?
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-scan-snap-text-positions
@@ -590,12 +620,18 @@ from icllib.scan_snap.real_text_exercises import check
 # **A good answer** compares the maps and the entropy trajectories with and without positions on the same
 # window and seed, and points at the rows where repeated tokens now share their weight.
 # ```
-#
+
+# %%
+# ex-scan-snap-text-positions is for discussion (no self-check): your notes or code here.
+
+# %% [markdown]
 # ```{exercise}
 # :label: ex-scan-snap-text-seeds
 # Fig. 10 is checked with one seed at a fixed budget. Rerun it with three more seeds (`torch_generator(1)` to
 # `(3)`) and, for the paper's "until convergence", with twice the steps. Is the order of the five entropies
 # stable? Which result would make the row's verdict change, and to what?
+#
+# *For discussion: this exercise has no self-check.*
 # ```
 #
 # ```{solution} ex-scan-snap-text-seeds
@@ -606,6 +642,10 @@ from icllib.scan_snap.real_text_exercises import check
 # notes that even a stable order on the Wikipedia sample leaves the row inconclusive: the deciding run is on
 # WikiText-2 (rule R2 of the ledger).
 # ```
+
+# %%
+# ex-scan-snap-text-seeds is for discussion (no self-check): your notes or code here.
+
 
 # %% [markdown]
 # ## Cite this chapter

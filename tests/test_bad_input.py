@@ -238,6 +238,7 @@ VALID = {
     "exercises.numbers_near": lambda: dict(expected=lambda: [1.0, 2.0]),
     "exercises.number_between": lambda: dict(low=0.0, high=1.0),
     "exercises.exactly": lambda: dict(expected=lambda: 3),
+    "exercises.same_names": lambda: dict(expected=lambda: ("beta3", "beta4")),
     "validation.positive_int": lambda: dict(name="n", value=3),
     "validation.even_int": lambda: dict(name="D", value=4),
     "validation.power_of_two": lambda: dict(name="d", value=8),
@@ -265,6 +266,13 @@ VALID = {
     "plotting.robust_layout_problems": lambda: dict(fig=_axes_with_a_labelled_line().figure),
     "plotting.figure": lambda: {},
     "plotting_interactive.slider_figure": lambda: _slider_arguments(),
+    "figure_screens.plain_text_parts": lambda: dict(text="eta_Y and $\\eta_Z$"),
+    "figure_screens.ascii_tex": lambda: dict(text="eta_Y and $\\eta_Z$"),
+    "figure_screens.label_problems": lambda: dict(fig=_axes_with_a_labelled_line().figure),
+    "figure_screens.stacked_variant_png": lambda: dict(fig=__import__("icllib.plotting").plotting.figure(1, 2)[0]),
+    "figure_screens.png_with_stacked_variant": lambda: dict(
+        fig=__import__("icllib.plotting").plotting.figure(1, 2)[0]),
+    "figure_screens.offer_stacked_variants": lambda: {},
     "plotting.show_table": lambda: dict(header=["a", "b"], rows=[[1, 2]]),
     "plotting.log_log_slope": lambda: dict(x=np.array([1.0, 2.0, 4.0]), y=np.array([3.0, 12.0, 48.0])),
     "plotting.block_heatmap": lambda: dict(ax=__import__("icllib.plotting").plotting.figure()[1],
@@ -668,6 +676,8 @@ REAL = {"-1", "0", "2.5"}  # any real number is a valid value of this parameter
 ANY = set(BAD)  # the parameter is generic: any object is a valid value
 
 ACCEPTED = {
+    "figure_screens.plain_text_parts": {"text": {"str"}},   # any text is a label to read
+    "figure_screens.ascii_tex": {"text": {"str"}},
     "exercises.number_between": {"low": {"-1", "0"}, "high": {"0", "2.5"}},  # each still leaves low <= high
     "config.by_mode": {"quick": ANY, "default": ANY, "full": ANY},  # by_mode returns whichever the mode picks
     "config.progress": {"iterable": {"str", "numpy", "empty"}},  # each is an iterable: a loop over it is valid

@@ -144,3 +144,93 @@ def test_an_unknown_label_is_refused_by_name():
         SelfChecks("lsa", SelfCheck("ex-balance-one", "a number", number_near(lambda: 1.0), "think", 2.0))
     assert checks.passes("ex-lsa-one", 1.0) and not checks.passes("ex-lsa-one", 2.0)
     assert not checks.passes("ex-lsa-one", [1.0, 1.0]) and not checks.passes("ex-lsa-one", True)
+
+
+# --- exercises as cells: an answer cell after each exercise ---------------------------------------------------
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.py"))
+DISCUSSION_MARK = "*For discussion: this exercise has no self-check.*"
+
+
+def answer_cells(path: Path) -> dict[str, str]:
+    """``{label: source of the code cell that follows the markdown cell holding the exercise}`` (an empty source
+    where no code cell follows before the next markdown cell with an exercise)."""
+    cells = jupytext.read(path).cells
+    found = {}
+    for index, cell in enumerate(cells):
+        if cell.cell_type != "markdown":
+            continue
+        labels = [LABEL.search(match["body"]).group(1) for match in DIRECTIVE.finditer(cell.source)
+                  if match["name"] == "exercise" and LABEL.search(match["body"])]
+        following = cells[index + 1] if index + 1 < len(cells) else None
+        for label in labels:
+            found[label] = following.source if following is not None and following.cell_type == "code" else ""
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_every_exercise_has_its_own_answer_cell(path):
+    """Each exercise sits in a markdown cell of its own, followed by its answer cell: ``answer = ...`` then its
+    check where it has a self-check, a cell for notes where it is for discussion (and its text says so)."""
+    cells = answer_cells(path)
+    if not cells:
+        pytest.skip(f"{path.stem} holds no exercises")
+    checked = {label for chapter in chapter_names() for label in self_checks(chapter).by_label}
+    texts = {LABEL.search(match["body"]).group(1): match["body"] for cell in jupytext.read(path).cells
+             if cell.cell_type == "markdown" for match in DIRECTIVE.finditer(cell.source)
+             if match["name"] == "exercise"}
+    for label, source in cells.items():
+        assert source, f"{path.stem}: {label} has no answer cell after it"
+        if label in checked:
+            assert re.match(r"answer = \.\.\.", source), f"{label}: the answer cell starts from answer = ..."
+            assert f'check("{label}", answer)' in source, f"{label}: the answer cell calls its check"
+        else:
+            assert source.startswith(f"# {label} is for discussion"), f"{label}: a discussion cell for notes"
+            assert DISCUSSION_MARK in texts[label], f"{label}'s text does not say it is for discussion"
+
+
+def test_each_markdown_cell_holds_at_most_one_exercise():
+    crowded = [f"{path.stem}: {labels}" for path in NOTEBOOKS for cell in jupytext.read(path).cells
+               if cell.cell_type == "markdown" and len(labels := LABEL.findall(cell.source)) > 1
+               and cell.source.count("{exercise}") > 1]
+    assert not crowded, f"markdown cells with several exercises: {crowded}"
+
+
+def test_an_answer_cell_left_blank_runs_and_says_what_to_put_there():
+    checks = self_checks("balance")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        checks.check("ex-balance-scalar", ...)
+    assert "no answer yet" in printed.getvalue() and checks["ex-balance-scalar"].asks in printed.getvalue()
+    assert "Hint" not in printed.getvalue()
+
+
+@pytest.mark.parametrize("chapter", chapter_names())
+def test_an_answer_of_the_wrong_type_is_told_the_type_the_check_takes(chapter):
+    """A string, None or a dict is never "not yet": the student learns which kind of answer the check takes."""
+    checks = self_checks(chapter)
+    for label, entry in checks.by_label.items():
+        for wrong_type in ("0.5", None, {"answer": 1.0}):
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                checks.check(label, wrong_type)
+            message = printed.getvalue()
+            assert "not yet" not in message and "this check takes" in message, f"{label}: {message}"
+            assert type(wrong_type).__name__ in message or "None" in message, f"{label}: {message}"
+
+
+def test_the_kind_a_judge_takes():
+    from icllib.exercises import exactly, number_near, numbers_near, same_names
+
+    import numpy as np
+    import torch
+
+    one = number_near(lambda: 1.0)
+    assert all(one.takes(value) for value in (1, 1.0, np.float32(1), np.array(1.0), torch.tensor(1.0)))
+    assert not any(one.takes(value) for value in ("1", True, [1.0], None, np.array([1.0])))
+    pair = numbers_near(lambda: (1.0, 2.0))
+    assert pair.takes((1, 2)) and pair.takes(np.ones(3)) and not pair.takes("1, 2") and not pair.takes(["1", "2"])
+    assert exactly(lambda: 3).takes(3) and not exactly(lambda: 3).takes("3")
+    assert "number" in exactly(lambda: 3).expects() and exactly(lambda: "yes").expects() == "a str"
+    names = same_names(lambda: ("beta3", "beta4"))
+    assert names(["Beta4", "beta3"]) and not names(["beta3"]) and not names.takes("beta3")

@@ -23,7 +23,7 @@ import execution_keys  # noqa: E402  (the execution cache's reading of imports)
 PACKAGE = ROOT / "src" / "icllib"
 PAPERS = ("scan_snap", "induction", "lsa", "balance")
 SHARED = ("__init__", "claims", "claim_registry", "cards", "config", "coverage", "deciding", "executor",
-          "exercises", "plotting", "plotting_interactive", "validation")
+          "exercises", "figure_screens", "plotting", "plotting_interactive", "validation")
 # The one shared module that reaches into papers: a deciding run (icllib.deciding) trains a chapter's model at the
 # paper's setting, and imports that model by name when the run starts (deciding._chapter_module), so that a
 # chapter reading the archive does not depend on the other chapters' code.

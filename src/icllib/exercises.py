@@ -84,14 +84,59 @@ class SelfChecks:
             return False
 
     def check(self, label: str, answer) -> None:
-        """Print whether ``answer`` to exercise ``label`` is right; on a wrong answer, what to pass and a hint."""
+        """Print whether ``answer`` to exercise ``label`` is right; on a wrong answer, what to pass and a hint.
+
+        The answer cell's blank default, ``answer = ...``, is told what to put there; an answer of the wrong kind (a
+        string where the check takes a number) is told the kind the check takes, not "not yet"."""
         entry = self[label]
-        if self.passes(label, answer):
+        expects = getattr(entry.judge, "expects", "")
+        expects = expects() if callable(expects) else expects
+        if answer is ...:
+            print(f"{label}: no answer yet. Replace the ... of answer = ... by {entry.asks}, then run the cell.")
+        elif expects and not entry.judge.takes(answer):
+            print(f"{label}: the answer is {_kind_of(answer)}, and this check takes {expects}: {entry.asks}.")
+        elif self.passes(label, answer):
             print(f"{label}: right.")
         else:
             tolerance = getattr(entry.judge, "tolerance", "")
             print(f"{label}: not yet. The check expects {entry.asks}{f', {tolerance}' if tolerance else ''}. "
                   f"Hint: {entry.hint}")
+
+
+def _kind_of(answer) -> str:
+    """An answer's kind as a student reads it: "a str ('0.5')", "a list of 3 entries", "None"."""
+    if answer is None:
+        return "None"
+    name = type(answer).__name__
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    if isinstance(answer, str):
+        return f"{article} {name} ({answer[:20]!r})"
+    if isinstance(answer, (list, tuple)):
+        return f"{article} {name} of {len(answer)} entr{'y' if len(answer) == 1 else 'ies'}"
+    return f"{article} {name}"
+
+
+def _is_number(value) -> bool:
+    """A real number: an int or float (NumPy's too, or a 0-d array of one), not a bool."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, np.ndarray):
+        return value.shape == () and np.issubdtype(value.dtype, np.number) and not np.iscomplexobj(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return True
+    # A 0-d tensor (PyTorch's) holds one number too.
+    return hasattr(value, "item") and getattr(value, "shape", None) == () and _is_number(value.item())
+
+
+def _is_numbers(value) -> bool:
+    """Real numbers in a list, tuple or array (nested alike), none a string or a bool."""
+    if isinstance(value, (str, bytes, dict, set)) or value is None:
+        return False
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        return False
+    return array.ndim >= 1 and np.issubdtype(array.dtype, np.number) and not np.iscomplexobj(array)
 
 
 def _within(rtol: float, atol: float) -> str:
@@ -125,6 +170,7 @@ def number_near(expected: Callable[[], float], rtol: float = 1e-6, atol: float =
         return math.isclose(float(value), float(expected()), rel_tol=rtol, abs_tol=atol)
 
     judge.tolerance = _within(rtol, atol)
+    judge.expects, judge.takes = "one number (an int or a float)", _is_number
     return judge
 
 
@@ -139,6 +185,7 @@ def numbers_near(expected: Callable[[], Any], rtol: float = 1e-6, atol: float = 
         return value.shape == target.shape and bool(np.allclose(value, target, rtol=rtol, atol=atol))
 
     judge.tolerance = _within(rtol, atol) + " in each entry"
+    judge.expects, judge.takes = "numbers (a tuple, list or array of them)", _is_numbers
     return judge
 
 
@@ -155,6 +202,7 @@ def number_between(low: float, high: float) -> Callable[[Any], bool]:
         return value.shape == () and low <= float(value) <= high
 
     judge.tolerance = "within the range the exercise allows"  # the bounds themselves would give the answer away
+    judge.expects, judge.takes = "one number (an int or a float)", _is_number
     return judge
 
 
@@ -167,5 +215,39 @@ def exactly(expected: Callable[[], Any]) -> Callable[[Any], bool]:
             return answer.strip().lower() == str(expected()).strip().lower()
         return answer == expected()
 
+    def takes(answer) -> bool:
+        target = expected()
+        if _is_number(target):
+            return _is_number(answer)
+        if isinstance(target, (str, tuple, list)):
+            return isinstance(answer, str) if isinstance(target, str) else isinstance(answer, (tuple, list))
+        return True
+
+    def expects() -> str:
+        target = expected()
+        if _is_number(target):
+            return "one number (an int or a float)"
+        return "a str" if isinstance(target, str) else "a tuple or list" if isinstance(target, (tuple, list)) else ""
+
     judge.tolerance = "exactly"
+    judge.expects, judge.takes = expects, takes
+    return judge
+
+
+def same_names(expected: Callable[[], Any]) -> Callable[[Any], bool]:
+    """A judge: the answer is a tuple, list or set of names (strings) holding the names of ``expected()`` and no
+    other, in any order, in any case."""
+    expected = _callable("expected", expected)
+
+    def normal(names) -> set[str]:
+        return {name.strip().lower() for name in names}
+
+    def takes(answer) -> bool:
+        return isinstance(answer, (tuple, list, set, frozenset)) and all(isinstance(name, str) for name in answer)
+
+    def judge(answer) -> bool:
+        return takes(answer) and normal(answer) == normal(expected())
+
+    judge.tolerance = "as a set (any order)"
+    judge.expects, judge.takes = "names (a tuple, list or set of str)", takes
     return judge

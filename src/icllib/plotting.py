@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 import numpy as np
 
+from icllib import figure_screens
 from icllib.validation import positive_number, real_array
 
 # Colour-blind-safe qualitative palette (Okabe and Ito), in the order the series are drawn.
@@ -78,6 +79,7 @@ def figure(nrows: int = 1, ncols: int = 1, *, width: float | None = None, height
     _figures_made += 1
     fig._icllib_number = _figures_made
     fig.canvas.mpl_connect("draw_event", _check_layout_when_drawn)
+    figure_screens.offer_stacked_variants()
     return fig, axes
 
 
@@ -85,18 +87,23 @@ _figures_made = 0   # in this process (a chapter's kernel): names a figure in th
 
 
 def _check_layout_when_drawn(event) -> None:
-    """Record :func:`layout_problems` each time the notebook draws the figure with a new result."""
+    """Record :func:`layout_problems` and the labels' :func:`icllib.figure_screens.label_problems` each time the
+    notebook draws the figure with a new result; its stacked variant for phones is a figure of its own here."""
     from icllib.claims import record_figure_check
 
     fig = event.canvas.figure
     if getattr(fig, "_icllib_placing", False):
         return
+    variant = getattr(fig, "_icllib_variant", "")
+    attribute = f"_icllib_{variant}_layout_problems" if variant else "_icllib_layout_problems"
     problems = robust_layout_problems(fig, event.renderer)
-    if problems != getattr(fig, "_icllib_layout_problems", None):
-        fig._icllib_layout_problems = problems
+    if not variant:   # a variant shows the same labels
+        problems += figure_screens.label_problems(fig)
+    if problems != getattr(fig, attribute, None):
+        setattr(fig, attribute, problems)
         titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-        record_figure_check(f"{fig._icllib_number} (" + (", ".join(map(repr, titles[:4])) or "no panel titles")
-                            + ")", problems)
+        record_figure_check(f"{fig._icllib_number}{f' {variant}' if variant else ''} ("
+                            + (", ".join(map(repr, titles[:4])) or "no panel titles") + ")", problems)
 
 
 # --- Figures that read: no overlapping tick labels, no legend over data ------------------------------------

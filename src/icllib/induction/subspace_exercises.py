@@ -12,7 +12,7 @@ import torch
 from icllib.induction import model as ic
 from icllib.induction import subspace as isp
 from icllib.config import torch_generator
-from icllib.exercises import SelfCheck, SelfChecks, number_near
+from icllib.exercises import SelfCheck, SelfChecks, number_near, same_names
 
 #: The paper's width for the share of weight space that training uses (App. D, Fig. 4).
 PAPER_D = 32
@@ -74,6 +74,15 @@ SELF_CHECKS = SelfChecks(
         hint="project all three matrices at once and divide the summed squared norm of the projections by the "
              "summed squared norm of the weights; each matrix has its own count of basis directions",
         wrong=3 / (4 * RANDOM_SHARE_D**2),  # the share of W1 alone, taken for the whole triple
+    ),
+    SelfCheck(
+        label="ex-induction-subspace-15",
+        asks="the names of the pseudo-parameters (from ic.PSEUDO_PARAMETERS) that a positional embedding of the "
+             "query would set moving",
+        judge=same_names(lambda: _FROZEN),
+        hint="follow the gradient of each block-row of W2 back to the row of H1 at the query: which block of that "
+             "row is zero only because the query has no position?",
+        wrong=("alpha3", "beta2", "gamma3"),  # the induction head's parameters, which move already
     ),
 )
 check = SELF_CHECKS.check

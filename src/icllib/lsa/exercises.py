@@ -13,7 +13,7 @@ import torch
 from icllib.lsa import model as lsa
 from icllib.lsa import experiments as lsx
 from icllib.lsa import theory as lsat
-from icllib.exercises import SelfCheck, SelfChecks, number_near
+from icllib.exercises import SelfCheck, SelfChecks, number_near, numbers_near
 
 # ex-lsa-orthogonal: a two-dimensional example, prompts of one point.
 ORTHOGONAL_LAMBDA = np.diag([1.0, 4.0])
@@ -60,6 +60,18 @@ def swapped_covariates_limit() -> float:
     return error / np.trace(swapped)
 
 
+def uniform_eigenvalue_limits() -> tuple[float, float]:
+    """Theorem 4.5 redone for lambda_i ~ Uniform(0, 2) as N -> infinity: (E y-hat / <w, x_q> for a fixed query,
+    the regression slope of y-hat on y when the query follows the prompt's covariance). With Gamma_tau ->
+    Lambda_tau, the moments (C.3) tend to gamma_i = E lambda^3 and xi_i = E lambda^2, and D of (4.11) to
+    xi_i / gamma_i (the exponential law's 2/6 = 1/3); the slope weights it by E lambda^2 / E lambda."""
+    from scipy import stats
+
+    law = stats.uniform(loc=0.0, scale=2.0)
+    fixed_query = law.moment(2) / law.moment(3)
+    return float(fixed_query), float(law.moment(2) / law.moment(1) * fixed_query)
+
+
 SELF_CHECKS = SelfChecks(
     "lsa",
     SelfCheck(
@@ -101,6 +113,14 @@ SELF_CHECKS = SelfChecks(
         hint="as M and N grow the prediction tends to x_q^T Lambda^-1 Lambda_t w: write the error with "
              "K = Lambda^-1 Lambda_t - I and average over w and x_q",
         wrong=0.0,  # the layer does not re-estimate the covariance, unlike OLS
+    ),
+    SelfCheck(
+        label="ex-lsa-uniform",
+        asks="the pair (fixed-query limit of E y-hat / <w, x_q>, regression slope of y-hat on y) as N -> infinity",
+        judge=numbers_near(uniform_eigenvalue_limits, rtol=1e-3),
+        hint="the factor 1/3 of Theorem 4.5 is the exponential law's E lambda^2 / E lambda^3; take the moments of "
+             "Uniform(0, 2) instead, and for the slope weight by how a query's variance follows its prompt's",
+        wrong=(1 / 3, 2 / 3),  # the exponential law's two numbers
     ),
 )
 
