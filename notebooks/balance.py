@@ -54,8 +54,10 @@ import time
 import matplotlib.ticker
 import numpy as np
 import torch
+from IPython.display import display
 
 from icllib.balance import model as balance
+from icllib.balance import sliders as balance_sliders
 from icllib.balance import theory
 from icllib.balance.theory import CHECKS
 from icllib.claims import archived_arrays, check_claim, save_arrays, show_archived_check
@@ -593,6 +595,17 @@ ax_t.set(
 )
 ax_t.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 legend(ax_t)
+
+# %% [markdown]
+# In {numref}`fig-balance-linear-slider` the setting is yours to choose: each run's mean ratio against the law's
+# ODE, and where that setting's time to balance sits on the $S/\eta^2$ line.
+
+# %% mystnb={"figure": {"caption": "Move the slider (arrow keys, Home and End, or drag) through the settings $(\\eta, S)$, ordered by $S/\\eta^2$: the runs' mean $\\|u\\|^2/\\|w\\|^2$ (left, solid) falls from 16 to $d_o/d$ later as $S/\\eta^2$ grows, four times later from $\\eta = 0.01, S = 1$ to $\\eta = 0.005, S = 1$, and the law's ODE on the minimum manifold (dashed) follows it; on the right the circled setting walks along the $S/\\eta^2$ line. Drawn from the runs of this section.", "name": "fig-balance-linear-slider"}}
+display(
+    balance_sliders.linear_balance_slider(
+        linear, ratio0=16.0, d=d_in, d_o=d_out, sigma=sigma_lin
+    )
+)
 
 # %% [markdown]
 # What we saw: every setting settles at $d_o/d = 0.25$ inside the band {eq}`balance-eq7`, the noiseless control

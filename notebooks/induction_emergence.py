@@ -59,10 +59,12 @@ import math
 import numpy as np
 import sympy as sp
 import torch
+from IPython.display import display
 from myst_nb import glue
 
 from icllib.induction import model as ic
 from icllib.induction import emergence as ie
+from icllib.induction import sliders as induction_sliders
 from icllib.claims import check_claim
 from icllib.config import by_mode, mode, progress, rng, run_line, torch_generator
 from icllib.plotting import figure, legend, log_log_slope, show_table
@@ -545,8 +547,13 @@ legend(right)
 # %% [markdown]
 # {numref}`fig-induction_emergence-times` shows both: the rescaled times settle on the constants of
 # {prf:ref}`Proposition 1 <prop-induction-phase1>` and {prf:ref}`Proposition 2 <prop-induction-phase2>`, and the raw
-# times have slopes 1 and 2.
-#
+# times have slopes 1 and 2. In {numref}`fig-induction_emergence-slider` the context length is yours to move: each
+# doubling of $N$ pushes the loss drop four times further along the same time axis.
+
+# %% mystnb={"figure": {"caption": "Move $N$ with the slider (arrow keys, Home and End, or drag) from 2 up to this run's largest $N$: the loss along the flow (left) keeps its plateau near $1-1/(2N)$ and drops later, four times later each time $N$ doubles, while on the right the circled $T_L$ and $T_\\alpha$ of that $N$ walk up the $N^2$ line. Drawn from the flows this chapter integrated above.", "name": "fig-induction_emergence-slider"}}
+display(induction_sliders.emergence_slider(times, N_VALUES))
+
+# %% [markdown]
 # **The slow manifold.** {prf:ref}`Proposition 2 <prop-induction-phase2>` ties $\alpha$ to $\beta$ in the middle
 # phase: $\alpha = \beta^2/2$, so $\alpha(T_\beta) \to 1/8$ and $\beta(T_\alpha) \to 1$. We measure the largest
 # deviation $|\alpha - \beta^2/2|$ over the middle phase ($\gamma \ge 1/2$, up to $T_\alpha$): an $O(1/N)$ deviation

@@ -57,10 +57,12 @@ import os
 
 import numpy as np
 import torch
+from IPython.display import display
 
 from icllib.induction import model as ic
 from icllib.induction import subspace as isp
 from icllib.induction import subspace_theory as theory
+from icllib.induction import sliders as induction_sliders
 from icllib.claims import archived_arrays, check_claim, save_arrays
 from icllib import deciding
 from icllib.config import by_mode, device, mode, run_line, torch_generator
@@ -854,7 +856,7 @@ app_c_runs = {
         steps_c,
         isp.train_sgd(
             N_c, 16, steps=steps_c[-1], batch=512, lr=1.0, generator=torch_generator(100 + N_c),
-            snapshots=steps_c,
+            snapshots=induction_sliders.training_snapshot_steps(steps_c),
         ),
     )  # fmt: skip
     for N_c, steps_c in APP_C
@@ -893,6 +895,16 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
 # $W^{(3)}$ is almost exactly structured, $W^{(2)}$ nearly so, and $W^{(1)}$, whose gradient is the weakest early
 # in training, carries the most noise, yet more than half of its squared norm lies on 3 of its 1024 directions.
 # At the last step of each $N$ the three induction-head parameters are the largest.
+#
+# The run also kept the weights at ten evenly spaced steps; {numref}`fig-induction_subspace-slider` lets you step
+# through them for the largest $N$ and watch the pattern grow in place, each matrix on the colour scale of its last
+# step.
+
+# %% mystnb={"figure": {"caption": "Move the SGD step with the slider (arrow keys, Home and End, or drag): $W^{(1)}$, $W^{(2)}$, $W^{(3)}$ of the App. C run with the largest $N$, each on the symmetric colour scale of its last step, lines between the $16 \\times 16$ blocks. From the first steps the weight appears only on the diagonals of $I$ and $M$ in the blocks of $\\alpha_3$, $\\beta_2$ and $\\gamma_3$ and grows there; the rest stays pale SGD noise.", "name": "fig-induction_subspace-slider"}}
+N_last, (_, run_last) = list(app_c_runs.items())[-1]
+display(induction_sliders.weights_slider(run_last, 16, N_last))
+
+# %% [markdown]
 #
 # (sec-subspace-assumption7)=
 # ## Assumption 7 and its Gaussian motivation

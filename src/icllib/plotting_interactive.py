@@ -16,6 +16,7 @@ another site.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import io
@@ -36,17 +37,22 @@ SVG_METADATA = {"Date": None, "Creator": None}
 # The page's text and background colours where the theme defines them (book site, JupyterLab), else black on white.
 TEXT_COLOUR = "var(--pst-color-text-base, var(--jp-content-font-color1, #000000))"
 BACKGROUND_COLOUR = "var(--pst-color-background, var(--jp-layout-color0, #ffffff))"
+# The text of the figures: matplotlib's font where the reader has it, else the same kind.
+FONT = "'DejaVu Sans', 'Bitstream Vera Sans', Verdana, sans-serif"
+# Coordinates in points (1/72 inch), to a hundredth: far below a pixel on any screen.
+COORDINATE_DECIMALS = 2
 MAX_FRAMES = 64
 
 # Scoped to the figure's own class; the control hides in print, where the default frame is what shows.
 STYLE = """
+.icl-slider { color: TEXT; --icl-slider-background: BACKGROUND; }
 .icl-slider svg { width: 100%; height: auto; }
-.icl-slider svg text { fill: TEXT; }
+.icl-slider svg text { fill: currentColor; font-family: FONT; }
 .icl-slider-control { display: flex; flex-wrap: wrap; align-items: center; gap: 0.25rem 0.75rem; margin: 0.25rem 0; }
 .icl-slider-control input { flex: 1 1 12rem; min-width: 8rem; accent-color: var(--pst-color-primary, #0072b2); }
 .icl-slider-control output { font-variant-numeric: tabular-nums; min-width: 7rem; }
 @media print { .icl-slider-control input { display: none; } }
-""".replace("TEXT", TEXT_COLOUR)
+""".replace("TEXT", TEXT_COLOUR).replace("BACKGROUND", BACKGROUND_COLOUR).replace("FONT", FONT)
 
 # Swaps a frame's parts into the SVG when the slider moves (keyboard or pointer: both fire "input").
 SCRIPT = """
@@ -59,8 +65,8 @@ SCRIPT = """
   input.addEventListener("input", function () {
     var index = Number(input.value), parts = data.parts[index];
     for (var k = 0; k < parts.length; k++) {
-      var group = document.getElementById("ROOT-" + data.gids[k]);
-      if (group) group.innerHTML = parts[k];
+      var shown = document.getElementById("ROOT-" + data.gids[k]);
+      if (shown) shown.outerHTML = parts[k];
     }
     output.textContent = data.texts[index];
     input.setAttribute("aria-valuetext", data.texts[index]);
@@ -119,8 +125,8 @@ def _describe(value) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
-def _frame_svg(fig, value, draw) -> tuple[str, int]:
-    """The whole figure as SVG markup with ``draw(value)``'s artists tagged ``PART_GID``; and how many there are."""
+def _changed_artists(draw, value) -> list:
+    """``draw(value)``'s artists, tagged ``PART_GID`` in order; ValueError unless it returned a list of them."""
     changed = draw(value)
     artists = list(changed) if isinstance(changed, (list, tuple)) else None
     if not artists or not all(isinstance(artist, mpl.artist.Artist) for artist in artists):
@@ -128,30 +134,63 @@ def _frame_svg(fig, value, draw) -> tuple[str, int]:
                          f"for the value {value!r}")
     for number, artist in enumerate(artists):
         artist.set_gid(PART_GID.format(number))
+    return artists
+
+
+def _figure_svg(fig) -> str:
+    """The whole figure as SVG markup."""
     buffer = io.StringIO()
     with mpl.rc_context(SVG_SETTINGS):
         fig.savefig(buffer, format="svg", metadata=SVG_METADATA)
-    return buffer.getvalue(), len(artists)
+    return buffer.getvalue()
 
 
-def _split_parts(svg: str, count: int) -> tuple[str, list[str]]:
-    """``svg`` with each tagged part's content cut out (what must stay the same from frame to frame), and the
-    parts' contents in order."""
+def _parts_svg(fig, artists) -> list[str]:
+    """The SVG markup of ``artists`` alone, each drawn as in the whole figure's SVG (:func:`_figure_svg`: the
+    figure at 72 dpi, images at the figure's dpi, the same hash salt, so the same clip paths' ids), and far faster
+    than drawing the whole figure again for each frame."""
+    from matplotlib.backends.backend_mixed import MixedModeRenderer
+    from matplotlib.backends.backend_svg import RendererSVG
+
+    buffer, dpi = io.StringIO(), fig.dpi
+    width, height = fig.get_size_inches()
+    with mpl.rc_context(SVG_SETTINGS):
+        fig.dpi = 72
+        try:
+            renderer = MixedModeRenderer(fig, width, height, dpi,
+                                         RendererSVG(width * 72, height * 72, buffer, image_dpi=dpi))
+            for artist in artists:
+                artist.draw(renderer)
+            renderer.finalize()
+        finally:
+            fig.dpi = dpi
+    return _split_parts(buffer.getvalue(), len(artists))
+
+
+def _split_parts(svg: str, count: int) -> list[str]:
+    """The ``count`` elements tagged ``PART_GID`` in ``svg``, in order, whole: a group (most artists) or a single
+    element (an image)."""
     parts = []
     for number in range(count):
-        opening = re.search(f'<g id="{re.escape(PART_GID.format(number))}"[^>]*>', svg)
+        opening = re.search(f'<(\\w+)\\b[^>]*\\bid="{re.escape(PART_GID.format(number))}"[^>]*>', svg)
         if opening is None:
-            raise ValueError(f"draw returned an artist that the figure does not draw (the part {number} of a frame "
-                             "is missing from its SVG): return only artists of fig")
-        depth, position = 1, opening.end()
-        for tag in re.finditer(r"<g[\s>]|</g>", svg[position:]):
+            raise ValueError(f"draw returned an artist that draws nothing (the part {number} of a frame is missing "
+                             "from its SVG): return only visible artists of fig")
+        if opening.group(1) != "g" or opening.group().endswith("/>"):
+            parts.append(opening.group())
+            continue
+        depth, start = 1, opening.end()
+        for tag in re.finditer(r"<g[\s>]|</g>", svg[start:]):
             depth += -1 if tag.group() == "</g>" else 1
             if depth == 0:
-                end = position + tag.start()
+                parts.append(svg[opening.start():start + tag.end()])
                 break
-        parts.append(svg[position:end])
-        svg = svg[:position] + svg[end:]
-    return svg, parts
+    return parts
+
+
+def _frame_of_axes(fig) -> list:
+    """What must not move from frame to frame: each panel's place and limits."""
+    return [(ax.get_position().bounds, ax.get_xlim(), ax.get_ylim()) for ax in fig.axes]
 
 
 def _compact(markup: str) -> str:
@@ -159,17 +198,70 @@ def _compact(markup: str) -> str:
     return re.sub(r">\s+<", "><", markup.replace(" \n", " ").replace("\n", " ")).strip()
 
 
-def _themed(markup: str) -> str:
-    """Black and white of the figure in the page's text and background colours."""
-    markup = re.sub(r"#000000\b", TEXT_COLOUR, markup)
-    return re.sub(r"fill: ?#ffffff\b", f"fill: {BACKGROUND_COLOUR}", markup)
+def _number(match) -> str:
+    return f"{float(match.group()):.{COORDINATE_DECIMALS}f}".rstrip("0").rstrip(".")
 
 
-def _with_prefix(markup: str, prefix: str) -> str:
-    """Every id of the SVG and every reference to one prefixed, so that two figures on a page never share one."""
-    markup = re.sub(r'\bid="([^"]+)"', lambda match: f'id="{prefix}-{match.group(1)}"', markup)
-    markup = re.sub(r"url\(#([^)]+)\)", lambda match: f"url(#{prefix}-{match.group(1)})", markup)
-    return re.sub(r'xlink:href="#([^"]+)"', lambda match: f'xlink:href="#{prefix}-{match.group(1)}"', markup)
+def _rounded(match) -> str:
+    return f'{match.group(1)}="{re.sub(r"-?[0-9]+[.][0-9]+", _number, match.group(2))}"'
+
+
+def _lighter(markup: str, keep: set[str]) -> str:
+    """The markup with what a reader cannot see taken out: ids nothing refers to (every group of matplotlib's has
+    one), the default font list on each text (the figure's style sets it once), digits of coordinates finer than
+    ``COORDINATE_DECIMALS`` (of a point, 1/72 inch); black and white written as the page's text and background."""
+    markup = re.sub(r' id="([^"]+)"', lambda match: match.group() if match.group(1) in keep else "", markup)
+    markup = re.sub(r"font-family: 'DejaVu Sans', 'Bitstream Vera Sans'[^;\"]*(; )?", "", markup)
+    markup = re.sub(r'\b(d|x|y|width|height|transform)="([^"]*)"', _rounded, markup)
+    markup = re.sub(r'"data:image/png;base64,([^"]+)"', _smaller_image, markup)
+    markup = re.sub(r' transform="rotate\(-?0 [^"]*\)"', "", markup)
+    markup = re.sub(r"#000000\b", "currentColor", markup)
+    markup = re.sub(r"fill: ?#ffffff\b", "fill: var(--icl-slider-background)", markup)
+    markup = re.sub(r"<g([^>]*)>((?:<use [^>]*/>)+)</g>", _shared_style, markup)
+    while True:   # groups with no attribute, innermost first: they only nest what they hold
+        bare = re.sub(r"<g>((?:(?!<g[ >]|</g>).)*)</g>", r"\1", markup)
+        if bare == markup:
+            return markup
+        markup = bare
+
+
+def _smaller_image(match) -> str:
+    """An embedded PNG (an image of the figure, e.g. a heat map) in at most 256 colours, when that is smaller."""
+    from PIL import Image
+
+    original = base64.b64decode(match.group(1))
+    image = Image.open(io.BytesIO(original))
+    if image.mode == "P" or "A" in image.mode and image.getextrema()[-1][0] < 255:
+        return match.group()   # a palette already, or see-through pixels a palette would lose
+    buffer = io.BytesIO()
+    image.convert("RGB").quantize(256, dither=Image.Dither.NONE).save(
+        buffer, format="png", optimize=True)
+    smaller = buffer.getvalue() if len(buffer.getvalue()) < len(original) else original
+    return f'"data:image/png;base64,{base64.b64encode(smaller).decode()}"'
+
+
+def _shared_style(match) -> str:
+    """A group of markers (``<use>``) whose style is the same for each, with that style once on the group: fill
+    and stroke are inherited, so they draw the same."""
+    group, uses = match.group(1), match.group(2)
+    styles = set(re.findall(r' style="([^"]*)"', uses))
+    if len(styles) != 1 or "style=" in group or uses.count("<use ") != uses.count(" style="):
+        return match.group()
+    bare = re.sub(r' style="[^"]*"', "", uses)
+    return f'<g{group} style="{styles.pop()}">{bare}</g>'
+
+
+def _referenced_ids(markup: str) -> set[str]:
+    """The ids that ``markup`` refers to (clip paths, markers)."""
+    return set(re.findall(r"url\(#([^)]+)\)", markup)) | set(re.findall(r'href="#([^"]+)"', markup))
+
+
+def _with_prefix(markup: str, names: dict[str, str]) -> str:
+    """Every id of the SVG and every reference to one renamed by ``names`` (short, and prefixed by the figure's
+    own key, so that two figures on a page never share one)."""
+    markup = re.sub(r'\bid="([^"]+)"', lambda match: f'id="{names[match.group(1)]}"', markup)
+    markup = re.sub(r"url\(#([^)]+)\)", lambda match: f"url(#{names[match.group(1)]})", markup)
+    return re.sub(r'href="#([^"]+)"', lambda match: f'href="#{names[match.group(1)]}"', markup)
 
 
 def _page_svg(svg: str, alt: str) -> str:
@@ -194,9 +286,9 @@ def slider_figure(fig, values: Sequence, draw: Callable, *, label: str, alt: str
     ``label`` names the parameter next to the slider, ``alt`` describes the figure to a screen reader,
     ``default`` is the value shown first and printed (the first of ``values`` unless given), ``value_text(value)``
     is what the control says of a value (default: ``f"{label} = {value:g}"``). The figure is closed: the notebook
-    shows the returned :class:`SliderFigure`, not a second static copy. Each frame is drawn, so the house style's
-    layout check (:func:`icllib.plotting.layout_problems`) sees every frame of a figure made by
-    :func:`icllib.plotting.figure`.
+    shows the returned :class:`SliderFigure`, not a second static copy. The house style's layout check
+    (:func:`icllib.plotting.layout_problems`) sees the default frame of a figure made by
+    :func:`icllib.plotting.figure`; the layout is then frozen for the other frames.
     """
     default_index = _check_arguments(fig, values, draw, label, alt, default)
     if value_text is None:
@@ -206,29 +298,36 @@ def slider_figure(fig, values: Sequence, draw: Callable, *, label: str, alt: str
     texts = [value_text(value) for value in values]
     if not all(isinstance(text, str) and text for text in texts):
         raise ValueError("value_text must return a non-empty str for each value")
-    skeletons, frames = [], []
-    for value in values:
-        svg, count = _frame_svg(fig, value, draw)
-        skeleton, parts = _split_parts(svg, count)
-        skeletons.append(skeleton)
-        frames.append(parts)
-    if len({len(parts) for parts in frames}) != 1:
-        raise ValueError("draw must return the same number of artists for every value")
-    moved = [_describe(value) for value, skeleton in zip(values, skeletons) if skeleton != skeletons[default_index]]
-    if moved:
-        raise ValueError(f"draw must change only the artists it returns, but the rest of the figure differs at "
-                         f"value(s) {', '.join(moved[:5])} (limits, ticks or layout moved: fix them with "
-                         "ax.set_xlim/ax.set_ylim before the first frame, and return every artist draw changes)")
-    prefix = "icl-slider-" + hashlib.sha256(
-        (skeletons[0] + "".join(map("".join, frames)) + "".join(texts)).encode()).hexdigest()[:10]
-    draw(values[default_index])
-    png = io.BytesIO()
-    fig.savefig(png, format="png", metadata={"Software": None})
-    shown = _frame_svg(fig, values[default_index], draw)[0]
-    plt.close(fig)
-    parts = [[_themed(_with_prefix(_compact(part), prefix)) for part in frame] for frame in frames]
+    # The layout as the default frame has it, frozen: solved again per frame, it would move in the last digits,
+    # and the clip paths' ids (hashes of their rectangles) with it. That draw is the one the house style's layout
+    # check sees (icllib.plotting.layout_problems); the other frames differ from it only in draw's artists.
+    _changed_artists(draw, values[default_index])
+    fig.canvas.draw()
+    fig.set_layout_engine("none")
+    fixed, frames = _frame_of_axes(fig), []
+    fig._icllib_placing = True
+    try:
+        for value in values:
+            artists = _changed_artists(draw, value)
+            if _frame_of_axes(fig) != fixed:
+                raise ValueError(f"draw must change only the artists it returns, but at the value {value!r} a "
+                                 "panel's limits moved: fix them (ax.set_xlim, ax.set_ylim) before the first frame")
+            frames.append(_parts_svg(fig, artists))
+        if len({len(parts) for parts in frames}) != 1:
+            raise ValueError("draw must return the same number of artists for every value")
+        _changed_artists(draw, values[default_index])
+        shown = _figure_svg(fig)
+        png = io.BytesIO()
+        fig.savefig(png, format="png", metadata={"Software": None})
+    finally:
+        fig._icllib_placing = False
+        plt.close(fig)
+    prefix = "icl" + hashlib.sha256((shown + json.dumps(frames) + "".join(texts)).encode()).hexdigest()[:8]
     gids = [PART_GID.format(number) for number in range(len(frames[0]))]
-    page = _markup(prefix, _themed(_with_prefix(_compact(_page_svg(shown, alt)), prefix)),
+    names = {name: f"{prefix}-{number}" for number, name in enumerate(sorted(
+        _referenced_ids(shown + json.dumps(frames)) - set(gids)))} | {gid: f"{prefix}-{gid}" for gid in gids}
+    parts = [[_with_prefix(_lighter(_compact(part), set(names)), names) for part in frame] for frame in frames]
+    page = _markup(prefix, _with_prefix(_lighter(_compact(_page_svg(shown, alt)), set(names)), names),
                    dict(parts=parts, texts=texts, gids=gids), label, texts, default_index)
     return SliderFigure(html=page, png=png.getvalue(), values=list(values), texts=texts, default=default_index,
                         frame_bytes=[sum(len(part.encode()) for part in frame) for frame in parts], alt=alt)

@@ -7,6 +7,8 @@
 - :mod:`~icllib.induction.subspace_theory`: Propositions 1, 2 and 4 of App. A in exact arithmetic;
 - :mod:`~icllib.induction.emergence`: the gradient flow of the three-parameter model (Theorem 2, App. B.5-B.8,
   App. F) and its large-N limits;
+- ``icllib.induction.sliders``: the two chapters' figures with a slider (the N² law as N moves, the weights as
+  training goes on);
 - ``icllib.induction.subspace_exercises``, ``icllib.induction.emergence_exercises``: the two chapters'
   self-checks.
 
