@@ -55,7 +55,26 @@ def downloadable(executed: Path, *, solutions: bool, site_url: str | None, page:
                            chapter=chapter if chapter is not None else chapter_numbers(root / "_toc.yml").get(page),
                            resolve=resolve, bibtex=bibtex, glued=executed_glue(executed),
                            bib_file=root / "book" / "references.bib")
-    return add_install_cell(plain, wheel_name=wheel_name(root), wheel_sha256=wheel_digest(root), site_url=site_url)
+    return add_install_cell(still_figures(plain), wheel_name=wheel_name(root), wheel_sha256=wheel_digest(root),
+                            site_url=site_url)
+
+
+# The mark of a figure with a slider (icllib.plotting_interactive) in an output's HTML.
+SLIDER_FIGURE = 'class="icl-slider"'
+
+
+def still_figures(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The figures with a slider as their default frame alone: each such output keeps its ``image/png`` and loses
+    its ``text/html`` (the frames, the control and their script: about three times the image's weight, and a
+    notebook that is not trusted would not run the script). A reader who wants to move the slider has the page;
+    one who runs the notebook gets the slider back from the cell."""
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            html = data.get("text/html", "")
+            if "image/png" in data and SLIDER_FIGURE in ("".join(html) if isinstance(html, list) else html):
+                del data["text/html"]
+    return notebook
 
 
 STUDENT = "student"

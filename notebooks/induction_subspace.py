@@ -896,9 +896,9 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
 # in training, carries the most noise, yet more than half of its squared norm lies on 3 of its 1024 directions.
 # At the last step of each $N$ the three induction-head parameters are the largest.
 #
-# The run also kept the weights at ten evenly spaced steps; {numref}`fig-induction_subspace-slider` lets you step
-# through them for the largest $N$ and watch the pattern grow in place, each matrix on the colour scale of its last
-# step.
+# The run also kept the weights at four evenly spaced steps besides those; in
+# {numref}`fig-induction_subspace-slider` you step through them for the largest $N$ and watch the pattern grow in
+# place, each matrix on the colour scale of its last step.
 
 # %% mystnb={"figure": {"caption": "Move the SGD step with the slider (arrow keys, Home and End, or drag): $W^{(1)}$, $W^{(2)}$, $W^{(3)}$ of the App. C run with the largest $N$, each on the symmetric colour scale of its last step, lines between the $16 \\times 16$ blocks. From the first steps the weight appears only on the diagonals of $I$ and $M$ in the blocks of $\\alpha_3$, $\\beta_2$ and $\\gamma_3$ and grows there; the rest stays pale SGD noise.", "name": "fig-induction_subspace-slider"}}
 N_last, (_, run_last) = list(app_c_runs.items())[-1]

@@ -378,3 +378,18 @@ def test_colab_opens_the_editions_own_download_and_the_student_edition_has_no_bi
     assert [button["text"] for button in launched("student", "https://gitlab.com/org/book")] == [".ipynb"]
     assert notebook_download.edition_folder(type("Config", (), {"course_edition": "student"})) == "course/student/"
     assert notebook_download.edition_folder(type("Config", (), {})) == ""
+
+
+def test_a_figure_with_a_slider_is_downloaded_as_its_default_frame_alone():
+    """The frames and script of a figure with a slider stay on the page; the download keeps its image/png."""
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("display(figure)")
+    slider = {"text/html": '<div class="icl-slider" id="x"><svg></svg></div>', "image/png": "iVBORw0KGgo=",
+              "text/plain": "Figure with a slider over 3 frames: ..."}
+    table = {"text/html": "<table></table>", "text/plain": "a table"}
+    cell.outputs = [nbformat.v4.new_output("display_data", data=dict(slider)),
+                    nbformat.v4.new_output("display_data", data=dict(table))]
+    notebook.cells.append(cell)
+    still = notebook_download.still_figures(notebook).cells[0].outputs
+    assert set(still[0]["data"]) == {"image/png", "text/plain"}
+    assert still[1]["data"] == table

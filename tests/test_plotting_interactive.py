@@ -57,20 +57,32 @@ def test_only_the_changing_artists_are_stored_per_frame():
     made = slider_figure(fig, [1, 2, 4], draw, label="k", alt="A sine wave whose frequency moves")
     data = frames_of(made)
     assert data["gids"] == [PART_GID.format(0), PART_GID.format(1)]
-    assert len(data["parts"]) == 3 and all(len(parts) == 2 for parts in data["parts"])
-    assert ">k = 4</text>" in data["parts"][2][1]
-    assert data["parts"][0][0] != data["parts"][2][0]
+    assert len(data["parts"]) == 3 and all(len(parts) == 2 for parts in data["parts"][1:])
+    assert ">k = 4</text>" in data["parts"][2][1] and data["parts"][0] is None
+    assert data["parts"][1][0] != data["parts"][2][0]
     # the axes (tick labels) are in the page once, not in the frames
-    assert not any("xtick" in part for parts in data["parts"] for part in parts)
+    assert ">0.50</text>" in made.html   # a tick label of y: drawn once, in the page
+    assert not any(">0.50</text>" in part for parts in data["parts"][1:] for part in parts)
     assert max(made.frame_bytes) < len(made.html) / 3
 
 
 def test_a_frame_drawn_alone_is_the_markup_of_the_whole_figure_at_that_value():
+    from icllib.plotting_interactive import _changed_artists, _compact, _figure_svg, _parts_svg, _split_parts
+
+    fig, draw = sine_figure()
+    artists = _changed_artists(draw, 4)
+    fig.canvas.draw()
+    fig.set_layout_engine("none")   # as slider_figure freezes it
+    alone = [_compact(part) for part in _parts_svg(fig, artists)]
+    assert alone == [_compact(part) for part in _split_parts(_figure_svg(fig), len(artists))]
+
+
+def test_the_default_frame_is_stored_once_in_the_page_and_not_among_the_frames():
     fig, draw = sine_figure()
     made = slider_figure(fig, [1, 2, 4], draw, label="k", alt="A sine wave whose frequency moves", default=4)
-    svg = made.html[made.html.index("<svg"):made.html.index("</svg>")]
-    for part in frames_of(made)["parts"][2]:
-        assert part and part in svg
+    data = frames_of(made)
+    assert data["shown"] == 2 and data["parts"][2] is None and all(data["parts"][:2])
+    assert ">k = 4</text>" in made.html[made.html.index("<svg"):made.html.index("</svg>")]
 
 
 def test_the_markup_is_deterministic_themed_and_self_contained():

@@ -39,9 +39,12 @@ TEXT_COLOUR = "var(--pst-color-text-base, var(--jp-content-font-color1, #000000)
 BACKGROUND_COLOUR = "var(--pst-color-background, var(--jp-layout-color0, #ffffff))"
 # The text of the figures: matplotlib's font where the reader has it, else the same kind.
 FONT = "'DejaVu Sans', 'Bitstream Vera Sans', Verdana, sans-serif"
-# Coordinates in points (1/72 inch), to a hundredth: far below a pixel on any screen.
-COORDINATE_DECIMALS = 2
+# Coordinates in points (1/72 inch), to a tenth: below a pixel on the page (at most 768 px for 10.5 inches).
+COORDINATE_DECIMALS = 1
 MAX_FRAMES = 64
+# The still image of the default frame, for notebooks that show no HTML: 9-point text is 10 px at this resolution,
+# and the image weighs half what the house style's 110 dpi would (it is kept in every downloaded notebook).
+PNG_DPI = 80
 
 # Scoped to the figure's own class; the control hides in print, where the default frame is what shows.
 STYLE = """
@@ -62,6 +65,10 @@ SCRIPT = """
   root.setAttribute("data-ready", "1");
   var data = JSON.parse(root.querySelector("script.icl-slider-frames").textContent);
   var input = root.querySelector("input"), output = root.querySelector("output");
+  data.parts[data.shown] = data.gids.map(function (gid) {
+    return document.getElementById("ROOT-" + gid).outerHTML;
+  });
+  root.iclSlider = data;
   input.addEventListener("input", function () {
     var index = Number(input.value), parts = data.parts[index];
     for (var k = 0; k < parts.length; k++) {
@@ -318,7 +325,7 @@ def slider_figure(fig, values: Sequence, draw: Callable, *, label: str, alt: str
         _changed_artists(draw, values[default_index])
         shown = _figure_svg(fig)
         png = io.BytesIO()
-        fig.savefig(png, format="png", metadata={"Software": None})
+        fig.savefig(png, format="png", dpi=PNG_DPI, metadata={"Software": None})
     finally:
         fig._icllib_placing = False
         plt.close(fig)
@@ -327,19 +334,41 @@ def slider_figure(fig, values: Sequence, draw: Callable, *, label: str, alt: str
     names = {name: f"{prefix}-{number}" for number, name in enumerate(sorted(
         _referenced_ids(shown + json.dumps(frames)) - set(gids)))} | {gid: f"{prefix}-{gid}" for gid in gids}
     parts = [[_with_prefix(_lighter(_compact(part), set(names)), names) for part in frame] for frame in frames]
-    page = _markup(prefix, _with_prefix(_lighter(_compact(_page_svg(shown, alt)), set(names)), names),
-                   dict(parts=parts, texts=texts, gids=gids), label, texts, default_index)
+    svg = _with_prefix(_lighter(_compact(_page_svg(shown, alt)), set(names)), names)
+    (svg, *flat), classes = _style_classes([svg, *(part for frame in parts for part in frame)], prefix)
+    parts = [flat[index:index + len(gids)] for index in range(0, len(flat), len(gids))]
+    frame_bytes = [sum(len(part.encode()) for part in frame) for frame in parts]
+    # The default frame is in the page already; the script takes it from there.
+    frames_data = dict(parts=[None if index == default_index else frame for index, frame in enumerate(parts)],
+                       texts=texts, gids=gids, shown=default_index)
+    page = _markup(prefix, svg, frames_data, classes, label, texts, default_index)
     return SliderFigure(html=page, png=png.getvalue(), values=list(values), texts=texts, default=default_index,
-                        frame_bytes=[sum(len(part.encode()) for part in frame) for frame in parts], alt=alt)
+                        frame_bytes=frame_bytes, alt=alt)
 
 
-def _markup(prefix: str, svg: str, data: dict, label: str, texts: list[str], default: int) -> str:
+def _style_classes(markups: list[str], prefix: str) -> tuple[list[str], str]:
+    """``markups`` with each style that recurs written once, as a class of the figure's own style sheet
+    (``#prefix .cN``, which outranks the figure's defaults as the inline style did); and that style sheet."""
+    counts: dict[str, int] = {}
+    for markup in markups:
+        for style in re.findall(r' style="([^"]*)"', markup):
+            counts[style] = counts.get(style, 0) + 1
+    names = {style: f"c{number}" for number, style in enumerate(style for style, count in counts.items()
+                                                                if count > 1 and len(style) > 12)}
+    def as_class(match):
+        return f' class="{names[match.group(1)]}"' if match.group(1) in names else match.group()
+
+    sheet = "".join(f"#{prefix} .{name}{{{style}}}" for style, name in names.items())
+    return [re.sub(r' style="([^"]*)"', as_class, markup) for markup in markups], sheet
+
+
+def _markup(prefix: str, svg: str, data: dict, classes: str, label: str, texts: list[str], default: int) -> str:
     """The figure's HTML: its default frame, the labelled control, the frames and the script."""
     shown = html.escape(texts[default])
     control = (f'<div class="icl-slider-control"><label for="{prefix}-input">{html.escape(label)}</label>'
                f'<input type="range" id="{prefix}-input" min="0" max="{len(texts) - 1}" step="1" value="{default}" '
                f'aria-valuetext="{shown}">'
                f'<output for="{prefix}-input" id="{prefix}-output" aria-live="polite">{shown}</output></div>')
-    return (f'<div class="icl-slider" id="{prefix}"><style>{_compact(STYLE)}</style>{svg}{control}'
+    return (f'<div class="icl-slider" id="{prefix}"><style>{_compact(STYLE)}{classes}</style>{svg}{control}'
             f'<script type="application/json" class="icl-slider-frames">{_script_json(data)}</script>'
             f"<script>{_compact(SCRIPT.replace('ROOT', prefix))}</script></div>")

@@ -37,7 +37,7 @@ def linear_ode_ratio(steps, *, lr: float, ratio0: float, d: int, d_o: int, sigma
 
 
 # The runs' records drawn on a log axis: at most this many, evenly spaced in log(step), from this step on.
-SHOWN_RECORDS, FIRST_STEP = 200, 10
+SHOWN_RECORDS, FIRST_STEP = 120, 10
 
 
 def _log_spaced(times: np.ndarray) -> np.ndarray:

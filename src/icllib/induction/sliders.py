@@ -13,8 +13,8 @@ from icllib.plotting import block_heatmap, figure, legend
 from icllib.plotting_interactive import slider_figure
 from icllib.validation import positive_int
 
-# Points per loss curve: the drop spans a few per cent of the time axis, which 600 samples resolve.
-CURVE_POINTS = 600
+# Points per loss curve: the drop spans a few per cent of the time axis, which 300 samples resolve.
+CURVE_POINTS = 300
 # Each curve runs to this multiple of its own loss-drop time, past the end of the drop.
 CURVE_END = 3.0
 # Powers of ten as plain text (10⁴): matplotlib's default log labels are mathtext, whose parsing, repeated for
@@ -88,7 +88,7 @@ def emergence_slider(times: dict, N_values):
                              "with an N squared guide")
 
 
-def training_snapshot_steps(steps, frames: int = 10) -> list[int]:
+def training_snapshot_steps(steps, frames: int = 4) -> list[int]:
     """The steps of a run's snapshots for :func:`weights_slider`: ``frames`` evenly spaced steps up to the last of
     ``steps`` and ``steps`` themselves (App. C's), sorted."""
     steps = [positive_int("steps", step, 1) for step in steps]

@@ -14,14 +14,16 @@ from icllib.plotting_interactive import slider_figure
 from icllib.validation import positive_int, positive_number, real_array
 
 # Prompts drawn per scale: enough to show the slope, few enough that each frame stays a few kilobytes.
-PROMPTS = 120
+PROMPTS = 50
 # Truth and prediction are drawn within these limits (the largest scale's predictions are clipped, not rescaled).
 LIMIT = 8.0
 # The error axis starts here: (c^2 - 1)^2 falls to 0 at c = 1, the exact error at finite M, N does not.
 ERROR_FLOOR = 1e-2
+# The scales of the covariates the slider offers: none (1) and shrinking or growing up to three-fold.
+COVARIATE_SCALES = (0.5, 0.7, 1.0, 1.4, 2.0, 3.0)
 
 
-def covariate_shift_slider(W_KQ, W_PV, Lam, *, N: int, M: int, scales, generator):
+def covariate_shift_slider(W_KQ, W_PV, Lam, *, N: int, M: int, generator, scales=COVARIATE_SCALES):
     """For one scale ``c`` of ``scales`` at a time: the predictions of the trained LSA (``W_KQ``, ``W_PV``, trained at
     length ``N`` on covariance ``Lam``) on ``PROMPTS`` prompts of length ``M`` whose covariates (and query) are
     ``N(0, c^2 Lam)``, against the truth ``<w, x_q>``, with the slope ``c^2 tr(Gamma^-1 Lam)/d`` the formula

@@ -63,17 +63,19 @@ def attention_by_rate_slider(maps: dict, entropies: dict):
                              "learning rate")
 
 
-def attention_by_ratio_slider(sweep, *, eta_Z: float):
+def attention_by_ratio_slider(sweep, *, eta_Z: float | None = None):
     """Chapter ``scan_snap``, *The Syn-Medium sweep (Fig. 6)*: at the sweep's largest size and the decoder rate
     ``eta_Z``, for one ratio ``eta_Y/eta_Z`` at a time, the final attention ``c_1`` of class 1 over its contextual
     tokens (mean over seeds; common tokens, then distinct ones by increasing ``P(l|1)``), beside the entropy on
     distinct tokens (the Fig. 6 metric) against the ratio for every ``eta_Z``, the current one marked.
-    ``sweep`` is the ``model.fig6_sweep`` result the chapter computed."""
+    ``sweep`` is the ``model.fig6_sweep`` result the chapter computed; ``eta_Z`` defaults to its rate closest to 1."""
     from icllib.scan_snap.model import syn_medium
 
     if not all(hasattr(sweep, name) for name in ("grid", "entropy", "attention")):
         raise ValueError(f"sweep must be a model.fig6_sweep result, got {type(sweep).__name__}")
     grid = sweep.grid
+    if eta_Z is None:
+        eta_Z = min(grid.eta_Z, key=lambda rate: abs(np.log(rate)))
     if eta_Z not in grid.eta_Z:
         raise ValueError(f"eta_Z must be one of the sweep's {grid.eta_Z}, got {eta_Z!r}")
     size, column = len(grid.num_last) - 1, grid.eta_Z.index(eta_Z)
