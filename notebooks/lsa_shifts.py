@@ -43,10 +43,12 @@
 # %% tags=["hide-input"]
 import numpy as np
 import torch
+from IPython.display import display
 
 from icllib.lsa import model as lsa
 from icllib.lsa import experiments as lsx
 from icllib.lsa import theory as lsat
+from icllib.lsa import sliders as lsa_sliders
 from icllib.claims import check_claim
 from icllib.config import by_mode, run_line, torch_generator
 from icllib.plotting import figure, legend, show_table
@@ -327,6 +329,17 @@ ax.set(
     ylabel=r"LSA prediction $\hat y$",
 )
 legend(ax)
+
+# %% [markdown]
+# In {numref}`fig-lsa-covariate-slider` the scale is yours to move, with the exact error {eq}`lsa-shift-error` beside
+# the predictions.
+
+# %% mystnb={"figure": {"caption": "Move the covariate scale $c$ with the slider (arrow keys, Home and End, or drag) from 0.5 to 3: the trained LSA's predictions on freshly sampled prompts ($M = 200$, left) tilt to the slope $c^2\\,\\mathrm{tr}(\\Gamma^{-1}\\Lambda)/d$ (dashed) away from the diagonal OLS keeps, and the exact error (right, log scale) grows towards $(c^2-1)^2$ on both sides of $c = 1$.", "name": "fig-lsa-covariate-slider"}}
+display(
+    lsa_sliders.covariate_shift_slider(
+        K_s, P_s, Lam, N=N_s, M=200, generator=torch_generator(300)
+    )
+)
 
 # %% [markdown]
 # {numref}`fig-lsa-covariate` shows it: the dashed lines use the finite-$N$ slope

@@ -46,11 +46,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 import torch
+from IPython.display import display
 from scipy.stats import kruskal
 
 from icllib.scan_snap import model as ss
 from icllib.scan_snap import dynamics
 from icllib.scan_snap import theory as sst
+from icllib.scan_snap import sliders as snap_sliders
 from icllib.claims import check_claim
 from icllib.config import by_mode, rng, run_line
 from icllib.plotting import PALETTE, figure, legend, show_table
@@ -409,6 +411,13 @@ for i, (ax, num_last) in enumerate(zip(np.atleast_1d(axes), num_last_values)):
 np.atleast_1d(axes)[0].set_ylabel("entropy of $c_n$ on distinct tokens")
 np.atleast_1d(axes)[0].plot([], [], "o", mfc="none", color="grey", label="authors' released mean")
 legend(np.atleast_1d(axes)[0], where="below")
+
+# %% [markdown]
+# {numref}`fig-scan_snap-ratio-slider` opens one column of the sweep: the final attention itself as the ratio
+# $\eta_Y/\eta_Z$ moves, next to the entropy that summarises it.
+
+# %% mystnb={"figure": {"caption": "Move the ratio $\\eta_Y/\\eta_Z$ with the slider (arrow keys, Home and End, or drag) from 1 to 10, at the sweep's largest size and the decoder rate $\\eta_Z$ closest to 1: the final attention of class 1 (left, mean over seeds) puts its weight on the likeliest distinct tokens, most sharply near ratio 2 for $K \\ge 6$, and spreads again as $\\eta_Y$ grows; the circled entropy (right) follows. Drawn from this chapter's Fig. 6 sweep.", "name": "fig-scan_snap-ratio-slider"}}
+display(snap_sliders.attention_by_ratio_slider(sweep))
 
 # %% [markdown]
 # **Figs. 11-12 (App. G)** binarise the same final attention maps by a threshold $\tau$ near $1/M$ and plot the
