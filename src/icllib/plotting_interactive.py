@@ -48,7 +48,7 @@ PNG_DPI = 80
 
 # Scoped to the figure's own class; the control hides in print, where the default frame is what shows.
 STYLE = """
-.icl-slider { color: TEXT; --icl-slider-background: BACKGROUND; }
+.icl-slider { color: TEXT; --icl-slider-background: BACKGROUND; background: var(--icl-slider-background); }
 .icl-slider svg { width: 100%; height: auto; }
 .icl-slider svg text { fill: currentColor; font-family: FONT; }
 .icl-slider-control { display: flex; flex-wrap: wrap; align-items: center; gap: 0.25rem 0.75rem; margin: 0.25rem 0; }
