@@ -100,17 +100,19 @@ CODE_NAME = re.compile(r"[a-z0-9]+(?:_[a-z0-9]{3,})+")
 
 def ascii_pieces(text: str) -> list[tuple[str, str]]:
     """A registry sentence as text and math pieces: its ``$...$`` as TeX, whole (a long one cut at its top-level
-    relations, so that a line can break there); outside them each ASCII symbol (``W_V^T``, ``eta_Y``,
-    ``alpha``) becomes TeX, the words stay words."""
-    if "$" in text:
-        pieces: list[tuple[str, str]] = []
-        for index, part in enumerate(re.split(r"(?<!\\)(\$[^$]+\$)", text)):
-            pieces += _math_pieces(part[1:-1]) if index % 2 else _symbol_pieces(part)
-        return [piece for piece in pieces if piece[1]]
-    return _symbol_pieces(text)
+    relations, so that a line can break there); outside them each ASCII formula whole (``ascii_formulas``:
+    ``d = 8``, ``lambda_2m / lambda_1M <= |u|^2``) and each other ASCII symbol (``W_V^T``, ``eta_Y``, ``alpha``)
+    as TeX, the words as words."""
+    import ascii_formulas   # it builds on this module's symbols
+
+    pieces: list[tuple[str, str]] = []
+    for index, part in enumerate(re.split(r"(?<!\\)(\$[^$]+\$)", text)):
+        pieces += _math_pieces(part[1:-1]) if index % 2 else ascii_formulas.sentence_pieces(part)
+    return [piece for piece in pieces if piece[1]]
 
 
-def _symbol_pieces(text: str) -> list[tuple[str, str]]:
+def symbol_pieces(text: str) -> list[tuple[str, str]]:
+    """A stretch of a registry sentence with no whole formula: each symbol as TeX, the words as words."""
     pieces: list[tuple[str, str]] = []
     position = 0
     for match in SYMBOL.finditer(text):
@@ -209,7 +211,7 @@ def quote_pieces(quote: str) -> list[tuple[str, str]]:
                 if trail:
                     pieces.append(("text", trail))
             else:
-                pieces += ascii_pieces(stretch)
+                pieces += symbol_pieces(stretch)
     return [piece for piece in pieces if piece[1]]
 
 
