@@ -158,6 +158,32 @@ def formula_tex(formula: str) -> str:
     return tex.replace("×", r"\times ").replace("&", r"\&").replace("#", r"\#").strip()
 
 
+# A formula longer than this is cut where a line may break: before a relation or a binary + or -, after a comma or
+# semicolon, outside TeX's groups (a phone's column holds about 30 characters of typeset mathematics).
+BREAK_AFTER = 28
+_BREAK = re.compile(r"(?=\\(?:leq|geq|neq|approx|lesssim|gg|ll|to|Rightarrow)\b|(?<![<>:\\])=|(?<!\\)[<>])"
+                    r"|(?<=[,;]) |(?<= )(?=[-+] )")
+
+
+def broken(tex: str) -> list[str]:
+    """A long formula's TeX cut into pieces that a line may break between (see :data:`BREAK_AFTER`); each piece
+    is TeX on its own (no group left open)."""
+    if len(tex) <= BREAK_AFTER or "\\begin" in tex:
+        return [tex]
+    pieces, start, depth = [], 0, 0
+    for position, char in enumerate(tex):
+        # only TeX's groups must close within a piece; a bracket or a bar may open in one and close in the next
+        if char == "{" and tex[position - 1:position] != "\\":
+            depth += 1
+        elif char == "}" and tex[position - 1:position] != "\\":
+            depth -= 1
+        elif depth == 0 and position - start >= 12 and _BREAK.match(tex, position):
+            pieces.append(tex[start:position].strip())
+            start = position
+    pieces.append(tex[start:].strip())
+    return [piece for piece in pieces if piece]
+
+
 def sentence_pieces(text: str) -> list[tuple[str, str]]:
     """An ASCII sentence as text and math pieces: each whole formula as one TeX piece, the rest as
     ``ledger_text.ascii_pieces`` cuts it (its symbols typeset, its words as words)."""
@@ -166,7 +192,8 @@ def sentence_pieces(text: str) -> list[tuple[str, str]]:
     for start, end in formula_spans(text):
         if start > position:
             pieces += ledger_text.symbol_pieces(text[position:start])
-        pieces.append(("math", formula_tex(text[start:end])))
+        for index, part in enumerate(broken(formula_tex(text[start:end]))):
+            pieces += [("text", " ")] * bool(index) + [("math", part)]
         position = end
     if position < len(text):
         pieces += ledger_text.symbol_pieces(text[position:])

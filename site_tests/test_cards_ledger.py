@@ -262,3 +262,13 @@ def test_the_status_page_says_how_old_the_paper_scale_archives_are(site):
     assert "commits behind the code" in text or "No paper-scale run is archived" in text, text
     assert ("checks" in text or "only what the pages show" in text or "no chapter's code changed" in text), text
     assert page.find(id="paper-scale-runs") is not None
+
+
+@pytest.mark.parametrize("page", ["book/claims.html", "book/errata.html"])
+def test_every_formula_of_the_ledger_and_the_errata_typesets(site, chromium, page):
+    """The registry's formulas, typeset whole (ascii_formulas) or written in TeX, are TeX that MathJax reads."""
+    chromium.load((site / page).as_uri(), 1400)
+    errors = json.loads(chromium.evaluate("""JSON.stringify(Array.from(document.querySelectorAll("mjx-merror"))
+      .map((error) => (error.getAttribute("data-mjx-error") || "") + ": "
+           + (error.closest("mjx-container").getAttribute("aria-label") || "")).slice(0, 20))"""))
+    assert not errors, "\n".join(errors)

@@ -17,8 +17,11 @@ def maths(text: str) -> list[str]:
 def test_a_formula_with_its_operators_is_one_piece_and_words_stay_words():
     sentence = ("At stationarity u^T C1 u = w^T C2 w, so lambda_2m / lambda_1M <= |u|^2 / |w|^2 (Eq. 109), "
                 "which gives a band.")
-    assert maths(sentence) == [r"u^\top C1 u = w^\top C2 w",
-                               r"\lambda_{2m} / \lambda_{1M} \leq  |u|^{2} / |w|^{2}"]
+    # a formula longer than a phone's line is cut before its relations, where a line may break
+    assert maths(sentence) == [r"u^\top C1 u = w^\top C2 w", r"\lambda_{2m} / \lambda_{1M}", r"\leq  |u|^{2} / |w|^{2}"]
+    assert ascii_formulas.broken(r"a = b") == ["a = b"]
+    assert all(piece.count("{") == piece.count("}") for piece in ascii_formulas.broken(
+        ascii_formulas.formula_tex("sqrt(x_1 + x_2 + x_3 + x_4 + x_5) = y_1 + y_2 + y_3 + y_4, z")))
     assert "which gives a band." in "".join(value for kind, value in ledger_text.ascii_pieces(sentence)
                                             if kind == "text")
 

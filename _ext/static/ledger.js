@@ -156,6 +156,22 @@
     else rows[0].closest("section").before(bar);
     apply();
   };
+  // On a phone a formula of the ledger wider than its cell (one with no place to break, a root or a norm over a
+  // long expression) is shrunk to fit, down to 60 % of its size, as fit_equations.js does for display equations.
+  const fitFormulas = () => {
+    if (window.innerWidth > 640) return;
+    document.querySelectorAll("table.ledger-table mjx-container").forEach((math) => {
+      if ((math.getAttribute("aria-label") || math.textContent).length < 20) return;
+      const cell = math.closest("td");
+      const room = cell.clientWidth - 8;
+      math.style.fontSize = "";
+      const width = math.getBoundingClientRect().width;
+      if (width > room) math.style.fontSize = `${Math.max(60, Math.floor((100 * room) / width))}%`;
+    });
+  };
+  window.addEventListener("load", () => {
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(fitFormulas);
+  });
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setUp);
   else setUp();
 })();
