@@ -63,7 +63,7 @@ The rules that decide between them are ``VERDICT_RULES`` (also on the ledger pag
 enforces their mechanical part on the registry and the archived paper-scale runs.
 
 A reader has the published paper, not the book's text extraction of it, so no field that a page, a card, a download
-or a PDF shows cites a line of that extraction (the word "line" or "lines" and a number, :data:`LINE_LOCATOR`): the
+or a PDF shows cites a line of that extraction (the word "line" or "lines" and a number, ``LINE_LOCATOR``): the
 registry refuses one. Extraction lines live only in the machine fields the coverage tests read (an erratum's or a
 note's ``line``; ``text_claims/*.yaml``).
 
@@ -303,7 +303,7 @@ def _registry_files() -> list[Path]:
 
 
 def _no_line_locator(entry: dict, where: str, kind: str) -> None:
-    """Refuse a shown field that cites a line of the text extraction (see :data:`LINE_LOCATOR`)."""
+    """Refuse a shown field that cites a line of the text extraction (see ``LINE_LOCATOR``)."""
     texts = [(key, entry.get(key)) for key in SHOWN_FIELDS[kind]]
     if kind == "passage" and isinstance(entry.get("extraction"), dict):
         texts.append(("extraction", entry["extraction"].get("why")))
