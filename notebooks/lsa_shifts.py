@@ -524,8 +524,8 @@ assert max(abs(r["final_gap"]) for r in rows_C67) < 1e-10
 
 # %% [markdown]
 # The proof of Lemma C.6 also writes
-# $\mathbb E\,{\rm tr}[\sigma^2\Lambda_\tau^2\Theta\Theta^\top]=\sigma^2\|\mathbb E\Lambda_\tau\Theta\|_F^2$ (line
-# 1161). The left side is $\sigma^2{\rm tr}(\mathbb E[\Lambda_\tau^2]\Theta\Theta^\top)$, which by Jensen is at
+# $\mathbb E\,{\rm tr}[\sigma^2\Lambda_\tau^2\Theta\Theta^\top]=\sigma^2\|\mathbb E\Lambda_\tau\Theta\|_F^2$ (App.
+# C.3, the proof of Lemma C.6). The left side is $\sigma^2{\rm tr}(\mathbb E[\Lambda_\tau^2]\Theta\Theta^\top)$, which by Jensen is at
 # least the right side and for exponential $\lambda_i$ twice as large ({ref}`lsa.E14 <lsa-e14>`); the inequality is
 # all the proof needs, so the lemmas stand. We estimate the ratio from the same $10^6$ draws.
 

@@ -309,8 +309,8 @@ display(text_sliders.attention_by_rate_slider(attention_maps, valid_entropy))
 # (sec-scan_snap_text-yz)=
 # ## The Y/Z model on text: varying $\eta_Y$ and $\eta_Z$ separately
 #
-# In the embedding parameterisation "it is not clear how to set $\eta_Y$ and $\eta_Z$ properly" (App. G, line
-# 1244). The Y/Z model sets them apart: as a causal
+# In the embedding parameterisation "it is not clear how to set $\eta_Y$ and $\eta_Z$ properly" (App.
+# G). The Y/Z model sets them apart: as a causal
 # language model, position $t$ attends to the positions before it with logits $Z[x_t, x_s]$ (itself excluded,
 # as the query in Eq. 1), the mixture of their one-hot vectors is $\ell_2$-normalised and decoded by $Y^\top$;
 # $Y = Z = 0$ at the start, SGD with separate rates. This is the authors' `decoder_wiki_yz` idea at a small
