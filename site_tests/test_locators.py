@@ -49,7 +49,8 @@ def test_no_download_cites_a_line_of_the_extraction(site):
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".ipynb":   # the cells' text, not JSON's escapes
             text = "\n".join("".join(cell.get("source", "")) for cell in json.loads(text).get("cells", []))
-        found += _found(str(path.relative_to(site)), text)
+        # a "line" at the end of one line and its number on the next count too (comment marks aside)
+        found += _found(str(path.relative_to(site)), " ".join(text.replace("\n# ", "\n").split()))
     assert not found, "\n".join(found[:20])
 
 
