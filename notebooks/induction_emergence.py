@@ -550,7 +550,7 @@ legend(right)
 # times have slopes 1 and 2. In {numref}`fig-induction_emergence-slider` the context length is yours to move: each
 # doubling of $N$ pushes the loss drop four times further along the same time axis.
 
-# %% mystnb={"figure": {"caption": "Move $N$ with the slider (arrow keys, Home and End, or drag) from 2 up to this run's largest $N$: the loss along the flow (left) keeps its plateau near $1-1/(2N)$ and drops later, four times later each time $N$ doubles, while on the right the circled $T_L$ and $T_\\alpha$ of that $N$ walk up the $N^2$ line. Drawn from the flows this chapter integrated above.", "name": "fig-induction_emergence-slider"}}
+# %% mystnb={"figure": {"caption": "Move $N$ with the slider (arrow keys, Home and End, or drag) from 2 up to this run's largest $N$: the loss along the flow (left) keeps its plateau near $1-1/(2N)$ and drops later, four times later each time $N$ doubles, while on the right the circled $T_L$ and $T_\\alpha$ of that $N$ walk up the $N^2$ line. Drawn from the flows this chapter integrated above.", "name": "fig-induction_emergence-slider"}, "image": {"alt": "Loss along the gradient flow for one context length at a time, beside the emergence and loss-drop times of every context length"}}
 display(induction_sliders.emergence_slider(times, N_VALUES))
 
 # %% [markdown]

@@ -900,7 +900,7 @@ for row, (figure_number, (N_c, step, weights)) in enumerate(zip(range(6, 15), sn
 # {numref}`fig-induction_subspace-slider` you step through them for the largest $N$ and watch the pattern grow in
 # place, each matrix on the colour scale of its last step.
 
-# %% mystnb={"figure": {"caption": "Move the SGD step with the slider (arrow keys, Home and End, or drag): $W^{(1)}$, $W^{(2)}$, $W^{(3)}$ of the App. C run with the largest $N$, each on the symmetric colour scale of its last step, lines between the $16 \\times 16$ blocks. From the first steps the weight appears only on the diagonals of $I$ and $M$ in the blocks of $\\alpha_3$, $\\beta_2$ and $\\gamma_3$ and grows there; the rest stays pale SGD noise.", "name": "fig-induction_subspace-slider"}}
+# %% mystnb={"figure": {"caption": "Move the SGD step with the slider (arrow keys, Home and End, or drag): $W^{(1)}$, $W^{(2)}$, $W^{(3)}$ of the App. C run with the largest $N$, each on the symmetric colour scale of its last step, lines between the $16 \\times 16$ blocks. From the first steps the weight appears only on the diagonals of $I$ and $M$ in the blocks of $\\alpha_3$, $\\beta_2$ and $\\gamma_3$ and grows there; the rest stays pale SGD noise.", "name": "fig-induction_subspace-slider"}, "image": {"alt": "Heat maps of the three weight matrices of one training run, one SGD step at a time"}}
 N_last, (_, run_last) = list(app_c_runs.items())[-1]
 display(induction_sliders.weights_slider(run_last, 16, N_last))
 

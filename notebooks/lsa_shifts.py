@@ -334,7 +334,7 @@ legend(ax)
 # In {numref}`fig-lsa-covariate-slider` the scale is yours to move, with the exact error {eq}`lsa-shift-error` beside
 # the predictions.
 
-# %% mystnb={"figure": {"caption": "Move the covariate scale $c$ with the slider (arrow keys, Home and End, or drag) from 0.5 to 3: the trained LSA's predictions on freshly sampled prompts ($M = 200$, left) tilt to the slope $c^2\\,\\mathrm{tr}(\\Gamma^{-1}\\Lambda)/d$ (dashed) away from the diagonal OLS keeps, and the exact error (right, log scale) grows towards $(c^2-1)^2$ on both sides of $c = 1$.", "name": "fig-lsa-covariate-slider"}}
+# %% mystnb={"figure": {"caption": "Move the covariate scale $c$ with the slider (arrow keys, Home and End, or drag) from 0.5 to 3: the trained LSA's predictions on freshly sampled prompts ($M = 200$, left) tilt to the slope $c^2\\,\\mathrm{tr}(\\Gamma^{-1}\\Lambda)/d$ (dashed) away from the diagonal OLS keeps, and the exact error (right, log scale) grows towards $(c^2-1)^2$ on both sides of $c = 1$.", "name": "fig-lsa-covariate-slider"}, "image": {"alt": "Predictions of the trained linear attention against the truth for one covariate scale at a time, beside its exact error"}}
 display(
     lsa_sliders.covariate_shift_slider(
         K_s, P_s, Lam, N=N_s, M=200, generator=torch_generator(300)

@@ -416,7 +416,7 @@ legend(np.atleast_1d(axes)[0], where="below")
 # {numref}`fig-scan_snap-ratio-slider` opens one column of the sweep: the final attention itself as the ratio
 # $\eta_Y/\eta_Z$ moves, next to the entropy that summarises it.
 
-# %% mystnb={"figure": {"caption": "Move the ratio $\\eta_Y/\\eta_Z$ with the slider (arrow keys, Home and End, or drag) from 1 to 10, at the sweep's largest size and the decoder rate $\\eta_Z$ closest to 1: the final attention of class 1 (left, mean over seeds) puts its weight on the likeliest distinct tokens, most sharply near ratio 2 for $K \\ge 6$, and spreads again as $\\eta_Y$ grows; the circled entropy (right) follows. Drawn from this chapter's Fig. 6 sweep.", "name": "fig-scan_snap-ratio-slider"}}
+# %% mystnb={"figure": {"caption": "Move the ratio $\\eta_Y/\\eta_Z$ with the slider (arrow keys, Home and End, or drag) from 1 to 10, at the sweep's largest size and the decoder rate $\\eta_Z$ closest to 1: the final attention of class 1 (left, mean over seeds) puts its weight on the likeliest distinct tokens, most sharply near ratio 2 for $K \\ge 6$, and spreads again as $\\eta_Y$ grows; the circled entropy (right) follows. Drawn from this chapter's Fig. 6 sweep.", "name": "fig-scan_snap-ratio-slider"}, "image": {"alt": "Final attention of class 1 over its tokens for one ratio of the two learning rates at a time, beside the entropy against the ratio"}}
 display(snap_sliders.attention_by_ratio_slider(sweep))
 
 # %% [markdown]

@@ -302,7 +302,7 @@ if checked:
 # {numref}`fig-scan_snap_text-rate-slider` shows what the entropy measures: the trained model's first-layer
 # attention on the validation window, one learning rate at a time.
 
-# %% mystnb={"figure": {"caption": "Move the learning rate $\\eta$ with the slider (arrow keys, Home and End, or drag) from 0.25 to 5: the first-layer attention of the model trained at that rate (left; rows are query positions, columns the causal past) concentrates on fewer keys, and its validation entropy (right, circled) falls. In the tests' `quick` mode the models train for only a few steps and the maps barely differ.", "name": "fig-scan_snap_text-rate-slider"}}
+# %% mystnb={"figure": {"caption": "Move the learning rate $\\eta$ with the slider (arrow keys, Home and End, or drag) from 0.25 to 5: the first-layer attention of the model trained at that rate (left; rows are query positions, columns the causal past) concentrates on fewer keys, and its validation entropy (right, circled) falls. In the tests' `quick` mode the models train for only a few steps and the maps barely differ.", "name": "fig-scan_snap_text-rate-slider"}, "image": {"alt": "First-layer attention map of the language model trained at one learning rate at a time, beside the entropy against the rate"}}
 display(text_sliders.attention_by_rate_slider(attention_maps, valid_entropy))
 
 # %% [markdown]
