@@ -602,9 +602,7 @@ legend(ax_t)
 
 # %% mystnb={"figure": {"caption": "Move the slider (arrow keys, Home and End, or drag) through the settings $(\\eta, S)$, ordered by $S/\\eta^2$: the runs' mean $\\|u\\|^2/\\|w\\|^2$ (left, solid) falls from 16 to $d_o/d$ later as $S/\\eta^2$ grows, four times later from $\\eta = 0.01, S = 1$ to $\\eta = 0.005, S = 1$, and the law's ODE on the minimum manifold (dashed) follows it; on the right the circled setting walks along the $S/\\eta^2$ line. Drawn from the runs of this section.", "name": "fig-balance-linear-slider"}, "image": {"alt": "Mean norm ratio of the linear model's SGD runs over the steps for one step size and batch size, with the law's curve and the time to balance"}}
 display(
-    balance_sliders.linear_balance_slider(
-        linear, ratio0=16.0, d=d_in, d_o=d_out, sigma=sigma_lin
-    )
+    balance_sliders.linear_balance_slider(linear, ratio0=16.0, d=d_in, d_o=d_out, sigma=sigma_lin)
 )
 
 # %% [markdown]

@@ -1179,12 +1179,23 @@ for row in deciding.EXPERIMENTS["standard-transformer-2048"]["rows"]:
 
 # %%
 score_runs = deciding.archived_runs("standard-transformer-2048-scores")
-show_table(["run", "accuracy", "rows with the arg-max at i - 1", "their share of the pairs", "device"],
-           [[run["run"], f"{run['accuracy']:.3f}",
-             f"{run['subdiagonal_rows']['argmax_at_previous']} of {run['subdiagonal_rows']['rows']}",
-             f"{run['subdiagonal_rows']['share_by_use']:.1%}", run["device"].split(" (")[0]] for run in score_runs])
+show_table(
+    ["run", "accuracy", "rows with the arg-max at i - 1", "their share of the pairs", "device"],
+    [
+        [
+            run["run"],
+            f"{run['accuracy']:.3f}",
+            f"{run['subdiagonal_rows']['argmax_at_previous']} of {run['subdiagonal_rows']['rows']}",
+            f"{run['subdiagonal_rows']['share_by_use']:.1%}",
+            run["device"].split(" (")[0],
+        ]
+        for run in score_runs
+    ],
+)
 decided = deciding.verdicts()["induction_subspace.fig2-subdiagonal"]
-print("induction_subspace.fig2-subdiagonal ->", decided["rule"] or "undecided", f"({decided['why']})")
+print(
+    "induction_subspace.fig2-subdiagonal ->", decided["rule"] or "undecided", f"({decided['why']})"
+)
 
 # %% [markdown]
 # ## What we saw

@@ -336,9 +336,7 @@ legend(ax)
 
 # %% mystnb={"figure": {"caption": "Move the covariate scale $c$ with the slider (arrow keys, Home and End, or drag) from 0.5 to 3: the trained LSA's predictions on freshly sampled prompts ($M = 200$, left) tilt to the slope $c^2\\,\\mathrm{tr}(\\Gamma^{-1}\\Lambda)/d$ (dashed) away from the diagonal OLS keeps, and the exact error (right, log scale) grows towards $(c^2-1)^2$ on both sides of $c = 1$.", "name": "fig-lsa-covariate-slider"}, "image": {"alt": "Predictions of the trained linear attention against the truth for one covariate scale at a time, beside its exact error"}}
 display(
-    lsa_sliders.covariate_shift_slider(
-        K_s, P_s, Lam, N=N_s, M=200, generator=torch_generator(300)
-    )
+    lsa_sliders.covariate_shift_slider(K_s, P_s, Lam, N=N_s, M=200, generator=torch_generator(300))
 )
 
 # %% [markdown]
@@ -503,7 +501,13 @@ rows_C67 = lsx.lemma_c6_c8_runs([0.1, 0.5, 0.9], sigma_410, TT7, gamma7, xi7, ze
 # Each run against the two bounds and the PL constant:
 
 # %%
-header_C67 = ["σ / bound (C.10)", "min u_-1", "(C.12) printed", "end of proof", "min ‖∇‖² / gap / ν"]
+header_C67 = [
+    "σ / bound (C.10)",
+    "min u_-1",
+    "(C.12) printed",
+    "end of proof",
+    "min ‖∇‖² / gap / ν",
+]
 keys_C67 = ["fraction", "min_c", "printed", "proven"]
 show_table(
     header_C67 + ["final gap"],
