@@ -67,7 +67,13 @@ check-chromium:
 	  exit 2; fi
 	@case "$(COURSE_PACK)" in 0|1) ;; *) echo "COURSE_PACK='$(COURSE_PACK)' must be 1 or 0" >&2; exit 2;; esac
 
-book: check-mode check-chromium $(VENV)/.installed
+# The pages' mathematics is typeset when the site is built, by MathJax under Node.js (_ext/math_typesetting.py).
+.PHONY: check-node
+check-node:
+	@command -v node >/dev/null || command -v nodejs >/dev/null || { echo "make: the site's mathematics is typeset" \
+	  "at build time by Node.js, and none is installed (Debian/Ubuntu: apt-get install nodejs)" >&2; exit 2; }
+
+book: check-mode check-chromium check-node $(VENV)/.installed
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/claims _build/course
 	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(EXECUTE)
 	ICLLIB_MODE=$${ICLLIB_MODE:-default} ICLLIB_COURSE_PACK=$(COURSE_PACK) $(BIN)/jupyter-book build . $(JB_FLAGS)
@@ -94,7 +100,7 @@ KERNELS ?= default
 test-kernels: check-mode $(VENV)/.installed
 	$(BIN)/python -m benchmarks.capabilities test $(KERNELS) --jobs $(JOBS)
 
-site-quick: check-mode $(VENV)/.installed
+site-quick: check-mode check-node $(VENV)/.installed
 	rm -rf _build/quick
 	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(EXECUTE)
 	ICLLIB_MODE=$${ICLLIB_MODE:-quick} $(BIN)/jupyter-book build . --path-output _build/quick $(JB_FLAGS)
@@ -103,7 +109,8 @@ site-quick: check-mode $(VENV)/.installed
 site-checks: $(VENV)/.installed
 	$(BIN)/pytest site_tests --site=_build/html
 
-# Build one chapter with the intro, the ledger and the references: `make chapter CHAPTER=balance`.
+# Build one chapter with the intro, the ledger and the references: `make chapter CHAPTER=balance` (a chapter read
+# in parts comes with all its pages: tools/chapter_toc.py).
 # Zero warnings, except the intro's links to the chapters left out of this partial build.
 # A missing or unknown CHAPTER stops in one line, before the environment is built.
 .PHONY: check-chapter
@@ -112,11 +119,11 @@ check-chapter:
 	@test -f "notebooks/$(CHAPTER).py" || { echo "make chapter: no chapter '$(CHAPTER)' (notebooks/$(CHAPTER).py);" \
 	  "chapters: $$(cd notebooks && ls *.py | sed 's/\.py$$//' | tr '\n' ' ')" >&2; exit 2; }
 
-chapter: check-mode check-chapter $(VENV)/.installed
+chapter: check-mode check-chapter check-node $(VENV)/.installed
 	mkdir -p _build/chapter-$(CHAPTER)
-	printf 'format: jb-book\nroot: book/intro\nchapters:\n  - file: notebooks/%s\n  - file: book/claims\n  - file: book/errata\n  - file: book/status\n  - file: book/api\n  - file: book/references\n' $(CHAPTER) > _build/chapter-$(CHAPTER)/_toc.yml
+	$(BIN)/python tools/chapter_toc.py $(CHAPTER) _build/chapter-$(CHAPTER)/_toc.yml > _build/chapter-$(CHAPTER)/pages
 	rm -rf _build/chapter-$(CHAPTER)/_build
-	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(EXECUTE) notebooks/$(CHAPTER).py
+	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(EXECUTE) $$(cat _build/chapter-$(CHAPTER)/pages)
 	ICLLIB_MODE=$${ICLLIB_MODE:-default} $(BIN)/jupyter-book build . --toc _build/chapter-$(CHAPTER)/_toc.yml \
 	  --path-output _build/chapter-$(CHAPTER) -n --keep-going 2>&1 | tee _build/chapter-$(CHAPTER)/build.log
 	@! grep "WARNING\|ERROR" _build/chapter-$(CHAPTER)/build.log | grep -v "IPKernelApp\|intro.md:[0-9]*: WARNING: unknown document"

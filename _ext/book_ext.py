@@ -32,10 +32,12 @@ import exercise_pages
 import figure_pages
 import ledger_files
 import ledger_page
+import math_typesetting
 import notebook_download
 import notebook_install
 import paper_scale
 import paper_scale_age
+import run_times
 import site_assets
 import source_archive
 from icllib import cards
@@ -98,62 +100,60 @@ def check_the_cite_section(app, doctree):
                            location=block)
 
 
+def _links(paragraph: nodes.paragraph, label: str, links: list[tuple[str, str, str]]) -> None:
+    """``label: a · b · c`` into ``paragraph``; each link is (text, target, tooltip)."""
+    paragraph += nodes.emphasis(text=f"{label}: ")
+    for index, (text, target, title) in enumerate(links):
+        if index:
+            paragraph += nodes.Text(" · ")
+        paragraph += nodes.reference(text=text, refuri=target, reftitle=title)
+
+
 def offer_the_source(app, doctree):
-    """Under each chapter's title: how to run it yourself, with the executed notebook and the source archive;
-    where the site carries the course pack (``make course``), the chapter's PDFs and notebooks of both editions.
-    The student edition's pages offer only what holds no solution: its own notebook and PDFs."""
+    """Under each chapter's title, one line of links: run it yourself (the book's source, the executed notebook, the
+    library's wheel, and how, on the home page) and, where the site carries the course pack (``make course``), the
+    chapter's PDFs and notebooks of both editions. The student edition's pages offer only what holds no solution:
+    its own notebook and PDFs. The line is short so that the chapter's question and answer fit the first screen of
+    a phone (site_tests/test_reading.py)."""
     pages = {header["page"] for header in claims_module.registry().chapters.values()}
     if app.env.docname not in pages or not doctree.children or not isinstance(doctree[0], nodes.section):
         return
     up = "../" * app.env.docname.count("/")
     name = Path(app.env.docname).name
     paragraph = nodes.paragraph(classes=["run-it-yourself"])
-    paragraph += nodes.emphasis(text="Run it yourself: ")
     if app.config.course_edition == "student":
-        paragraph += nodes.Text("take this chapter's notebook, ")
-        paragraph += nodes.reference(text=f"{name}.ipynb", refuri=f"{up}notebooks/{name}.ipynb")
-        paragraph += nodes.Text(" (it opens in plain Jupyter and installs what it needs), or print it: ")
-        paragraph += nodes.reference(text=f"{name}.pdf", refuri=f"{up}pdf/{name}.pdf")
-        paragraph += nodes.Text(", or the whole book, ")
-        paragraph += nodes.reference(text="book.pdf", refuri=f"{up}pdf/book.pdf")
-        paragraph += nodes.Text(". This is the student edition: the exercises come without their solutions.")
+        _links(paragraph, "Run it yourself", [
+            ("notebook", f"{up}notebooks/{name}.ipynb",
+             f"{name}.ipynb: opens in plain Jupyter and installs what it needs"),
+            ("PDF", f"{up}pdf/{name}.pdf", f"{name}.pdf: this chapter, printed"),
+            ("book PDF", f"{up}pdf/book.pdf", "book.pdf: the whole book")])
+        paragraph += nodes.Text(" (student edition: the exercises come without their solutions)")
     else:
         wheel = notebook_install.wheel_name(Path(app.srcdir))
-        paragraph += nodes.Text("download the book's source, ")
-        paragraph += nodes.reference(text=source_archive.ARCHIVE_NAME, refuri=up + source_archive.ARCHIVE_NAME)
-        paragraph += nodes.Text(", whose README runs this chapter in two commands (the first installs the book's "
-                                "library with the science stack it pins, the second runs the chapter, about a "
-                                "minute in quick mode), or take the executed ")
-        paragraph += nodes.reference(text=f"{name}.ipynb", refuri=f"{up}_sources/{app.env.docname}.ipynb")
-        from_the_site = "from this site, or " if notebook_download.site_url(app.config) else ""
-        paragraph += nodes.Text(", which opens in plain Jupyter: its first cell installs the library where it is "
-                                f"missing, {from_the_site}from ")
-        paragraph += nodes.reference(text=wheel, refuri=f"{up}{notebook_install.WHEEL_FOLDER}/{wheel}")
-        paragraph += nodes.Text(f" saved beside it (the source's notebooks/{name}.py is the same chapter as a text "
-                                "notebook).")
+        _links(paragraph, "Run it yourself", [
+            ("source", up + source_archive.ARCHIVE_NAME,
+             f"{source_archive.ARCHIVE_NAME}: the book's source, whose README runs this chapter in two commands"),
+            ("notebook", f"{up}_sources/{app.env.docname}.ipynb",
+             f"{name}.ipynb, executed: opens in plain Jupyter, its first cell installs the library where missing"),
+            ("wheel", f"{up}{notebook_install.WHEEL_FOLDER}/{wheel}", f"{wheel}: the library the notebook installs"),
+            ("how", f"{up}book/intro.html#how-to-read-and-re-run-it", "how to run a chapter, on the home page")])
+        if app.config.course_pack:
+            paragraph["classes"].append("course-pack")
+            paragraph += nodes.Text(". ")
+            course_pack_links(paragraph, up, name)
     title_index = doctree[0].first_child_matching_class(nodes.title)
     doctree[0].insert(title_index + 1, paragraph)
-    if app.config.course_pack and app.config.course_edition != "student":
-        doctree[0].insert(title_index + 2, course_pack_links(up, name))
 
 
-def course_pack_links(up: str, name: str) -> nodes.paragraph:
+def course_pack_links(paragraph: nodes.paragraph, up: str, name: str) -> None:
     """For a course: the chapter's PDF and notebook in each edition (``_ext/course.py`` writes them)."""
     course = f"{up}course"
-    paragraph = nodes.paragraph(classes=["run-it-yourself", "course-pack"])
-    paragraph += nodes.emphasis(text="For a course: ")
-    paragraph += nodes.Text("this chapter as a PDF, ")
-    paragraph += nodes.reference(text="student edition", refuri=f"{course}/student/pdf/{name}.pdf")
-    paragraph += nodes.Text(" (no solutions) or ")
-    paragraph += nodes.reference(text="instructor edition", refuri=f"{course}/instructor/pdf/{name}.pdf")
-    paragraph += nodes.Text(" (solutions expanded); its notebook for ")
-    paragraph += nodes.reference(text="students", refuri=f"{course}/student/notebooks/{name}.ipynb")
-    paragraph += nodes.Text(" or ")
-    paragraph += nodes.reference(text="instructors", refuri=f"{course}/instructor/notebooks/{name}.ipynb")
-    paragraph += nodes.Text("; the ")
-    paragraph += nodes.reference(text="student edition", refuri=f"{course}/student/notebooks/{name}.html")
-    paragraph += nodes.Text(" of this page.")
-    return paragraph
+    _links(paragraph, "For a course", [
+        ("student PDF", f"{course}/student/pdf/{name}.pdf", "this chapter as a PDF, without solutions"),
+        ("instructor PDF", f"{course}/instructor/pdf/{name}.pdf", "this chapter as a PDF, solutions expanded"),
+        ("student notebook", f"{course}/student/notebooks/{name}.ipynb", "the notebook without solutions"),
+        ("instructor notebook", f"{course}/instructor/notebooks/{name}.ipynb", "the notebook with solutions"),
+        ("student edition", f"{course}/student/notebooks/{name}.html", "the student edition of this page")])
 
 
 def cards_with_todays_ledger(app, doctree, docname):
@@ -424,6 +424,7 @@ def setup(app):
     ledger_page.setup(app)
     figure_pages.setup(app)
     exercise_pages.setup(app)
+    run_times.setup(app)
     app.connect("doctree-read", anchor_checking_cells)
     app.connect("doctree-read", alt_text_from_captions)
     app.connect("doctree-read", offer_the_source)
@@ -435,6 +436,7 @@ def setup(app):
     app.connect("html-page-context", offer_executed_notebook, priority=450)
     app.connect("html-page-context", notebook_download.launch_the_download, priority=510)
     app.connect("build-finished", site_assets.copy_mathjax)
+    app.connect("build-finished", math_typesetting.typeset_the_site)
     app.connect("build-finished", site_assets.drop_what_serves_nobody)
     app.connect("build-finished", site_assets.bibliography_roles)
     app.connect("build-finished", source_archive.archive_at_build_end)

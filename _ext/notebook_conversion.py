@@ -52,7 +52,8 @@ CITATION_ROLES = {"cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "cite:author
 CODE_ROLES = {"code", "literal", "samp", "file", "command", "kbd", "py:func", "py:class", "py:mod", "py:meth",
               "py:attr", "py:data", "py:obj", "func", "class", "mod", "meth", "attr", "data", "obj", "envvar"}
 GLUE_ROLES = {"glue", "glue:", "glue:text", "glue:any", "glue:md"}
-OTHER_ROLES = {"math", "sub", "sup", "abbr", "index", "ledger-counts", "download", "emphasis", "strong"}
+OTHER_ROLES = {"math", "sub", "sup", "abbr", "index", "ledger-counts", "run-time", "download", "emphasis",
+               "strong"}
 KNOWN_ROLES = REFERENCE_ROLES | CITATION_ROLES | CODE_ROLES | GLUE_ROLES | OTHER_ROLES
 
 ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "attention", "danger", "error", "seealso",
@@ -379,6 +380,10 @@ def _convert_role(match: re.Match, context: _Context) -> str:
         return ""
     if name == "ledger-counts":
         return _ledger_counts(content)
+    if name == "run-time":
+        import run_times  # the build's own reading of the time
+
+        return run_times.quoted(content) or "not measured"
     if name in ("emphasis", "strong"):
         return ("*" if name == "emphasis" else "**") + content + ("*" if name == "emphasis" else "**")
     if name == "download":

@@ -8,23 +8,14 @@ import re
 import shutil
 from pathlib import Path
 
-# MathJax: tex-mml-chtml.js bundles the TeX and MathML input, the CHTML output with its font data, the menu
-# and assistive MathML; what it fetches later is a TeX extension the autoloader asks for (boldsymbol, ...) and
-# the woff2 fonts. Nothing else of the package reaches a reader: not the separate components the bundle
-# already holds, the speech-rule engine (about 4 MB of speech maps) with the a11y parts that need it, the SVG
-# output, tex-full's all-packages.js, Node's adaptors or source maps. The browser test fails on any
-# expression MathJax cannot typeset, so a page that needs a dropped part does not go unnoticed.
-MATHJAX_SHIPPED = ("tex-mml-chtml.js", "input/tex/extensions/*.js", "output/chtml/fonts/woff-v2/*.woff",
-                   "a11y/assistive-mml.js")
-# The extensions tex-mml-chtml.js already holds (its input/tex component: ams, newcommand, noundefined, require,
-# autoload, configmacros) are never fetched: their separate copies are dropped as well.
-MATHJAX_DROPPED = {"input/tex/extensions/all-packages.js",
-                   *(f"input/tex/extensions/{name}.js" for name in ("ams", "newcommand", "noundefined", "require",
-                                                                     "autoload", "configmacros"))}
+# MathJax typesets the site's formulas when it is built (math_typesetting.py): a reader's browser needs only the
+# CHTML output's woff fonts, linked from the stylesheet that step writes beside them. None of MathJax's scripts,
+# nor its speech-rule engine (about 4 MB of speech maps), reaches a reader.
+MATHJAX_SHIPPED = ("output/chtml/fonts/woff-v2/*.woff",)
 
 
 def copy_mathjax(app, exception):
-    """Serve MathJax 3 from ``_static/mathjax``: the CHTML build and the parts it loads (:data:`MATHJAX_SHIPPED`)."""
+    """Serve MathJax 3's fonts from ``_static/mathjax`` (:data:`MATHJAX_SHIPPED`)."""
     if exception is not None or app.builder.format != "html":
         return
     import mathjax
@@ -35,9 +26,8 @@ def copy_mathjax(app, exception):
     for pattern in MATHJAX_SHIPPED:
         for path in source.glob(pattern):
             relative = path.relative_to(source)
-            if relative.as_posix() not in MATHJAX_DROPPED:
-                (target / relative).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, target / relative)
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target / relative)
 
 
 # The theme draws its icons twice over: its stylesheet (pydata-sphinx-theme.css) holds Font Awesome's CSS, whose

@@ -42,10 +42,9 @@
 # $T = \eta/S$, $t = \eta \times$ steps ({ref}`balance.N3 <balance-n3>`); for App. B.11, the choices listed in
 # [the first section](sec-balance-symmetry) where the appendix is silent ({ref}`balance.N6 <balance-n6>`).
 #
-# **Run time.** `quick` (the tests) under a minute, `default` (this page) about two minutes on two cores (132 s
-# in the build timed on 2026-11-24); `full` runs App. B.11 at the paper's batch for up to $4\times10^5$ steps (the
-# archived run: 54 min on one thread, to its divergence). The status page lists the measured times. The ledger
-# of this chapter: {ledger-counts}`balance`. What you see was executed in the run mode printed below.
+# **Run time.** This page ran in {run-time}`balance` when the site was built; `quick` (the tests) is shorter;
+# `full` runs App. B.11 at the paper's batch for up to $4\times10^5$ steps ({run-time}`balance full`, to its
+# divergence). The {doc}`status page </book/status>` lists the measured times. The ledger of this chapter: {ledger-counts}`balance`. What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]
 import math
@@ -621,8 +620,8 @@ display(
 # Online SGD with $\eta = 4\times 10^{-3}$ on fresh batches. At the paper's batch $S = 200$
 # ($T = 2\times10^{-5}$) the balancing takes of the order of $10^5$ steps, far beyond a book build, so
 # `default` runs at the higher temperature $S = 20$ ($T = 2\times 10^{-4}$); `full` runs the paper's $S = 200$
-# for up to $4\times10^5$ steps (about 80 min at the archived run's 12 ms a step; that run stopped at its
-# divergence after 54 min), and its archived run is drawn below the figure. The paper's setting is named once,
+# for up to $4\times10^5$ steps (the archived run stopped at its divergence: {run-time}`balance full`), and its
+# archived run is drawn below the figure. The paper's setting is named once,
 # in `balance.B11_PAPER`, which the deciding runs read too, and the run of each mode in `balance.B11_BY_MODE`.
 
 # %%
@@ -805,7 +804,7 @@ draw_noise_balance(figure(1, 3)[1], fig6_series, rate_ratio)
 # `results/full/balance.json`. {numref}`fig-balance-attention-paper-scale` is drawn from that archive, not computed in
 # this build: the line above it names the run (date, commit, machine), and the ledger's Paper scale column holds its checks.
 #
-# The archived run (2026-11-26, 54 min on one thread of a 2-core machine, one seed) did not reach
+# The archived run ({run-time}`balance full`, on one thread of a 2-core machine, one seed) did not reach
 # $4\times10^5$ steps. Its loss fell from 3.3 to about 0.27 and stayed there until step 268 170, when one batch,
 # whose gradient was about 100 times the median, pushed it to 4.3; eight steps later it was no longer a number.
 # The same batches replayed in float64 blow up two steps later (a replay not archived, which

@@ -48,9 +48,9 @@
 # for App. F's training, the reading of its step as acting on the weight matrices
 # ({ref}`induction_emergence.N1 <induction-emergence-n1>`).
 #
-# **Run time.** `quick` (the tests, $N \le 128$) and `default` (this page, $N \le 512$, about 15 s) each take well
-# under a minute on two cores; `full` goes to $N = 4096$ and runs gradient descent to $N = 512$ (the archived full
-# run: 9 min on one thread). The status page lists the measured times. The ledger of this chapter:
+# **Run time.** This page ($N \le 512$ in `default`, $N \le 128$ in `quick`) ran in {run-time}`induction_emergence`
+# when the site was built; `full` goes to $N = 4096$ and runs gradient descent to $N = 512$
+# ({run-time}`induction_emergence full`). The {doc}`status page </book/status>` lists the measured times. The ledger of this chapter:
 # {ledger-counts}`induction_emergence`. What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]

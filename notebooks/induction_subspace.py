@@ -46,9 +46,9 @@
 #
 # **What it assumes.** The model of Eq. 1 with the causal mask of App. B.2, Gaussian data for the training runs (the
 # orthonormal data of Assumption 7 only in {ref}`its section <sec-subspace-assumption7>`), and, where the paper is
-# silent, the readings the ledger lists as notes. **Run time.** `quick` (the tests) under a minute, `default` (this
-# page) about two and a half minutes on two cores (152 s in the build timed on 2026-11-24), `full` about two hours
-# (the archived full run of 2026-11-25: 2 h 2 min on two cores); the status page has the measured times. The ledger
+# silent, the readings the ledger lists as notes. **Run time.** This page ran in
+# {run-time}`induction_subspace` when the site was built; `full`, at the paper's sizes, takes hours
+# ({run-time}`induction_subspace full`); the {doc}`status page </book/status>` has the measured times. The ledger
 # of this chapter: {ledger-counts}`induction_subspace`. The first cell prints the mode and the sizes of every
 # experiment.
 

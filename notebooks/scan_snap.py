@@ -53,8 +53,8 @@
 # (Eq. 15) and the modified update of the paper's analysis; the synthetic data of the authors' code. The real-text
 # experiments of the paper (Figs. 7 and 10) follow in the chapter *Scan and Snap on real text*.
 #
-# **Run time.** `quick` runs the tests at reduced sizes, `default` this page, `full` the paper's sizes; the
-# {doc}`status page </book/status>` lists each page's measured time. The ledger of this page:
+# **Run time.** This page ran in {run-time}`scan_snap` when the site was built (`quick`, the tests, runs reduced
+# sizes; `full` the paper's); the {doc}`status page </book/status>` lists each page's measured time. The ledger of this page:
 # {ledger-counts}`scan_snap`. What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]
@@ -994,8 +994,8 @@ check("ex-scan-snap-asymmetric", answer)
 # sizes, refines the ratios around 1-5 (for instance 1, 1.5, 2, 3, 5), keeps the authors' 10 seeds or more, and
 # states the test before running it: for each $(K, \eta_Z)$, the ratio of lowest mean entropy and a paired comparison
 # of the neighbours of 2 against 2, with a correction for the number of cells, as the chapter's Bonferroni test does
-# for Fig. 6. It estimates the cost from the chapter's run time (640 runs in about two minutes on two cores) and
-# says which outcome would make "threshold 2" a statement about large $K$ only.
+# for Fig. 6. It estimates the cost from the chapter's run time (the 640 runs are most of the SGD page's run,
+# {run-time}`scan_snap_sgd` in this build) and says which outcome would make "threshold 2" a statement about large $K$ only.
 # ```
 
 # %%

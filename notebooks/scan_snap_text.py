@@ -39,9 +39,9 @@
 # named below; the Wikipedia sample in place of WikiText-2. All of it runs on that sample, so the ledger calls the
 # real-text rows inconclusive: a statement about a named corpus covers that corpus only (rule R2 of the ledger).
 #
-# **Run time.** `quick` (the tests) about 15 s: every cell at toy scale, checking only the corpus; `default` (this
-# page) about 80 s on two cores (82 s in the timing of 2026-11-22, 75 s in the build timed later); `full` about
-# 13 min. The status page lists the measured times. The ledger of this chapter: {ledger-counts}`scan_snap_text`.
+# **Run time.** This page ran in {run-time}`scan_snap_text` when the site was built (`quick`, the tests, runs every
+# cell at toy scale and checks only the corpus); `full` took {run-time}`scan_snap_text full`. The
+# {doc}`status page </book/status>` lists the measured times. The ledger of this chapter: {ledger-counts}`scan_snap_text`.
 # What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]

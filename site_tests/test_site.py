@@ -101,12 +101,20 @@ def test_no_page_loads_a_script_stylesheet_or_font_from_the_network(site):
 
 
 def test_mathjax_is_served_locally(site):
-    sources = [tag["src"] for page in site.rglob("*.html") for tag in parsed(page).find_all("script", src=True)]
-    mathjax = [src for src in sources if "mathjax" in src.lower()]
-    assert mathjax, "no page loads MathJax"
-    assert not [src for src in mathjax if EXTERNAL.match(src)], "MathJax is loaded from the network"
-    assert (site / "_static" / "mathjax" / "tex-mml-chtml.js").is_file()
-    assert (site / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    """The formulas are typeset when the site is built (_ext/math_typesetting.py): no page loads MathJax itself,
+    each page with formulas links the site's own CHTML stylesheet and the script that puts the stored formulas in
+    place, and the stylesheet's fonts are shipped."""
+    pages = [parsed(page) for page in site.rglob("*.html")]
+    sources = [tag["src"] for page in pages for tag in page.find_all("script", src=True)]
+    assert not [src for src in sources if "mathjax" in src.lower() and not src.endswith("mathjax/chtml.js")], \
+        "a page loads MathJax to typeset in the browser"
+    stylesheets = [tag["href"] for page in pages for tag in page.find_all("link", rel="stylesheet")]
+    assert any(href.endswith("_static/mathjax/chtml.css") for href in stylesheets), "no page links chtml.css"
+    assert not [href for href in stylesheets + sources if "mathjax" in href and EXTERNAL.match(href)]
+    static = site / "_static" / "mathjax"
+    assert (static / "chtml.css").is_file() and (static / "chtml.js").is_file()
+    assert (static / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    assert not (static / "tex-mml-chtml.js").exists()
 
 
 def find_browser() -> str | None:

@@ -1,27 +1,33 @@
-// A display equation wider than its column (on a phone, mostly) is shrunk to fit, down to SMALLEST of the size
-// MathJax gave it; one that still does not fit scrolls sideways inside its own box (book.css). Without
-// JavaScript every equation keeps its size and scrolls.
+// A formula wider than its column (on a phone, mostly) is shrunk to fit, down to SMALLEST of its size; one that
+// still does not fit scrolls sideways inside its own box (book.css). Display equations and inline expressions
+// alike: MathJax does not break an inline expression across lines, and a long one would be cut off at the edge
+// of a phone's column. The formulas were typeset when the site was built (math_typesetting.py, chtml.js puts them
+// in place before the load event). Without JavaScript a page shows the formulas' TeX.
 (function () {
   const SMALLEST = 0.6;
 
+  // Reads and writes of the layout in separate passes: a read after each write would lay the page out again
+  // for every formula, hundreds of times on a chapter.
   function fit() {
-    document.querySelectorAll("mjx-container[display='true']").forEach((math) => {
-      if (math.dataset.typesetSize === undefined) math.dataset.typesetSize = math.style.fontSize || "100%";
-      const typeset = parseFloat(math.dataset.typesetSize);
-      math.style.fontSize = math.dataset.typesetSize;
+    const formulas = Array.from(document.querySelectorAll("article mjx-container"));
+    formulas.forEach((math) => { math.style.fontSize = ""; math.classList.remove("too-wide"); });
+    const wide = formulas.map((math) => {
       // A numbered equation's box is as wide as the equation and its tag, so compare with the column too.
-      const column = math.closest("div.math-wrapper, div.math, p, section") || math.parentElement;
-      const available = Math.min(math.clientWidth, column.clientWidth);
-      if (math.scrollWidth > available + 1) {
-        const scale = Math.max(SMALLEST, available / math.scrollWidth);
-        math.style.fontSize = `${Math.floor(typeset * scale * 10) / 10}%`;
-      }
+      const column = math.closest("div.math-wrapper, div.math, p, li, td, section") || math.parentElement;
+      const display = math.getAttribute("display") === "true";
+      const available = display ? Math.min(math.clientWidth, column.clientWidth) : column.clientWidth;
+      const needed = display ? math.scrollWidth : math.getBoundingClientRect().width;
+      return {math, display, available, needed, size: parseFloat(getComputedStyle(math).fontSize)};
+    }).filter((formula) => formula.needed > formula.available + 1);
+    wide.forEach(({math, available, needed, size}) => {
+      math.style.fontSize = `${Math.floor(size * Math.max(SMALLEST, available / needed) * 10) / 10}px`;
     });
+    // Still wider at the smallest size: an inline formula scrolls in its own box (book.css), never past the column.
+    wide.filter(({math, display, available}) => !display && math.getBoundingClientRect().width > available + 1)
+      .forEach(({math}) => math.classList.add("too-wide"));
   }
 
-  window.addEventListener("load", () => {
-    if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(fit);
-  });
+  window.addEventListener("load", fit);
   let pending = null;
   window.addEventListener("resize", () => {
     clearTimeout(pending);
