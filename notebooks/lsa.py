@@ -36,7 +36,7 @@
 #   ([the initialisation](sec-lsa-initialisation));
 # - on {doc}`the second page </notebooks/lsa_shifts>`: the error formula of Theorem 4.2 is exact
 #   ([Theorem 4.2](sec-lsa-new-tasks)); task and independent query shifts are tolerated, covariate shifts are
-#   not ([distribution shifts](sec-lsa-shifts)); for random covariances the limit (C.15) is misprinted and the "1/3"
+#   not ([distribution shifts](sec-lsa-shifts)); for random covariances the paper's limit (C.15) is misprinted and the "1/3"
 #   of Section 4.3 becomes 2/3 when the query follows the prompt's covariance
 #   ([Theorem 4.5](sec-lsa-random-covariances)); the sample sizes of Corollary 4.3 are too small
 #   ([Corollary 4.3](sec-lsa-corollary43)); the technical lemmas of Appendix D hold ([Appendix D](sec-lsa-appendix-d)).
@@ -46,9 +46,9 @@
 # ODE) wherever the paper's statements allow, and Monte Carlo through the literal model as a z-score-tested
 # confirmation.
 #
-# **Run time.** `quick` runs the tests at reduced sizes, `default` this page, `full` multiplies the Monte-Carlo
-# sizes by 5 to 20, runs 60 generic initialisations and 30 000 SGD steps per seed; the
-# {doc}`status page </book/status>` lists each page's measured time. The ledger of this page: {ledger-counts}`lsa`.
+# **Run time.** This page ran in {run-time}`lsa` when the site was built; `full` multiplies the Monte-Carlo sizes
+# by 5 to 20, runs 60 generic initialisations and 30 000 SGD steps per seed ({run-time}`lsa full`, both pages);
+# the {doc}`status page </book/status>` lists each page's measured time. The ledger of this page: {ledger-counts}`lsa`.
 # What you see was executed in the run mode printed below.
 
 # %% tags=["hide-input"]
@@ -77,7 +77,7 @@ print(run_line())
 #
 # and reads the prediction $\hat y$ in the bottom-right entry (Eq. 3.3). The normalisation $\rho$ is the width
 # of $E$ minus one (Sec. 3.2): $\rho=N$ for training prompts and $\rho=M$ for a test prompt of length $M$, as in
-# (4.2)-(4.3) and `lsa.predict`.
+# the paper's (4.2)-(4.3) and `lsa.predict`.
 #
 # ```{prf:lemma} Lemma 5.1 of the paper, with Eq. 3.6: the prediction is a quadratic form
 # :label: lem-lsa-quadratic
@@ -147,7 +147,7 @@ check_claim("lsa.nonconvex", int(n_negative.min()), lower=d + 1, **C["lsa.noncon
 # $$\begin{aligned}L(U_{11},u_{-1})={}&\tfrac12u_{-1}^2{\rm tr}(\Gamma\Lambda U_{11}\Lambda U_{11}^\top)\\
 # &-u_{-1}{\rm tr}(\Lambda^2U_{11}^\top)+\tfrac12{\rm tr}\Lambda,\\ \Gamma={}&(1+\tfrac1N)\Lambda+\tfrac{{\rm tr}\Lambda}{N}I_d,\end{aligned}$$ (lsa-restricted-loss)
 #
-# which is $\tilde\ell$ of Eq. (5.5) plus a constant. Beyond the paper, `lsat.population_loss` evaluates the
+# which is $\tilde\ell$ of the paper's Eq. (5.5) plus a constant. Beyond the paper, `lsat.population_loss` evaluates the
 # loss for **every** parameter: off the invariant set a part even in $w$ appears, whose square needs Gaussian
 # moments up to order six (the formulas are in the module's source). We compare both with Monte Carlo through
 # the literal model; the tolerance is a z-score, four standard errors of the Monte-Carlo mean. First a point of
@@ -192,14 +192,14 @@ check_claim("lsa.full-loss", z_full, **why)
 # ```{prf:lemma} Lemma 5.2 of the paper: the dynamics on the invariant set
 # :label: lem-lsa-dynamics
 # :nonumber:
-# On the invariant set $u_{12}=u_{21}=0$, gradient flow on the population loss is the ODE (5.4) in
+# On the invariant set $u_{12}=u_{21}=0$, gradient flow on the population loss is the paper's ODE (5.4) in
 # $(U_{11},u_{-1})$, the negative gradient of {eq}`lsa-restricted-loss`; the gradient in the $u_{12}=w^{PV}_{21}$
 # and $u_{21}=w^{KQ}_{21}$ entries is exactly zero, so they stay zero.
 # ```
 #
 # The key moment is $\mathbb E[\hat\Lambda^2]=\Gamma\Lambda$ (App. A.2). The Monte-Carlo run above also averaged
 # the gradient of the per-prompt loss of the literal model; we compare it, entry by entry, with minus the
-# right-hand side of (5.4) and zero elsewhere (`lsx.invariant_set_gradient`), as one z-score per relevant
+# right-hand side of the paper's (5.4) and zero elsewhere (`lsx.invariant_set_gradient`), as one z-score per relevant
 # entry (`lsx.gradient_z_scores`).
 
 # %%
@@ -252,10 +252,10 @@ check_claim("lsa.lemma52", float(np.abs(z_52).max()), **why)
 # whose prediction on a prompt of length $M$ is $\hat y=x_q^\top\Gamma^{-1}\frac1M\sum_iy_ix_i$.
 # ```
 #
-# The idea of the proof: {prf:ref}`Lemma 5.2 <lem-lsa-dynamics>` reduces the flow to the ODE (5.4) in
+# The idea of the proof: {prf:ref}`Lemma 5.2 <lem-lsa-dynamics>` reduces the flow to the paper's ODE (5.4) in
 # $(U_{11},u_{-1})$; the flow conserves the balance $u_{-1}^2=\|U_{11}\|_F^2$ (Lemma A.3); $u_{-1}$ stays away
 # from zero (Lemmas A.4 and A.5); and there a Polyak-Łojasiewicz inequality (Lemma 5.4) drives the loss gap to
-# zero exponentially. We solve (5.4) with LSODA at relative tolerance $10^{-11}$ (no Monte Carlo anywhere) from
+# zero exponentially. We solve the paper's (5.4) with LSODA at relative tolerance $10^{-11}$ (no Monte Carlo anywhere) from
 # four scales $\sigma/\sigma_{\max}\in\{0.05,0.5,3,10\}$ and for two sizes $(d,N)$, and read off each flow its
 # distance to {eq}`lsa-eq41`, the drift of the balance and the smallest $u_{-1}$ (`lsa.flow_summary`). Each size
 # has its own rotated covariance with eigenvalues from 0.5 to 2 ($d=4$ keeps the $\Lambda$ of [the first
@@ -380,14 +380,14 @@ check_claim("lsa.corollaryA2", max(max(err_A2), abs(flow_end - min_A2)), **C["ls
 
 # %% [markdown]
 # Why the condition on $\sigma$ is not needed: under balance, $u_{-1}=0$ forces $U_{11}=0$, the origin is an
-# equilibrium of (5.4), so by uniqueness of ODE solutions $u_{-1}$ never crosses zero; and
+# equilibrium of the paper's (5.4), so by uniqueness of ODE solutions $u_{-1}$ never crosses zero; and
 # ${\rm tr}(\Lambda^2U_{11}(0)^\top)=\sigma\|\Lambda\Theta\|_F^2>0$ pushes the run away from the origin.
 #
 # ```{prf:lemma} Lemma 5.4 of the paper: a Polyak-Łojasiewicz inequality
 # :label: lem-lsa-pl
 # :nonumber:
 # Along the flow of {prf:ref}`Theorem 4.1 <thm-lsa-convergence>` the Polyak-Łojasiewicz inequality
-# $\|\nabla\tilde\ell\|^2\ge\mu(\tilde\ell-\min\tilde\ell)$ holds with the explicit $\mu$ of Eq. (5.7), hence the
+# $\|\nabla\tilde\ell\|^2\ge\mu(\tilde\ell-\min\tilde\ell)$ holds with the explicit $\mu$ of the paper's Eq. (5.7), hence the
 # loss gap is below $e^{-\mu t}$ times its initial value.
 # ```
 #
@@ -514,7 +514,7 @@ check_claim("lsa.lemma53", max(gd_dist), **C["lsa.lemma53"])
 # **Monte-Carlo SGD on the full matrices.** Finally the training the paper leaves open: stochastic gradient
 # descent on fresh batches of prompts (1024 per step, float32), through the literal model, on all $2(d+1)^2$
 # entries of $W^{KQ}$ and $W^{PV}$, from the same kind of start ($d=3$, $N=10$), for several seeds. (This
-# minimises the empirical risk (3.7) of the objective (3.1); on the reference to (4.8) in Sec. 3.1 see
+# minimises the paper's empirical risk (3.7) of its objective (3.1); on the reference to the paper's (4.8) in Sec. 3.1 see
 # {ref}`lsa.N1 <lsa-n1>`.) We ask that the seed average of $cU$ be within 2 % of $\Gamma^{-1}$: a single seed
 # scatters by about 1 % at this step size and batch, while the $N\to\infty$ predictor $\Lambda^{-1}$ is tens of
 # per cent away. (A self-normalised test such as the ratio of the seed average's error to the single seeds'
@@ -578,7 +578,7 @@ check_claim("lsa.sgd-predictor", err_mean, **lsat.check_args("lsa.sgd-predictor"
 # (sec-lsa-initialisation)=
 # ## Beyond the paper: the initialisation matters
 #
-# {prf:ref}`Theorem 4.1 <thm-lsa-convergence>` claims a *global* minimum of (3.8), but its proof minimises only
+# {prf:ref}`Theorem 4.1 <thm-lsa-convergence>` claims a *global* minimum of the paper's (3.8), but its proof minimises only
 # on the invariant set. The closed form for all parameters closes the gap: writing $A=cU+vu^\top$, the loss is
 # (odd part) + (even part) $\ge$ (odd part) $=\tilde\ell(A)+\frac12{\rm tr}\Lambda\ge L^*$, so the restricted
 # minimum is global. Gradient flow also conserves $\delta=\|(v,c)\|^2-\|[U;u^\top]\|_F^2$ for any start, since
@@ -730,7 +730,7 @@ from icllib.lsa.exercises import check
 # residual). Then $\frac{d}{dt}\delta=-2\langle p,\nabla_pL\rangle+2\langle Q,\nabla_QL\rangle=0$. At a global
 # minimum $v=u=0$ and $cU=\Gamma^{-1}$, so $\delta=c^2-\|\Gamma^{-1}\|_F^2/c^2$, i.e.
 # $c^2=\frac12(\delta+\sqrt{\delta^2+4\|\Gamma^{-1}\|_F^2})$. With $\delta=0$ this is
-# $c=\|\Gamma^{-1}\|_F^{1/2}=w^{PV}_{*,22}$ of Eq. (4.1).
+# $c=\|\Gamma^{-1}\|_F^{1/2}=w^{PV}_{*,22}$ of the paper's Eq. (4.1).
 #
 # **A good answer** names the bilinearity (Euler's identity for a function homogeneous of degree one in each
 # block) as the reason the two inner products agree, differentiates $\delta$ along the flow, and solves
@@ -846,7 +846,7 @@ check("ex-lsa-step-size", answer)
 # ```{exercise}
 # :label: ex-lsa-rate
 # For the isotropic covariance $\Lambda=I_4$ and $N=15$, the loss gap of the exact flow decays near the end like
-# $e^{-rt}$. Predict $r$ from the Hessian of (5.5) at $W^*$, check it with `check("ex-lsa-rate", your_answer)`, and
+# $e^{-rt}$. Predict $r$ from the Hessian of the paper's (5.5) at $W^*$, check it with `check("ex-lsa-rate", your_answer)`, and
 # confirm it by fitting the tail of a flow as the chapter does for the anisotropic $\Lambda$. How far is the
 # guaranteed rate $\mu$ of {prf:ref}`Lemma 5.4 <lem-lsa-pl>` from $r$ here?
 # ```
@@ -932,17 +932,17 @@ check("ex-lsa-covariate-swap", answer)
 # $x_q\sim\mathcal N(0,\Lambda_{\rm new})$ the slope is
 # $\mathbb E\lambda^2/\mathbb E\lambda\cdot D_{ii}=\frac43\cdot\frac23=\frac89$.
 #
-# **A good answer** derives $D$ from (4.11) with $\Gamma_\tau\to\Lambda_\tau$, gets $\frac23$ and $\frac89$, and
+# **A good answer** derives $D$ from the paper's (4.11) with $\Gamma_\tau\to\Lambda_\tau$, gets $\frac23$ and $\frac89$, and
 # explains why the slope under joint sampling exceeds the fixed-query mean (large-variance prompts also have large
 # queries, {ref}`lsa.N2 <lsa-n2>`). The simulation changes only the law of the $\lambda_i$ and confirms both
 # numbers within a few standard errors at a large $N$; a careful answer notes that the finite-$N$ value of $D_{ii}$
-# needs the moments (C.3) of the new law.
+# needs the paper's moments (C.3) of the new law.
 #
 # ```python
 # from scipy import stats
 #
 # law = stats.uniform(loc=0.0, scale=2.0)  # the eigenvalues' new law
-# D = law.moment(2) / law.moment(3)  # (4.11) with Gamma_tau -> Lambda_tau
+# D = law.moment(2) / law.moment(3)  # the paper's (4.11) with Gamma_tau -> Lambda_tau
 # answer = (D, law.moment(2) / law.moment(1) * D)
 # ```
 # ````

@@ -21,7 +21,7 @@
 #
 # **The answer.** The error formula of Theorem 4.2 is exact, $O(1/M)+O(1/N^2)$ above the best linear predictor.
 # New tasks and independent query shifts are tolerated; covariate shifts are not, because the training covariance
-# is baked into $\Gamma^{-1}$. For random covariances the printed limit (C.15) and an identity of Lemma C.6 are off,
+# is baked into $\Gamma^{-1}$. For random covariances the paper's printed limit (C.15) and an identity of Lemma C.6 are off,
 # and the sample sizes of Corollary 4.3 are too small.
 #
 # What this page finds:
@@ -29,7 +29,7 @@
 # - the error formula of Theorem 4.2 is exact for linear and nonlinear tasks ([Theorem 4.2](sec-lsa-new-tasks));
 # - task and independent query shifts are tolerated, covariate shifts are not, and the "zero prediction for
 #   orthogonal queries" holds only for isotropic covariances ([distribution shifts](sec-lsa-shifts));
-# - for random covariances the limit (C.15) is misprinted, an identity in the proof of Lemma C.6 is off by a
+# - for random covariances the paper's limit (C.15) is misprinted, an identity in the proof of Lemma C.6 is off by a
 #   factor $\mathbb E[\lambda^2]/\mathbb E[\lambda]^2$, and the "1/3" of Section 4.3 becomes 2/3 when the query
 #   follows the prompt's covariance ([Theorem 4.5](sec-lsa-random-covariances));
 # - the sample sizes of Corollary 4.3 rest on a false inequality and are too small
@@ -148,7 +148,7 @@ check_claim("lsa.thm42", float(np.abs(z_42).max()), **lsat.check_args("lsa.thm42
 # The formula also shows how the two prompt lengths trade off: {numref}`fig-lsa-tradeoff` draws {eq}`lsa-eq46` for
 # the noiseless linear task, averaged over $w$, against the test length $M$ for several training lengths $N$.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact error (4.6) of the trained LSA for the noiseless linear task ($w\\sim\\mathcal N(0,I)$ averaged), as a function of the test prompt length $M$ for several training prompt lengths $N$. The error falls like $1/M$ until it meets the $1/N^2$ floor set by training; long test prompts cannot make up for short training prompts.", "name": "fig-lsa-tradeoff"}, "image": {"alt": "One panel, log-log: the error of the trained model against test prompt length for several training lengths, with a dashed one-over-M line."}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Exact error of the trained LSA (the paper's Eq. (4.6)) for the noiseless linear task ($w\\sim\\mathcal N(0,I)$ averaged), as a function of the test prompt length $M$ for several training prompt lengths $N$. The error falls like $1/M$ until it meets the $1/N^2$ floor set by training; long test prompts cannot make up for short training prompts.", "name": "fig-lsa-tradeoff"}, "image": {"alt": "One panel, log-log: the error of the trained model against test prompt length for several training lengths, with a dashed one-over-M line."}}
 fig, ax = figure()
 M_grid = np.unique(np.geomspace(1, 1e5, 60).astype(int))
 for NN in [5, 20, 100, 1000]:
@@ -362,16 +362,16 @@ display(
 #
 # $$ \sigma^2<\frac{2\|\mathbb E\Lambda_\tau\Theta\|_F^2}{\sqrt d\,\mathbb E\big[\|\Gamma_\tau\|_{op}\|\Lambda_\tau\|_F^2\big]}, $$ (lsa-eq410)
 #
-# the flow converges to (4.11):
+# the flow converges to the paper's (4.11):
 # $W^{KQ}_{11}\propto D:=[\mathbb E\Lambda_\tau^2][\mathbb E\Gamma_\tau\Lambda_\tau^2]^{-1}$ with
 # $u_{-1}=\|D\|_F^{1/2}$.
 # ```
 #
-# For $\lambda_i\sim{\rm Exp}(1)$ the moments (C.3) are exact: $\gamma_i=6+\frac{2d+10}N$, $\xi_i=2$,
+# For $\lambda_i\sim{\rm Exp}(1)$ the paper's moments (C.3) are exact: $\gamma_i=6+\frac{2d+10}N$, $\xi_i=2$,
 # $\zeta_{ij}=2+\frac{d+4}N$, so $D=\frac{2}{6+(2d+10)/N}I$. The paper then says
 # $\mathbb E\hat y\to\frac13\langle w,x_q\rangle$ as $M,N\to\infty$ (Sec. 4.3). Three remarks, each checked
-# below: (C.15) prints the limit of $u_{-1}$ as $[\sum_i\xi_i/\gamma_i]^{1/4}$ instead of
-# $[\sum_i\xi_i^2/\gamma_i^2]^{1/4}$ (as in (C.17) and (4.11); {ref}`lsa.E13 <lsa-e13>`); since
+# below: the paper's (C.15) prints the limit of $u_{-1}$ as $[\sum_i\xi_i/\gamma_i]^{1/4}$ instead of
+# $[\sum_i\xi_i^2/\gamma_i^2]^{1/4}$ (as in the paper's (C.17) and (4.11); {ref}`lsa.E13 <lsa-e13>`); since
 # $\mathbb E[\hat\Lambda_M\mid\Lambda_{\rm new}]=\Lambda_{\rm new}$, only $N\to\infty$ is needed; and the
 # $\frac13$ is the mean prediction for a query held fixed, as the paper's display holds it. Under the sampling
 # the paragraph starts from, $x_q\sim\mathcal N(0,\Lambda_{\rm new})$, the regression slope of $\hat y$ on
@@ -404,7 +404,7 @@ assert (
 ), "the initial scale must satisfy (4.10) with room for the estimate's error"
 
 # %% [markdown]
-# The flow of (C.4) from $\sigma=0.16$ against the limit (4.11), $U_{11}=D/\|D\|_F^{1/2}$ and
+# The flow of the paper's (C.4) from $\sigma=0.16$ against the paper's limit (4.11), $U_{11}=D/\|D\|_F^{1/2}$ and
 # $u_{-1}=\|D\|_F^{1/2}$ with $D={\rm diag}(\xi_i/\gamma_i)$:
 
 # %%
@@ -417,7 +417,7 @@ print(f"relative distance to (4.11) {err_411:.1e}, balance {flow7['balance']:.1e
 check_claim("lsa.thm45-limit", err_411, **C["lsa.thm45-limit"])
 
 # %% [markdown]
-# The same $u_{-1}$ against (C.15) as printed, $[\sum_i\xi_i/\gamma_i]^{1/4}$:
+# The same $u_{-1}$ against the paper's (C.15) as printed, $[\sum_i\xi_i/\gamma_i]^{1/4}$:
 
 # %%
 c_printed = np.sum(xi7 / gamma7) ** 0.25
@@ -429,11 +429,11 @@ check_claim("lsa.c15", abs(c_printed - flow7["c"]), **C["lsa.c15"])
 # ### Appendix C, lemma by lemma
 #
 # **Lemmas C.1-C.3.** Conditioning on $\Lambda_\tau$ and averaging the dynamics of
-# {prf:ref}`Lemma 5.2 <lem-lsa-dynamics>` gives (C.1); for diagonal $\Lambda_\tau$ it decouples entry by entry
-# into (C.4) with the moments (C.3), and (C.4) is gradient flow on $\ell_{\rm rdm}$ of (C.5). The module types
-# the right-hand side of (C.4) entry by entry and the loss (C.5) term by term, both as printed and independently
-# of the closed forms the flows use, and `lsx.lemma_c1_c3_errors` compares (C.4) with minus the autograd gradient
-# of (C.5) at ten random points:
+# {prf:ref}`Lemma 5.2 <lem-lsa-dynamics>` gives the paper's (C.1); for diagonal $\Lambda_\tau$ it decouples entry by entry
+# into the paper's (C.4) with the paper's moments (C.3), and the paper's (C.4) is gradient flow on $\ell_{\rm rdm}$ of the paper's (C.5). The module types
+# the right-hand side of the paper's (C.4) entry by entry and the paper's loss (C.5) term by term, both as printed and independently
+# of the closed forms the flows use, and `lsx.lemma_c1_c3_errors` compares the paper's (C.4) with minus the autograd gradient
+# of the paper's (C.5) at ten random points:
 
 # %%
 gen_C = np.random.default_rng(21)
@@ -442,7 +442,7 @@ print(f"(C.4) against minus the gradient of (C.5): largest difference {max(err_C
 check_claim("lsa.lemmaC1-C3", max(err_C3), **C["lsa.lemmaC1-C3"])
 
 # %% [markdown]
-# That (C.5) is the population loss (4.9) itself, up to the constant
+# That the paper's (C.5) is the paper's population loss (4.9) itself, up to the constant
 # $\frac12\mathbb E\,y_q^2=\frac12\mathbb E\,{\rm tr}\Lambda_\tau=d/2$, we check by Monte Carlo through the literal
 # model, at a point with non-zero off-diagonal $U_{11}$ so that all three kinds of moment enter. The prompts come
 # in chunks of $10^5$ (`lsx.mc_random_cov_loss`), which bound the memory of the $(n,N,d)$ prompt tensor.
@@ -454,7 +454,7 @@ n_c3 = by_mode(quick=100_000, default=400_000, full=4_000_000)
 mc_c3 = lsx.mc_random_cov_loss(U_c3, c_c3, N7, n=n_c3, generator=torch_generator(72), chunk=100_000)
 
 # %% [markdown]
-# The Monte-Carlo mean against (C.5) + $d/2$:
+# The Monte-Carlo mean against the paper's (C.5) + $d/2$:
 
 # %%
 exact_c3 = lsat.random_cov_loss(U_c3, c_c3, gamma7, xi7, zeta7) + d7 / 2
@@ -465,16 +465,16 @@ print(
 check_claim("lsa.lemmaC3-loss", z_c3, **lsat.check_args("lsa.lemmaC3-loss", n=n_c3))
 
 # %% [markdown]
-# **Lemmas C.4 and C.5.** Completing the square gives the minimum (C.6), the gap (C.7) and the minimisers (C.8);
-# the flow conserves the balance (C.9). We test (C.5) = (C.6) + (C.7) at 20 random points
-# (`lsx.lemma_c4_errors`), with the minimum $\min\ell_{\rm rdm}=-\frac12\sum_i\xi_i^2/\gamma_i$ of (C.6):
+# **Lemmas C.4 and C.5.** Completing the square gives the paper's minimum (C.6), the paper's gap (C.7) and the paper's minimisers (C.8);
+# the flow conserves the paper's balance (C.9). We test the paper's (C.5) = (C.6) + (C.7) at 20 random points
+# (`lsx.lemma_c4_errors`), with the minimum $\min\ell_{\rm rdm}=-\frac12\sum_i\xi_i^2/\gamma_i$ of the paper's (C.6):
 
 # %%
 err_C4 = lsx.lemma_c4_errors(gamma7, xi7, zeta7, generator=gen_C, points=20)
 min_C6 = -0.5 * np.sum(xi7**2 / gamma7)
 
 # %% [markdown]
-# and (C.6), (C.8) at the end of the flow above, (C.9) along its whole path:
+# and the paper's (C.6), (C.8) at the end of the flow above, the paper's (C.9) along its whole path:
 
 # %%
 err_C8 = np.abs(flow7["c"] * flow7["U"] - np.diag(xi7 / gamma7)).max()
@@ -487,12 +487,12 @@ check_claim("lsa.lemmaC4", max(max(err_C4), err_C6, err_C8), **C["lsa.lemmaC4"])
 check_claim("lsa.lemmaC5", flow7["balance"], **C["lsa.lemmaC5"])
 
 # %% [markdown]
-# **Lemmas C.6 and C.7: $u_{-1}$ stays away from zero.** Under (C.10) (= {eq}`lsa-eq410`) the loss starts
-# negative and never increases, so $u_{-1}$ cannot reach 0. Lemma C.7 then bounds it below. Its statement (C.12)
+# **Lemmas C.6 and C.7: $u_{-1}$ stays away from zero.** Under the paper's (C.10) (= {eq}`lsa-eq410`) the loss starts
+# negative and never increases, so $u_{-1}$ cannot reach 0. Lemma C.7 then bounds it below. Its statement, the paper's (C.12),
 # has $\|\mathbb E\Lambda_\tau\Theta\|_F^2$ in the denominator, while its proof ends (App. C.3) with
-# $\|\mathbb E\Lambda_\tau^2\|_{op}$, the factor (C.13) uses ({ref}`lsa.N3 <lsa-n3>`). We run the flow from three
-# scales inside (C.10) and compare $\min_tu_{-1}(t)$ with both bounds, and the PL ratio of Lemma C.8 with its
-# constant $\nu$ (C.13).
+# $\|\mathbb E\Lambda_\tau^2\|_{op}$, the paper's factor (C.13) uses ({ref}`lsa.N3 <lsa-n3>`). We run the flow from three
+# scales inside the paper's (C.10) and compare $\min_tu_{-1}(t)$ with both bounds, and the PL ratio of Lemma C.8 with its
+# constant $\nu$ of the paper's (C.13).
 
 # %%
 rows_C67 = lsx.lemma_c6_c8_runs([0.1, 0.5, 0.9], sigma_410, TT7, gamma7, xi7, zeta7, K_410, T=3000)
@@ -544,7 +544,7 @@ atol_C6 = float(4 * trace_left_se / ELT7)
 check_claim("lsa.lemmaC6-proof", ratio_C6, atol=atol_C6, **C["lsa.lemmaC6-proof"])
 
 # %% [markdown]
-# **The factor 1/3.** We build (4.11) as full matrices for a diagonal $D$ (`lsat.weights_411`), at $N=20$ and at
+# **The factor 1/3.** We build the paper's (4.11) as full matrices for a diagonal $D$ (`lsat.weights_411`), at $N=20$ and at
 # $N=\infty$
 # ($D=\frac13I$), and measure on prompts of length $M=20$ the mean of $\hat y/\langle w,x_q\rangle$ for a fixed
 # query, and the regression slope of $\hat y$ on $y$ when the query follows the prompt's covariance
@@ -584,7 +584,7 @@ check_claim("lsa.one-third-joint", float(np.abs(z_joint).max()), **why)
 assert all(abs(e["joint"] - 1 / 3) > 7 * e["joint_se"] for _, e in third.values())
 
 # %% [markdown]
-# **What we saw.** The flow lands on (4.11) of {prf:ref}`Theorem 4.5 <thm-lsa-random-cov>`; the printed (C.15)
+# **What we saw.** The flow lands on the paper's (4.11) of {prf:ref}`Theorem 4.5 <thm-lsa-random-cov>`; the paper's printed (C.15)
 # would give $u_{-1}\approx0.97$ instead of $0.71$. With the query independent of the prompt's covariance,
 # $\mathbb E\hat y/\langle w,x_q\rangle$ equals $D_{ii}$ already at $M=20$: $0.294$ for $N=20$ and $\frac13$ for
 # $N\to\infty$. With the query drawn from the prompt's own covariance, the slope doubles to $\frac23$, because
@@ -656,8 +656,8 @@ check_claim("lsa.corollary43", worst_printed, **C["lsa.corollary43"])
 # sits many standard errors above $\varepsilon$. With the corrected $N$ every case meets its target. The $M$ part
 # of the corollary is fine.
 #
-# **Notes that need no computation** (also on the errata page): Sec. 3.1 cites the objective (4.8) where the risk
-# (3.1) of Definition 3.1 is meant ({ref}`lsa.N1 <lsa-n1>`; (4.8) reduces to (3.1) for a fixed covariate
+# **Notes that need no computation** (also on the errata page): Sec. 3.1 cites the paper's objective (4.8) where the risk
+# (3.1) of the paper's Definition 3.1 is meant ({ref}`lsa.N1 <lsa-n1>`; the paper's (4.8) reduces to its (3.1) for a fixed covariate
 # distribution), and App. C.3 cites Lemma D.1 for two facts that are Lemma D.4 ({ref}`lsa.N4 <lsa-n4>`).
 
 # %% [markdown]
