@@ -587,3 +587,18 @@ def test_show_archived_check_is_for_a_claim_this_mode_does_not_check(monkeypatch
         claims.show_archived_check(checked_here.id)
     with pytest.raises(ValueError, match="claim_id"):
         claims.show_archived_check("no.such-claim")
+def test_make_chapter_builds_a_chapter_read_in_parts_with_all_its_pages():
+    """Its pages cite each other: `make chapter` on any of them builds the first page and every part."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "chapter_toc.py"
+    spec = importlib.util.spec_from_file_location("chapter_toc", path)
+    chapter_toc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(chapter_toc)
+    parts = {name for name, header in claims.registry().chapters.items() if header["part_of"]}
+    for part in parts:
+        first = claims.registry().chapters[part]["part_of"]
+        pages = chapter_toc.family(part)
+        assert pages[0] == first and part in pages and chapter_toc.family(first) == pages
+    assert chapter_toc.family("balance") == ["balance"]
