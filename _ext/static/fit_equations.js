@@ -10,7 +10,10 @@
   // for every formula, hundreds of times on a chapter.
   function fit() {
     const formulas = Array.from(document.querySelectorAll("article mjx-container"));
-    formulas.forEach((math) => { math.style.fontSize = ""; math.classList.remove("too-wide"); });
+    formulas.forEach((math) => {
+      math.style.fontSize = "";
+      if (math.classList.contains("too-wide")) { math.classList.remove("too-wide"); math.removeAttribute("tabindex"); }
+    });
     const wide = formulas.map((math) => {
       // A numbered equation's box is as wide as the equation and its tag, so compare with the column too.
       const column = math.closest("div.math-wrapper, div.math, p, li, td, section") || math.parentElement;
@@ -22,9 +25,15 @@
     wide.forEach(({math, available, needed, size}) => {
       math.style.fontSize = `${Math.floor(size * Math.max(SMALLEST, available / needed) * 10) / 10}px`;
     });
-    // Still wider at the smallest size: an inline formula scrolls in its own box (book.css), never past the column.
+    // Still wider at the smallest size: an inline formula scrolls in its own box (book.css), never past the column,
+    // and a keyboard reaches it to scroll it (the only formulas in the tab order).
     wide.filter(({math, display, available}) => !display && math.getBoundingClientRect().width > available + 1)
-      .forEach(({math}) => math.classList.add("too-wide"));
+      .forEach(({math}) => { math.classList.add("too-wide"); math.setAttribute("tabindex", "0"); });
+    // A display equation that scrolls in its box (the theme's stylesheet makes each a scrolling box) is reached the
+    // same way.
+    formulas.filter((math) => math.getAttribute("display") === "true"
+                    && (math.scrollWidth > math.clientWidth || math.scrollHeight > math.clientHeight))
+      .forEach((math) => { math.classList.add("too-wide"); math.setAttribute("tabindex", "0"); });
   }
 
   window.addEventListener("load", fit);
