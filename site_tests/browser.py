@@ -176,6 +176,19 @@ def find_chromium() -> str | None:
                  if (path := shutil.which(name))), None)
 
 
+def open_chromium(timeout_s: float = 60) -> "Chromium":
+    """A headless browser for a test module's fixture: the test is skipped on a machine without Chromium, and fails
+    there where ``ICLLIB_REQUIRE_BROWSER`` is set (CI installs Chromium and sets it)."""
+    import pytest
+
+    binary = find_chromium()
+    if binary is None:
+        if os.environ.get("ICLLIB_REQUIRE_BROWSER"):
+            pytest.fail("ICLLIB_REQUIRE_BROWSER is set but no chromium is installed")
+        pytest.skip("no chromium on this machine (CI installs it and sets ICLLIB_REQUIRE_BROWSER)")
+    return Chromium(binary, timeout_s=timeout_s)
+
+
 class Chromium:
     """One headless browser; ``measure(url, width)`` lays a page out at ``width`` px and measures it."""
 

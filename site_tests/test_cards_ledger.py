@@ -5,7 +5,6 @@ cut off at 400 px on the ledger, and the status page's sentence on the archived 
 from __future__ import annotations
 
 import json
-import os
 import re
 import statistics
 from pathlib import Path
@@ -106,14 +105,9 @@ def test_a_check_run_only_at_paper_scale_shows_the_archived_value(site):
 
 @pytest.fixture(scope="module")
 def chromium():
-    from browser import Chromium, find_chromium
+    from browser import open_chromium
 
-    binary = find_chromium()
-    if binary is None:
-        if os.environ.get("ICLLIB_REQUIRE_BROWSER"):
-            pytest.fail("ICLLIB_REQUIRE_BROWSER is set but no chromium is installed")
-        pytest.skip("no chromium on this machine (CI installs it and sets ICLLIB_REQUIRE_BROWSER)")
-    browser = Chromium(binary, timeout_s=120)
+    browser = open_chromium(timeout_s=120)
     yield browser
     browser.close()
 

@@ -4,7 +4,6 @@ line of its own with its caption linked, and each chapter's exercises sit one to
 under a line that says whether the page shows the solutions."""
 
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -42,14 +41,9 @@ def chapter_files(site) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def browser():
-    from browser import Chromium, find_chromium
+    from browser import open_chromium
 
-    binary = find_chromium()
-    if binary is None:
-        if os.environ.get("ICLLIB_REQUIRE_BROWSER"):
-            pytest.fail("ICLLIB_REQUIRE_BROWSER is set but no chromium is installed")
-        pytest.skip("no chromium on this machine (CI installs it and sets ICLLIB_REQUIRE_BROWSER)")
-    chromium = Chromium(binary)
+    chromium = open_chromium()
     yield chromium
     chromium.close()
 
