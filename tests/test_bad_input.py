@@ -335,6 +335,7 @@ VALID = {
     "induction.subspace.standard_task": lambda: dict(batch=2, generator=torch_generator(0)),
     "induction.subspace.StandardTransformer": lambda: dict(D=8, generator=torch_generator(0)),
     "induction.subspace.previous_position_weight": lambda: dict(attention=torch.eye(3)),
+    "induction.subspace.subdiagonal_margins": lambda: dict(scores=torch.eye(3)),
     "induction.subspace.train_standard": lambda: dict(D=8, steps=1, batch=2, generator=torch_generator(0)),
     "induction.subspace.standard_accuracy": lambda: dict(model=_standard_model(), batch=2,
                                                          generator=torch_generator(0)),
@@ -665,6 +666,7 @@ VALID = {
     "coverage.committed_results_list": lambda: dict(),
     "coverage.committed_text_claims": lambda: dict(),
     "coverage.missing_texts": lambda: dict(papers=coverage.DEFAULT_PAPERS),
+    "coverage.location_phrase_problems": lambda: dict(papers=coverage.DEFAULT_PAPERS),
     "coverage.text_claim_problems": lambda: dict(papers=None),  # None: the rows only, not the texts
     "coverage.quote_problems": lambda: dict(papers=coverage.DEFAULT_PAPERS),
     "coverage.main": lambda: dict(argv=["--papers", str(coverage.DEFAULT_PAPERS)]),

@@ -68,9 +68,10 @@ def test_a_change_is_sorted_by_what_it_touches(tmp_path):
     assert paper_scale_age.change_kind(chapter, commit, root) == "display"
     (root / chapter).write_text(text.replace("x = measure()", "x = measure(steps=10)"), encoding="utf-8")
     assert paper_scale_age.change_kind(chapter, commit, root) == "checks"
-    (root / module).write_text((root / module).read_text().replace('"""Doc."""', '"""Other doc."""'))
+    (root / module).write_text((root / module).read_text(encoding="utf-8").replace('"""Doc."""', '"""Other doc."""'),
+                              encoding="utf-8")
     assert paper_scale_age.change_kind(module, commit, root) == "prose"
-    (root / module).write_text((root / module).read_text().replace("2 * x", "3 * x"))
+    (root / module).write_text((root / module).read_text(encoding="utf-8").replace("2 * x", "3 * x"), encoding="utf-8")
     assert paper_scale_age.change_kind(module, commit, root) == "checks"
     assert paper_scale_age.change_kind("src/icllib/plotting.py", commit, root) == "display"
 
@@ -82,7 +83,8 @@ def test_the_age_sentence_counts_commits_and_names_the_chapters_whose_checks_cha
         "The 1 archived paper-scale runs are 0 commits behind the code (the oldest, demo, ran on 2026-11-20), and "
         "no chapter's code changed since its run.")
     chapter = root / "notebooks" / "demo.py"
-    chapter.write_text(chapter.read_text().replace("x = measure()", "x = measure(steps=10)"))
+    chapter.write_text(chapter.read_text(encoding="utf-8").replace("x = measure()", "x = measure(steps=10)"),
+                       encoding="utf-8")
     subprocess.run(["git", "-C", str(root), "commit", "-qam", "more steps"], check=True)
     changed = {**run, "code": {"changed": ["notebooks/demo.py"]}}
     sentence = paper_scale_age.age_sentence({"demo": changed}, root)

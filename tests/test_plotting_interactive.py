@@ -16,6 +16,16 @@ from icllib.plotting_interactive import PART_GID, SliderFigure, slider_figure
 X = np.linspace(0.0, 1.0, 50)
 
 
+@pytest.fixture(autouse=True)
+def close_figures():
+    """Each test's figures closed after it, a refused one's too: pyplot keeps them, and more than 20 open in one
+    worker turn its warning into an error (pyproject's filterwarnings)."""
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
+
+
 def sine_figure():
     """A figure with fixed limits and one line whose frequency the slider moves, and its draw function."""
     fig, ax = plotting.figure()
