@@ -11,6 +11,7 @@ pytest at once.
 """
 
 import os
+import time
 import sys
 from pathlib import Path
 from unittest import mock
@@ -58,6 +59,7 @@ class TextNotebook(IPyNbFile):
         self.records_file.parent.mkdir(parents=True, exist_ok=True)
         executions.remove_stale_partials(self.records_file.parent)
         self.records_file.write_text("")
+        self.started = time.monotonic()   # the stored execution's time, which the pages quote ({run-time})
         saved = dict(os.environ)
         os.environ.update(executions.kernel_environment(mode(), self.records_file, Path(self.fspath).stem))
         try:
@@ -94,6 +96,7 @@ class TextNotebook(IPyNbFile):
                                                      strict=True), start=1):
                 cell.outputs, cell.execution_count = item.test_outputs, count
             executions.store(notebook, mode(), records, {"notebook": Path(self.fspath).name,
+                                                         "seconds": round(time.monotonic() - self.started, 1),
                                                          "executed by": "the notebook tests (nbval)"},
                              notebook_key=executions.key_of_parts(self.key_before))
         if changed:

@@ -274,6 +274,7 @@ def run_tasks(tasks, on_result, *, executor: str | None = None, jobs: int = 1,
     kind = executor_kind(executor)
     results, failures = {}, {}
     pool = make_executor(kind, jobs=jobs, config=config)
+    restore = _pass_ctrl_c_on(pool) if kind == "local" else None
     try:
         pending = {pool.submit(task): task for task in tasks}
         while pending:
@@ -296,9 +297,27 @@ def run_tasks(tasks, on_result, *, executor: str | None = None, jobs: int = 1,
     finally:
         if kind == "local":
             pool.shutdown(wait=True, cancel_futures=True)
+        if restore is not None:
+            signal.signal(signal.SIGINT, restore)
     if failures:
         raise TasksFailed(failures)
     return results
+
+
+def _pass_ctrl_c_on(pool: LocalPool):
+    """The first Ctrl-C in the driver passed on to the pool's processes by a handler, not raised as
+    ``KeyboardInterrupt`` wherever the driver is: raised inside ``concurrent.futures``' waiting, it could leave a
+    future's lock held and the driver waiting for ever (seen on a loaded machine). A second Ctrl-C raises as usual.
+    Returns the handler to restore, or ``None`` off the main thread (where Python lets no handler be set)."""
+    def on_ctrl_c(signum, frame):
+        if pool.stopped.is_set():
+            raise KeyboardInterrupt
+        pool.interrupt()
+
+    try:
+        return signal.signal(signal.SIGINT, on_ctrl_c)
+    except ValueError:
+        return None
 
 
 def write_atomically(path: str | Path, text: str) -> Path:
