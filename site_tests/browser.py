@@ -342,6 +342,19 @@ AXE_INTEGRITY = "sha512-Xm7bpRXnDSX2YE2YFfBk2FnF0ep6tmG7xPh8iHee8MIcrgq762Nkce85
 AXE_TARBALL = f"https://registry.npmjs.org/axe-core/-/axe-core-{AXE_VERSION}.tgz"
 
 
+def axe_or_skip(vendor: "os.PathLike[str] | str") -> str:
+    """:func:`axe_source` for a test module's fixture: the test is skipped where axe-core cannot be had, and fails
+    there where ``ICLLIB_REQUIRE_BROWSER`` is set."""
+    import pytest
+
+    try:
+        return axe_source(vendor)
+    except RuntimeError as error:
+        if os.environ.get("ICLLIB_REQUIRE_BROWSER"):
+            pytest.fail(f"axe-core is required with ICLLIB_REQUIRE_BROWSER: {error}")
+        pytest.skip(f"axe-core unavailable: {error}")
+
+
 def axe_source(vendor: "os.PathLike[str] | str") -> str:
     """The text of axe.min.js of :data:`AXE_VERSION`; raises ``RuntimeError`` when it cannot be had."""
     import base64

@@ -5,7 +5,6 @@ printed or with scripts off, it shows its default frame; and the downloaded note
 image."""
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -135,14 +134,9 @@ def browser():
 
 @pytest.fixture(scope="module")
 def axe(site):
-    from browser import axe_source
+    from browser import axe_or_skip
 
-    try:
-        return axe_source(ROOT / "_build" / "vendor")
-    except RuntimeError as error:
-        if os.environ.get("ICLLIB_REQUIRE_BROWSER"):
-            pytest.fail(f"axe-core is required with ICLLIB_REQUIRE_BROWSER: {error}")
-        pytest.skip(f"axe-core unavailable: {error}")
+    return axe_or_skip(ROOT / "_build" / "vendor")
 
 
 def state(browser, index: int) -> dict:

@@ -378,14 +378,9 @@ TYPESET_PAGES = {"book/claims.html", "book/errata.html", "book/intro.html"}
 
 @pytest.fixture(scope="module")
 def axe(site):
-    from browser import axe_source
+    from browser import axe_or_skip
 
-    try:
-        return axe_source(ROOT / "_build" / "vendor")
-    except RuntimeError as error:
-        if os.environ.get("ICLLIB_REQUIRE_BROWSER"):
-            pytest.fail(f"axe-core is required with ICLLIB_REQUIRE_BROWSER: {error}")
-        pytest.skip(f"axe-core unavailable: {error}")
+    return axe_or_skip(ROOT / "_build" / "vendor")
 
 
 # What the layout test read of each page at 1400 px ({page: {"code share": ..., "icons": ...}}), for the tests
