@@ -442,6 +442,6 @@ def setup(app):
     app.connect("build-finished", source_archive.archive_at_build_end)
     app.connect("build-finished", notebook_install.wheel_at_build_end)
     app.connect("build-finished", notebook_download.drop_the_text_sources)
-    app.connect("build-finished", ledger_files.copy_paper_scale_records)
     app.connect("build-finished", site_assets.copy_run_crate)
+    app.connect("build-finished", ledger_files.copy_paper_scale_records)
     return {"parallel_read_safe": False, "parallel_write_safe": True}

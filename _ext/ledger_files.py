@@ -19,7 +19,9 @@ import ledger_history
 from icllib import claims as claims_module
 from icllib.config import mode
 
-PAPER_SCALE_FOLDER = "paper-scale"   # in the site: the archived full runs (results/full/*.json), linked from the ledger
+# In the site: the archived full runs (results/full/*.json), linked from the ledger; where the runs' RO-Crate
+# (site_assets.copy_run_crate) names them, so that each is shipped once.
+PAPER_SCALE_FOLDER = "provenance/full"
 
 
 # A build keeps its checks' records apart from any other command's: one file per chapter, in a folder of the build's
@@ -73,7 +75,8 @@ def gather_results(app) -> Path:
 
 
 def copy_paper_scale_records(app, exception):
-    """The archived full runs travel with the site, so that the ledger's links to them resolve."""
+    """The archived full runs travel with the site, so that the ledger's links to them resolve (after
+    ``site_assets.copy_run_crate``, which has put there those its crate describes: the same files)."""
     if exception is None and app.builder.format == "html":
         source = Path(app.srcdir).joinpath(*claims_module.ARCHIVE_FOLDER)
         target = Path(app.outdir) / PAPER_SCALE_FOLDER

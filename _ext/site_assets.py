@@ -69,11 +69,35 @@ def drop_what_serves_nobody(app, exception):
                  *static.glob("vendor/fontawesome/webfonts/*.ttf"), *static.glob(FONTAWESOME_SCRIPT),
                  *static.glob("*webpack-macros.html")]:
         path.unlink()
+    used = set()
     for page in Path(app.outdir).rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         lean = icons_without_the_script(text)
         if lean != text:
             page.write_text(lean, encoding="utf-8")
+        used |= icon_styles(lean)
+    for script in static.rglob("*.js"):
+        used |= icon_styles(script.read_text(encoding="utf-8", errors="replace"))
+    for style, font in ICON_FONTS.items():
+        if style not in used:
+            (static / font).unlink(missing_ok=True)
+
+
+# Each Font Awesome style, the classes that draw with it and its font. The theme ships all three; the pages draw
+# only solid icons, and a browser fetches a font only for a glyph drawn with it, so a style no page or script
+# names (in the published site: regular and brands, 0.14 MB) ships no font.
+ICON_FONTS = {"solid": "vendor/fontawesome/webfonts/fa-solid-900.woff2",
+              "regular": "vendor/fontawesome/webfonts/fa-regular-400.woff2",
+              "brands": "vendor/fontawesome/webfonts/fa-brands-400.woff2"}
+ICON_STYLE_CLASS = re.compile(r"(?<![\w-])(fa-solid|fas|fa-regular|far|fa-brands|fab)(?![\w-])")
+ICON_STYLE_OF_CLASS = {"fa-solid": "solid", "fas": "solid", "fa-regular": "regular", "far": "regular",
+                       "fa-brands": "brands", "fab": "brands"}
+
+
+def icon_styles(text: str) -> set[str]:
+    """The Font Awesome styles (``solid``, ``regular``, ``brands``) whose classes ``text`` (a page, a script)
+    names."""
+    return {ICON_STYLE_OF_CLASS[match.group(1)] for match in ICON_STYLE_CLASS.finditer(text)}
 
 
 def bibliography_roles(app, exception):

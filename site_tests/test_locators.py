@@ -3,7 +3,7 @@ downloads, the downloadable notebooks and the PDFs of the course pack cite the p
 theorem, equation, figure, appendix and a short verbatim phrase. ``pytest site_tests/test_locators.py --site=...``
 
 Left out, on purpose: the source archive (the repository, whose registry keeps the extraction's lines in the machine
-fields the coverage tests read) and the archived full-mode runs (``paper-scale/``, ``provenance/``: each is the
+fields the coverage tests read) and the archived full-mode runs (``provenance/``: each is the
 record of a past run, byte for byte as its RO-Crate hashes it, messages included)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from bs4 import BeautifulSoup
 
 from icllib.claim_registry import LINE_LOCATOR
 
-ARCHIVES = ("paper-scale", "provenance", "_static", "wheels")
+ARCHIVES = ("provenance", "_static", "wheels")
 
 
 def _published(site: Path, suffixes: tuple[str, ...]) -> list[Path]:

@@ -450,7 +450,7 @@ def test_the_ledger_shows_each_claims_archived_paper_scale_result(site):
         text = cell.get_text(" ", strip=True)
         assert text.startswith(paper_scale.paper_scale_summary(claim_id, archived, with_code=False))
         if claim_id in archived:
-            assert cell.find("a", href=re.compile(r"paper-scale/\w+\.json$")), claim_id
+            assert cell.find("a", href=re.compile(r"provenance/full/\w+\.json$")), claim_id
             stale = archived[claim_id][-1]["code"]["state"] == "changed"
             assert (cell.find("a", class_="paper-scale-stale") is not None) == stale, claim_id
     status = parsed(site / "book" / "status.html").get_text(" ", strip=True)

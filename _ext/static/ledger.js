@@ -26,11 +26,14 @@
     const fold = (text) => text.toLowerCase().replace(/\\(top|intercal)\b/g, "t")
       .replace(/\\([a-z]+)/g, "$1").replace(greekName, (match, before, name) => before + greek[name])
       .replace(/[{}_^$\\]/g, "").replace(/sqrt/g, "√").replace(/\s+/g, " ").trim();
-    let searchData = {};
+    // Each row's text by its anchor; a list of files many rows share is stored once and named by its index.
+    let searchData = {shared: [], rows: {}};
     const searchNode = document.getElementById("ledger-search-data");
     if (searchNode) searchData = JSON.parse(searchNode.textContent);
+    const whole = (stored) => stored.replace(/\u0000(\d+)\u0000/g, (all, index) => searchData.shared[index]);
     const entries = rows.map((row) => {
-      const text = searchData[row.id] || row.textContent.toLowerCase();
+      const stored = searchData.rows[row.id];
+      const text = stored === undefined ? row.textContent.toLowerCase() : whole(stored);
       return {
         row,
         section: row.closest("section"),
