@@ -62,8 +62,7 @@ def test_at_400_px_the_first_screen_shows_the_chapters_question_and_answer(site,
 
 # Pages known to be over the limit, each with what is to be done: the xfail is strict, so the entry goes once the
 # page is short enough.
-TOO_LONG = {"notebooks/induction_subspace": "40.6 screens on 2026-11-27, growing with the edits of issues 35, 37 "
-            "and 39 then pending on it: to be read in parts (part_of) once they are merged"}
+TOO_LONG: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("chapter", [pytest.param(page, marks=pytest.mark.xfail(strict=True, reason=TOO_LONG[page]))

@@ -87,12 +87,12 @@ AFTER_EXIT_ALIKE, AFTER_EXIT_APART = 2.0, 10.0   # "strikingly similar": within 
 
 EXPERIMENTS = {
     "standard-transformer-2048": {
-        "chapter": "induction_subspace",
+        "chapter": "induction_subspace_standard",
         "rows": ("induction_subspace.standard-transformer-paper-width",),
         "runs": tuple(f"{init}-seed{seed}" for init in STANDARD_INITIALISATIONS for seed in STANDARD_SEEDS),
     },
     "standard-transformer-2048-scores": {
-        "chapter": "induction_subspace",
+        "chapter": "induction_subspace_standard",
         "rows": ("induction_subspace.fig2-subdiagonal",),
         "runs": tuple(f"gpt2-seed{seed}" for seed in STANDARD_SEEDS),
     },
