@@ -15,7 +15,8 @@
 # # The standard transformer of Sec. 2
 #
 # **The question.** {doc}`The first page of this chapter </notebooks/induction_subspace>` studies the
-# disentangled model of {cite:t}`musat2025induction`. The paper starts from an ordinary two-layer attention-only
+# disentangled model {eq}`subspace-model` of {cite:t}`musat2025induction`, whose weights keep during training the block
+# structure of {prf:ref}`Theorem 1 <thm-subspace-theorem1>`. The paper starts from an ordinary two-layer attention-only
 # transformer: does its residual stream stay in the four subspaces of Sec. 2.2, does it learn the item-label task
 # with App. E's recipe, and does its first layer become the previous-token head of Fig. 2?
 #
