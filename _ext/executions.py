@@ -69,6 +69,9 @@ KERNEL_THREADS = 1
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 JUPYTEXT_FORMAT = "py:percent"
 CELL_TIMEOUT_S = 3600
+# A kernel's first answer: nbclient waits 60 s, and on a loaded 2-core machine (a book build beside the notebook
+# tests) a kernel took longer to start, which stopped a whole build.
+KERNEL_STARTUP_TIMEOUT_S = 300
 
 
 def book_root(start: Path | None = None) -> Path:
@@ -374,7 +377,7 @@ def run_kernel(notebook, path: Path, mode: str, records: Path, **client_options)
     connection = kernels_folder() / f"{os.getpid()}-{path.stem}-{uuid.uuid4().hex[:8]}.json"
     connection.parent.mkdir(parents=True, exist_ok=True)
     try:
-        options = {"timeout": CELL_TIMEOUT_S, "kernel_name": "python3",
+        options = {"timeout": CELL_TIMEOUT_S, "startup_timeout": KERNEL_STARTUP_TIMEOUT_S, "kernel_name": "python3",
                    "config": Config({"KernelManager": {"connection_file": str(connection)}}), **client_options}
         client = NotebookClient(notebook, resources={"metadata": {"path": str(path.parent)}}, **options)
         try:

@@ -40,12 +40,13 @@ import numpy as np
 import torch
 
 from icllib.induction import model as ic
+from icllib.induction import sliders as induction_sliders
 from icllib.induction import subspace as isp
 from icllib.claims import archived_arrays, check_claim, save_arrays
 from icllib import deciding
 from icllib.config import by_mode, device, mode, run_line, torch_generator
 from icllib.induction.subspace import CHECKS
-from icllib.plotting import PALETTE, figure, legend, show_table
+from icllib.plotting import show_table
 
 torch.set_num_threads(1)
 
@@ -116,9 +117,12 @@ check_claim("induction_subspace.residual-stream-subspaces", remainders["four sub
 # %%
 D_std, B_std, steps_std = STANDARD
 untrained = isp.StandardTransformer(D_std, generator=torch_generator(9))  # the run's initialisation
+# the first layer's positional attention at eight steps of the run, for the figure's slider
+record, attention_snapshots = induction_sliders.attention_recorder(np.linspace(0, steps_std, 9)[1:].round().astype(int))
 standard, standard_losses = isp.train_standard(
-    D_std, steps=steps_std, batch=B_std, generator=torch_generator(9)
+    D_std, steps=steps_std, batch=B_std, generator=torch_generator(9), on_step=record
 )
+attention_snapshots[0] = untrained.previous_position_attention()
 accuracy = isp.standard_accuracy(standard, 4096, generator=torch_generator(10))
 
 # %% [markdown]
@@ -172,21 +176,8 @@ check_claim("induction_subspace.fig2-score-formula", distance, **CHECKS["fig2-sc
 subdiagonal = isp.check_args("fig2-subdiagonal", untrained=untrained_weight, D=D_std)
 check_claim("induction_subspace.fig2-subdiagonal", trained_weight, **subdiagonal)
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The standard transformer of Sec. 2 (width 256 in the book's `default` mode). Left (the paper's Fig. 17): the loss of each fresh batch sits at the chance level $\\ln 32$ for most of training, then drops abruptly. Right (the paper's Fig. 2, positional block of layer 1): the causal softmax of the positional key-query scores, query position by row and key position by column; the weight concentrates on the subdiagonal, each position attending to the previous one.", "name": "fig-induction_subspace-standard"}, "image": {"alt": "Two panels: the batch loss of the standard transformer on a plateau then dropping; a heat map of its first layer's positional attention."}}
-fig, (left, right) = figure(1, 2)
-left.plot(np.arange(1, steps_std + 1), standard_losses, color=PALETTE[0], label="batch loss (NLL)")
-left.axhline(np.log(32), color="black", ls=":", label=r"$\ln 32$ (chance)")
-left.set_xlabel("AdamW step")
-left.set_ylabel("negative log-likelihood")
-legend(left)
-image = right.imshow(
-    positional.numpy(), cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest"
-)
-right.grid(False)
-right.set_xlabel("key position $j$")
-right.set_ylabel("query position $i$")
-right.set_title("layer 1, positions only")
-fig.colorbar(image, ax=right, shrink=0.8, label="attention weight")
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The standard transformer of Sec. 2 (width 256 in the book's `default` mode). Move the slider from step 0 to the last: the loss of each fresh batch (left, the paper's Fig. 17) sits at the chance level $\\ln 32$ for most of training, then drops abruptly, and the first layer's attention between positions (right, the paper's Fig. 2, positional block of layer 1: the causal softmax of the positional key-query scores, query position by row, key position by column) gathers on the subdiagonal as it drops, each position attending to the previous one.", "name": "fig-induction_subspace-standard"}, "image": {"alt": "The standard transformer's batch loss with the current step marked, beside a heat map of its first layer's positional attention at that step."}}
+induction_sliders.standard_attention_slider(standard_losses, attention_snapshots, D=D_std)
 
 # %% [markdown]
 # Like the disentangled model, the standard transformer sits on a plateau at the chance level and then drops;

@@ -1,6 +1,7 @@
 """The induction chapters' figures with a slider (issue 39): the N² law as the context length moves
 (``induction_emergence``, *The N² law and its constants*) and the weights' block pattern as training goes on
-(``induction_subspace``, *The weights during training*). Each is drawn from results its chapter computed.
+(``induction_subspace``, *The weights during training*) and the standard transformer's first layer becoming a
+previous-token head (``induction_subspace_standard``). Each is drawn from results its chapter computed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from icllib.induction.emergence import flow_trajectory
 from icllib.plotting import block_heatmap, figure, legend
 from icllib.plotting_interactive import slider_figure
-from icllib.validation import positive_int
+from icllib.validation import positive_int, real_array
 
 # Points per loss curve: the drop spans a few per cent of the time axis, which 300 samples resolve.
 CURVE_POINTS = 300
@@ -129,3 +130,58 @@ def weights_slider(run: dict, block: int, N: int):
                          value_text=lambda step: f"step {step}",
                          alt=f"The three weight matrices of the N = {N} run as heat maps in blocks of {block}, "
                              "one SGD step at a time, each on the colour scale of its last step")
+
+
+def attention_recorder(steps):
+    """``(record, snapshots)`` for :func:`icllib.induction.subspace.train_standard`: passed as its ``on_step``,
+    ``record`` keeps layer 1's positional attention (``previous_position_attention``) after each of ``steps`` in
+    ``snapshots`` (``{step: (n, n) tensor}``); it reads the model and draws nothing."""
+    wanted = {positive_int("steps", step, 1) for step in steps}
+    if not wanted:
+        raise ValueError("steps must name at least one step")
+    snapshots = {}
+
+    def record(step, model):
+        if step in wanted:
+            snapshots[step] = model.previous_position_attention()
+
+    return record, snapshots
+
+
+def standard_attention_slider(losses, snapshots: dict, *, D: int):
+    """Chapter page *The standard transformer of Sec. 2*: layer 1's attention between positions (query by row, key
+    by column) after one AdamW step of ``snapshots`` at a time (``{step: (n, n) attention}``, step 0 the
+    initialisation), beside the batch losses ``losses`` of the run with that step marked; ``D`` names the width."""
+    losses = real_array("losses", losses)
+    D = positive_int("D", D, 1)
+    if losses.ndim != 1 or len(losses) < 2:
+        raise ValueError(f"losses must be a run's batch losses (one per step, two or more), got shape {losses.shape}")
+    if not isinstance(snapshots, dict) or len(snapshots) < 2:
+        raise ValueError("snapshots must be {step: attention} with two or more steps")
+    steps = sorted(snapshots)
+    if steps[0] < 0 or steps[-1] > len(losses):
+        raise ValueError(f"snapshots' steps must lie in 0..{len(losses)} (the run's steps), got {steps[0]}..{steps[-1]}")
+    fig, (left, right) = figure(1, 2)
+    left.plot(np.arange(1, len(losses) + 1), losses, color="C0", linewidth=0.8, label="batch loss (NLL)")
+    left.axhline(np.log(32), color="black", linestyle=":", label=r"$\ln 32$ (chance)")
+    now = left.axvline(0.0, color="C1", linewidth=1.2, label="this step")
+    left.set(xlim=(0, len(losses)), xlabel="AdamW step", ylabel="negative log-likelihood")
+    legend(left)
+    image = right.imshow(np.asarray(snapshots[steps[-1]]), cmap="viridis", vmin=0.0, vmax=1.0,
+                         interpolation="none")
+    right.grid(False)
+    right.set(xlabel="key position $j$", ylabel="query position $i$")
+    fig.colorbar(image, ax=right, shrink=0.8, label="attention weight")
+    title = right.set_title(" ")
+
+    def draw(step):
+        image.set_data(np.asarray(snapshots[step]))
+        now.set_xdata([step, step])
+        title.set_text("initialisation" if step == 0 else f"layer 1 after {step} steps")
+        return [image, now, title]
+
+    return slider_figure(fig, steps, draw, label="AdamW step", default=steps[-1],
+                         value_text=lambda step: (f"step {step}: loss {losses[step - 1]:.2f}" if step
+                                                  else "step 0: the initialisation"),
+                         alt=f"The standard transformer's (width {D}) first-layer attention between positions as a "
+                             "heat map, one training step at a time, beside its batch loss with that step marked")

@@ -391,9 +391,11 @@ class StandardTransformer(torch.nn.Module):
 
 
 def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator, lr: float = 1e-3,
-                   weight_decay: float = 0.01, init: str = "normal"):
+                   weight_decay: float = 0.01, init: str = "normal", on_step=None):
     """AdamW on the negative log-likelihood of the target, fresh batches every step (App. E), with the model's
-    initialisation ``init`` (``INITIALISATIONS``); model and batches on the generator's device.
+    initialisation ``init`` (``INITIALISATIONS``); model and batches on the generator's device. ``on_step(step,
+    model)``, if given, is called after each step (``step`` = steps taken) to read the model, never to change it
+    nor to draw from ``generator``: a run with it gives the same numbers as without.
 
     Returns ``(model, losses)``, with the loss of every step's batch (a test loss: batches are independent).
     """
@@ -401,16 +403,20 @@ def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator
     batch = positive_int("batch", batch, 1)
     lr = positive_number("lr", lr)
     weight_decay = positive_number("weight_decay", weight_decay, allow_zero=True)
+    if on_step is not None and not callable(on_step):
+        raise ValueError(f"on_step must be a function of (step, model) or None, got {on_step!r}")
     model = StandardTransformer(D, generator=generator, init=init)
     optimiser = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     losses = []
-    for _ in progress(range(steps), total=steps, desc=f"standard transformer D = {D}"):
+    for step in progress(range(1, steps + 1), total=steps, desc=f"standard transformer D = {D}"):
         tokens, positions, target = standard_task(batch, generator=generator)
         loss = torch.nn.functional.cross_entropy(model(tokens, positions), target)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
         losses.append(float(loss.detach()))
+        if on_step is not None:
+            on_step(step, model)
     return model, np.asarray(losses)
 
 
