@@ -38,6 +38,7 @@ import os
 
 import numpy as np
 import torch
+from IPython.display import display
 
 from icllib.induction import model as ic
 from icllib.induction import sliders as induction_sliders
@@ -176,8 +177,8 @@ check_claim("induction_subspace.fig2-score-formula", distance, **CHECKS["fig2-sc
 subdiagonal = isp.check_args("fig2-subdiagonal", untrained=untrained_weight, D=D_std)
 check_claim("induction_subspace.fig2-subdiagonal", trained_weight, **subdiagonal)
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The standard transformer of Sec. 2 (width 256 in the book's `default` mode). Move the slider from step 0 to the last: the loss of each fresh batch (left, the paper's Fig. 17) sits at the chance level $\\ln 32$ for most of training, then drops abruptly, and the first layer's attention between positions (right, the paper's Fig. 2, positional block of layer 1: the causal softmax of the positional key-query scores, query position by row, key position by column) gathers on the subdiagonal as it drops, each position attending to the previous one.", "name": "fig-induction_subspace-standard"}, "image": {"alt": "The standard transformer's batch loss with the current step marked, beside a heat map of its first layer's positional attention at that step."}}
-induction_sliders.standard_attention_slider(standard_losses, attention_snapshots, D=D_std)
+# %% mystnb={"figure": {"caption": "The standard transformer of Sec. 2 (width 256 in the book's `default` mode). Move the AdamW step with the slider (arrow keys, Home and End, or drag) from 0 to the last: the loss of each fresh batch (left, the paper's Fig. 17) sits at the chance level $\\ln 32$ for most of training, then drops abruptly, and the first layer's attention between positions (right, the paper's Fig. 2, positional block of layer 1: the causal softmax of the positional key-query scores, query position by row, key position by column) gathers on the subdiagonal as it drops, each position attending to the previous one.", "name": "fig-induction_subspace-standard"}, "image": {"alt": "The standard transformer's batch loss with the current step marked, beside a heat map of its first layer's positional attention at that step."}}
+display(induction_sliders.standard_attention_slider(standard_losses, attention_snapshots, D=D_std))
 
 # %% [markdown]
 # Like the disentangled model, the standard transformer sits on a plateau at the chance level and then drops;
