@@ -54,10 +54,12 @@
 # %% tags=["hide-input"]
 import numpy as np
 import torch
+from IPython.display import display
 
 from icllib.lsa import model as lsa
 from icllib.lsa import experiments as lsx
 from icllib.lsa import theory as lsat
+from icllib.lsa import sliders as lsa_sliders
 from icllib.claims import check_claim
 from icllib.config import by_mode, run_line, torch_generator
 from icllib.plotting import figure, legend, show_table
@@ -449,6 +451,16 @@ legend(ax_bal)
 # which is set by the smallest non-zero curvature at the minimum (the zero eigenvalue is the rescaling
 # $W^{KQ}\to W^{KQ}/s$, $W^{PV}\to sW^{PV}$ that leaves the function unchanged; the balance picks the point $W^*$
 # on that line).
+
+# %% [markdown]
+# The limit {eq}`lsa-eq41` depends on the training length $N$ only through $\Gamma$: along each eigenvector $v_i$
+# of $\Lambda$ the trained predictor is $1/((1+\frac1N)\lambda_i+\frac{{\rm tr}\Lambda}N)$, not the $1/\lambda_i$ of
+# $\Lambda^{-1}$, a shrinkage like ridge regression's that is strongest where $\lambda_i$ is small. In
+# {numref}`fig-lsa-length-slider` $N$ is yours to move: each frame is the end of an exact flow of this section
+# ($\sigma=\sigma_{\max}/2$, the same $\Theta$) at that $N$.
+
+# %% mystnb={"figure": {"caption": "Move the training length $N$ with the slider (arrow keys, Home and End, or drag) from 2 to 500: at every $N$ the end of the exact gradient flow (dots, left) sits on Theorem 4.1's $\\Gamma^{-1}$ (dashed), far below $\\Lambda^{-1}$ (dotted) along the small eigenvalues for short prompts and close to it for long ones; its loss (right) follows the closed form $L^*(N)$ of Corollary A.2, below the loss of $\\Lambda^{-1}$ at the same $N$, most of all where $N$ is small.", "name": "fig-lsa-length-slider"}, "image": {"alt": "The trained layer's predictor along each eigendirection of the covariance for one training length at a time, beside its loss against the length"}}
+display(lsa_sliders.training_length_slider(Lam, generator=np.random.default_rng(7)))
 
 # %% [markdown]
 # (sec-lsa-finite-steps)=

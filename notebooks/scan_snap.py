@@ -69,9 +69,12 @@ import sympy as sp
 import torch
 from scipy.stats import kruskal
 
+from IPython.display import display
+
 from icllib.scan_snap import model as ss
 from icllib.scan_snap import dynamics
 from icllib.scan_snap import lemmas
+from icllib.scan_snap import sliders as snap_sliders
 from icllib.scan_snap import theory as sst
 from icllib.claims import check_claim
 from icllib.config import by_mode, rng, run_line
@@ -737,6 +740,15 @@ ax_chi.set(
 ax_B.set(xscale="log", xlabel="$t$", ylabel="$B_n(t)$", title=r"Paper Fig. 9: $\eta_Y/\eta_Z = 2$")
 legend(ax_chi)
 legend(ax_B)
+
+# %% [markdown]
+# The closed form follows one number per class; {numref}`fig-scan_snap-time-slider` shows what that number
+# summarises. It is the attention of class 1 over its tokens in the full dynamics of Eq. 10 integrated above
+# ($K = 10$ classes, $M = 1000$), at a time you choose, with the transition $t_0$ of Lemma 8.
+
+# %% mystnb={"figure": {"caption": "Move the time $t$ with the slider (arrow keys, Home and End, or drag) from 1 to $10^6$: before the transition $t_0$ (dotted, right) the common token's weight (orange) falls to a fraction of its start and the distinct tokens (blue) gain, the likelier ones most (the scan); after $t_0$ the bars change little over four decades of time, frozen short of winner-take-all (the snap). The grey marks are the attention at $t = 0$, $P(l|1)$. Drawn from the integration of Eq. 10 above.", "name": "fig-scan_snap-time-slider"}, "image": {"alt": "Attention of one class over its common and distinct tokens at one training time at a time, beside each token's weight over time"}}
+t0_ct = sst.transition_time(K=K_ct, M=1000, eta_Y=1.0)
+display(snap_sliders.attention_over_time_slider(P_ct, t_ct, z_ct[1:], t0=t0_ct))
 
 # %% [markdown]
 # **What we saw in this section.** With a single common token the one-variable law of Eq. 13 follows the

@@ -40,9 +40,11 @@
 # %% tags=["hide-input"]
 import numpy as np
 import sympy as sp
+from IPython.display import display
 
 from icllib.scan_snap import lemmas
 from icllib.scan_snap import model as ss
+from icllib.scan_snap import sliders as snap_sliders
 from icllib.scan_snap import theory as sst
 from icllib.claims import check_claim
 from icllib.config import by_mode, rng, run_line
@@ -274,6 +276,14 @@ check_claim("scan_snap.lemma9-phase2", bool(np.all(np.diff(printed_peak) > 0)), 
 # The printed form without $M$ is off by a factor that grows with $M$ (about $(\ln M + \ln\ln M)/\ln\ln M$ near
 # $t_0$) and only slowly tends to 1 in $t$: no constant free of $M$ makes it a bound
 # ({ref}`scan_snap.E7 <scan-snap-e7>`). We use Lemma 9's form.
+
+# %% [markdown]
+# In {numref}`fig-scan_snap-speed-slider` the vocabulary size is yours to move, from the three sizes checked above
+# to $M = 10^8$: $\gamma(t)$ against both phases of {prf:ref}`Lemma 9 <lem-scan_snap-gamma>` and the printed
+# form, and the largest ratio to each second-phase form.
+
+# %% mystnb={"figure": {"caption": "Move the vocabulary size $M$ with the slider (arrow keys, Home and End, or drag) from $10^2$ to $10^8$ ($K = 10$, $\\eta_Y = 1$): the speed control $\\gamma(t)$ (left, solid) rises like $\\eta_Y t/K$, peaks before the transition $t_0 = 2(1+\\omega_1)K\\ln M/\\eta_Y$ (dotted), which moves right with $\\ln M$, and then decays like Lemma 9's $K\\ln(M\\eta_Y t/K)/(\\eta_Y t)$ (dashed); the form Theorem 1(b) prints, $K\\ln(\\eta_Y t/K)/(\\eta_Y t)$ (dash-dot), falls further below it as $M$ grows. Right: after $t_0$, $\\gamma$ stays within a factor 2 of Lemma 9's form at every $M$, while its ratio to the printed form keeps growing.", "name": "fig-scan_snap-speed-slider"}, "image": {"alt": "The speed control over time for one vocabulary size at a time against the two phases of Lemma 9, beside the largest ratio to each form"}}
+display(snap_sliders.speed_control_slider(K=10, eta_Y=1.0))
 
 # %% [markdown]
 # **Many classes, one clock each.** With $K$ classes drawn uniformly, the decoupled dynamics (Lemma 3, revisited

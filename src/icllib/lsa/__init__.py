@@ -5,7 +5,8 @@
 - :mod:`~icllib.lsa.theory`: the closed forms (the global minimum, the constants of Theorem 4.1, exact
   population losses, test-time errors);
 - :mod:`~icllib.lsa.experiments`: the loops and bookkeeping of the chapter's experiments, section by section;
-- ``icllib.lsa.sliders``: the chapter's figure with a slider (predictions and error as the covariates' scale moves);
+- ``icllib.lsa.sliders``: the chapters' figures with a slider (what gradient flow finds as the training length
+  moves; predictions and error as the covariates' scale moves);
 - ``icllib.lsa.exercises``: the chapter's self-checks.
 
 A chapter imports the modules it uses, e.g. ``from icllib.lsa import theory``.

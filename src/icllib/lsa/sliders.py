@@ -1,17 +1,22 @@
-"""The LSA chapter's figure with a slider (issue 39): the trained layer's predictions and its exact error as the
-test covariates are scaled by ``c`` (chapter section *Distribution shifts, next to ordinary least squares*),
-from prompts sampled for the figure and the exact formula ``theory.shift_error``.
+"""The LSA chapters' figures with a slider (issue 39): what gradient flow finds as the training prompts' length
+``N`` moves (chapter ``lsa``, section *Theorem 4.1 by exact gradient flow*), from exact flows run for the figure
+against the closed forms of ``theory``; and the trained layer's predictions and its exact error as the test
+covariates are scaled by ``c`` (chapter ``lsa_shifts``, section *Distribution shifts, next to ordinary least
+squares*), from prompts sampled for the figure and the exact formula ``theory.shift_error``.
 """
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
-from icllib.lsa.model import predict, sample_prompts
-from icllib.lsa.theory import gamma_matrix, shift_error
+from icllib.lsa.model import assumption33_init, gradient_flow, predict, sample_prompts
+from icllib.lsa.theory import (covariance, gamma_matrix, minimum_loss, restricted_loss, shift_error,
+                               sigma_max)
 from icllib.plotting import figure, legend
 from icllib.plotting_interactive import slider_figure
-from icllib.validation import positive_int, positive_number, real_array
+from icllib.validation import numpy_generator_arg, positive_int, positive_number, real_array
 
 # Prompts drawn per scale: enough to show the slope, few enough that each frame stays a few kilobytes.
 PROMPTS = 50
@@ -21,6 +26,11 @@ LIMIT = 8.0
 ERROR_FLOOR = 1e-2
 # The scales of the covariates the slider offers: none (1) and shrinking or growing up to three-fold.
 COVARIATE_SCALES = (0.5, 0.7, 1.0, 1.4, 2.0, 3.0)
+# The training lengths N the slider offers: from two points per prompt to far past the chapter's N = 15.
+TRAINING_LENGTHS = (2, 4, 8, 15, 40, 120, 500)
+# The flows of the figure are solved to 1e-8 (the chapter's own flows to 1e-11): the figure needs three digits,
+# and there each flow's end matches the closed form to 1e-9 or better.
+FIGURE_FLOW_TOLERANCE = dict(rtol=1e-8, atol=1e-10)
 
 
 def covariate_shift_slider(W_KQ, W_PV, Lam, *, N: int, M: int, generator, scales=COVARIATE_SCALES):
@@ -77,3 +87,77 @@ def covariate_shift_slider(W_KQ, W_PV, Lam, *, N: int, M: int, generator, scales
                          alt="The trained linear self-attention's predictions against the truth on prompts "
                              "whose covariates are scaled by c, one scale at a time, beside the exact error "
                              "against c")
+
+
+def _flow_ends(Lam, N_values, *, scale: float, generator, T: float) -> tuple[dict, dict]:
+    """For each ``N``: the end at ``T`` of the exact flow (5.4) from Assumption 3.3 at ``scale * sigma_max``, as
+    the predictor ``c U`` along each eigenvector of ``Lam`` (ascending eigenvalues) and the loss there."""
+    d = Lam.shape[0]
+    _, V = np.linalg.eigh(Lam)
+    predictor, loss = {}, {}
+    for N in N_values:
+        K0, P0 = assumption33_init(d, scale * sigma_max(Lam, N), generator=copy.deepcopy(generator))
+        # n_eval=3: the times 0, 1e-3 and T, of which the figure needs only the last.
+        run = gradient_flow(K0[:d, :d], P0[d, d], Lam, N, T=T, n_eval=3, **FIGURE_FLOW_TOLERANCE)
+        predictor[N] = np.einsum("ij,ik,kj->j", V, run["c"][-1] * run["U"][-1], V)
+        loss[N] = float(run["loss"][-1])
+    return predictor, loss
+
+
+def training_length_slider(Lam, *, generator, scale: float = 0.5, N_values=TRAINING_LENGTHS, default: int = 15,
+                           T: float = 1500.0):
+    """Chapter ``lsa``, *Theorem 4.1 by exact gradient flow*: for one training length ``N`` of ``N_values`` at a
+    time, the end at time ``T`` of the exact gradient flow (5.4) from Assumption 3.3 with ``sigma = scale *
+    sigma_max(Lam, N)`` (its direction ``Theta`` drawn from a copy of ``generator``, the same for every ``N``, as
+    ``experiments.theorem41_flows`` draws it): the trained predictor ``c U`` in each eigendirection ``v_i`` of
+    ``Lam``, ``v_i^T c U v_i``, against the eigenvalue ``lambda_i``, with Theorem 4.1's ``Gamma^-1`` (eigenvalues
+    ``1/((1 + 1/N) lambda + tr(Lam)/N)``) and the ``N -> infinity`` predictor ``Lam^-1``; beside the loss at the
+    flow's end against ``N``, with the closed form ``L*`` of Corollary A.2 and the loss of ``Lam^-1`` at the same
+    ``N``, the current ``N`` marked."""
+    Lam = covariance(Lam)
+    numpy_generator_arg("generator", generator)
+    scale, T = positive_number("scale", scale), positive_number("T", T)
+    N_values = sorted({positive_int("N_values", N) for N in N_values})
+    if len(N_values) < 2:
+        raise ValueError("N_values must hold two or more training lengths")
+    if default not in N_values:
+        raise ValueError(f"default must be one of N_values {N_values}, got {default!r}")
+    predictor, loss = _flow_ends(Lam, N_values, scale=scale, generator=generator, T=T)
+    lam, trace = np.linalg.eigvalsh(Lam), float(np.trace(Lam))
+    fig, (left, right) = figure(1, 2)
+    grid = np.geomspace(0.8 * lam[0], 1.25 * lam[-1], 40)
+    left.plot(grid, 1.0 / grid, ":", color="grey", label=r"$\Lambda^{-1}$ ($N\to\infty$)")
+    (closed,) = left.plot([], [], "--", color="C1", label=r"$\Gamma^{-1}$ (Theorem 4.1)")
+    (ends,) = left.plot([], [], "o", color="C0", label="end of the flow")
+    left.set(xscale="log", xlim=(grid[0], grid[-1]), ylim=(0, 1.05 / grid[0]),
+             xlabel=r"eigenvalue $\lambda_i$ of $\Lambda$", ylabel=r"trained $v_i^\top cU v_i$")
+    left.set_xticks(lam, [f"{value:.3g}" for value in lam])
+    left.minorticks_off()
+    legend(left, where="below")
+    lengths = np.unique(np.geomspace(N_values[0], N_values[-1], 40).round().astype(int))
+    right.plot(lengths, [minimum_loss(Lam, N) for N in lengths], color="C1", label="closed form (Cor. A.2)")
+    right.plot(lengths, [restricted_loss(np.linalg.inv(Lam), 1.0, Lam, N) for N in lengths], "--", color="grey",
+               label=r"with $\Lambda^{-1}$")
+    right.plot(N_values, [loss[N] for N in N_values], "o", color="C0", label="end of the flow")
+    (current,) = right.plot([], [], "o", markersize=11, markerfacecolor="none", markeredgecolor="k",
+                            label="this $N$")
+    right.set(xscale="log", yscale="log", xlabel=r"training length $N$", ylabel="population loss",
+              title="the trained layer's loss")
+    right.set_xticks(N_values, [str(N) for N in N_values])
+    right.minorticks_off()
+    legend(right)
+    title = left.set_title(" ")
+
+    def draw(N):
+        closed.set_data(grid, 1.0 / ((1 + 1 / N) * grid + trace / N))
+        ends.set_data(lam, predictor[N])
+        current.set_data([N], [loss[N]])
+        title.set_text(f"trained at N = {N}")
+        return [closed, ends, current, title]
+
+    return slider_figure(fig, N_values, draw, label="training length N", default=default,
+                         value_text=lambda N: (f"N = {N}: along the smallest eigenvalue the trained predictor is "
+                                               f"{predictor[N][0] * lam[0]:.2f} of 1/λ; loss {loss[N]:.3g}"),
+                         alt="The trained linear self-attention's predictor along each eigendirection of the "
+                             "covariance for one training length at a time, against the closed form, beside its "
+                             "loss against the training length")

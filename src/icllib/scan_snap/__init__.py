@@ -7,7 +7,8 @@
 - :mod:`~icllib.scan_snap.dynamics`: the experiments on the scan, the snap and SGD;
 - :mod:`~icllib.scan_snap.real_text`: the language models of Sec. 8 and App. G on real text;
 - :mod:`~icllib.scan_snap.text`: the English text they read (a Wikipedia sample), without a download;
-- ``icllib.scan_snap.sliders``: the two chapters' figures with a slider (attention as a learning rate moves);
+- ``icllib.scan_snap.sliders``: the chapters' figures with a slider (attention as a learning rate or the
+  training time moves, the speed control as the vocabulary size moves);
 - ``icllib.scan_snap.exercises``, ``icllib.scan_snap.real_text_exercises``: the two chapters' self-checks.
 
 A chapter imports the modules it uses, e.g. ``from icllib.scan_snap import model as ss, theory as sst``.
