@@ -146,13 +146,14 @@ def offer_the_source(app, doctree):
 
 
 def course_pack_links(paragraph: nodes.paragraph, up: str, name: str) -> None:
-    """For a course: the chapter's PDF and notebook in each edition (``_ext/course.py`` writes them)."""
+    """For a course: the chapter's PDF and notebook in each edition (``_ext/course.py`` writes the PDFs; the
+    notebooks are the editions' downloads of the page)."""
     course = f"{up}course"
     _links(paragraph, "For a course", [
         ("student PDF", f"{course}/student/pdf/{name}.pdf", "this chapter as a PDF, without solutions"),
         ("instructor PDF", f"{course}/instructor/pdf/{name}.pdf", "this chapter as a PDF, solutions expanded"),
-        ("student notebook", f"{course}/student/notebooks/{name}.ipynb", "the notebook without solutions"),
-        ("instructor notebook", f"{course}/instructor/notebooks/{name}.ipynb", "the notebook with solutions"),
+        ("student notebook", f"{course}/student/_sources/notebooks/{name}.ipynb", "the notebook without solutions"),
+        ("instructor notebook", f"{up}_sources/notebooks/{name}.ipynb", "the notebook with solutions"),
         ("student edition", f"{course}/student/notebooks/{name}.html", "the student edition of this page")])
 
 
@@ -438,6 +439,7 @@ def setup(app):
     app.connect("build-finished", site_assets.copy_mathjax)
     app.connect("build-finished", math_typesetting.typeset_the_site)
     app.connect("build-finished", site_assets.drop_what_serves_nobody)
+    app.connect("build-finished", site_assets.plain_code_tokens)
     app.connect("build-finished", site_assets.bibliography_roles)
     app.connect("build-finished", source_archive.archive_at_build_end)
     app.connect("build-finished", notebook_install.wheel_at_build_end)

@@ -9,9 +9,9 @@
 - ``course/student/pdf/`` and ``course/instructor/pdf/``: a PDF of each chapter and one of the book, printed by
   the Chromium the site tests drive (``site_tests/browser.py``), from the student pages and from the published
   pages with every solution expanded;
-- ``course/student/notebooks/`` and ``course/instructor/notebooks/``: each chapter's executed notebook in plain
-  Markdown, without and with its solutions: the downloads the student build and the published site wrote
-  (``_sources/<page>.ipynb``, references resolved by Sphinx, glued values filled in, the install cell first).
+- each chapter's executed notebook in plain Markdown, without and with its solutions: the downloads the student
+  build and the published site wrote (``course/student/_sources/<page>.ipynb`` and ``_sources/<page>.ipynb``,
+  references resolved by Sphinx, glued values filled in, the install cell first), which each chapter page links.
 
 The instructor edition's pages are the published site itself (solutions in dropdowns). ``tests/test_course.py``
 checks the pack: no solution in any student file, every solution in the instructor's, every PDF page filled.
@@ -168,20 +168,24 @@ def share_the_published_files(student: Path, site: Path) -> int:
 
 # --- notebooks ---------------------------------------------------------------------------------------------
 
-def notebooks(pages: Path, target: Path) -> list[Path]:
-    """Each chapter's notebook as it reads in plain Jupyter, with the cell that installs icllib first: the
-    download of its page in ``pages`` (``_sources/<page>.ipynb``, ``notebook_download.offer``), which the
-    published site writes with its solutions and the student edition's build without them."""
-    written = []
+def notebook_of(pages: Path, chapter: Chapter) -> Path:
+    """The chapter's notebook in an edition whose pages lie in ``pages`` (the published site, or the student
+    edition's folder): the download of its page (``_sources/<page>.ipynb``, ``notebook_download.offer``), as it
+    reads in plain Jupyter, with the cell that installs icllib first. The published site writes it with its
+    solutions, the student edition's build without them; the chapter pages link it (``book_ext``), so the pack
+    holds no second copy (2 MB an edition)."""
+    return pages / "_sources" / f"{chapter.page}.ipynb"
+
+
+def notebooks(pages: Path) -> list[Path]:
+    """Each chapter's notebook of the edition in ``pages`` (:func:`notebook_of`); stops where one is missing."""
+    found = []
     for chapter in chapters():
-        download = pages / "_sources" / f"{chapter.page}.ipynb"
+        download = notebook_of(pages, chapter)
         if not download.is_file():
             raise SystemExit(f"{download} is missing: the build wrote no download for {chapter.page}")
-        path = target / f"{chapter.name}.ipynb"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(download, path)
-        written.append(path)
-    return written
+        found.append(download)
+    return found
 
 
 # --- PDFs --------------------------------------------------------------------------------------------------
@@ -310,8 +314,7 @@ def build_course(site: Path, work: Path) -> dict:
     shutil.copytree(student_html, course / "student")
     facts["bytes shared with the published site"] = share_the_published_files(course / "student", site)
 
-    notebooks(site, course / "instructor" / "notebooks")
-    notebooks(course / "student", course / "student" / "notebooks")
+    edition_notebooks = {"instructor": notebooks(site), "student": notebooks(course / "student")}
 
     browser = open_browser()
     try:
@@ -323,8 +326,7 @@ def build_course(site: Path, work: Path) -> dict:
         facts["seconds"]["all PDFs"] = round(time.monotonic() - started, 1)
     finally:
         browser.close()
-    notebook_bytes = {edition: sum(path.stat().st_size for path in (course / edition / "notebooks").glob("*.ipynb"))
-                      for edition in EDITIONS}
+    notebook_bytes = {edition: sum(path.stat().st_size for path in edition_notebooks[edition]) for edition in EDITIONS}
     facts["bytes"] = {"course pack": folder_size(course),
                       "student pages": folder_size(course / "student") - folder_size(course / "student" / "pdf")
                       - notebook_bytes["student"],

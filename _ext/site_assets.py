@@ -100,6 +100,55 @@ def icon_styles(text: str) -> set[str]:
     return {ICON_STYLE_OF_CLASS[match.group(1)] for match in ICON_STYLE_CLASS.finditer(text)}
 
 
+# Pygments wraps every name, punctuation mark and space of the pages' code in a span of its own (22,000 spans, 0.5 MB
+# of the site and as much of the course pack), and the theme's pygments.css draws those three in the code's own
+# colour. Where it does so in each colour scheme, the spans go and the code's <pre> takes that colour itself (the
+# theme gives a <pre> its text colour, not the code's): the same pixels from a lighter page.
+PLAIN_TOKENS = ("n", "p", "w")
+PYGMENTS_RULE = re.compile(r'html\[data-theme="(\w+)"\] \.highlight \.(\w+) \{ color: (#[0-9A-Fa-f]{3,8}) \}')
+CODE_BLOCK = re.compile(r'(<div class="highlight"><pre>)(.*?)(</pre>)', re.DOTALL)
+PLAIN_TOKEN_SPAN = re.compile(r'<span class="(?:' + "|".join(PLAIN_TOKENS) + r')">([^<]*)</span>')
+
+
+def plain_token_colours(css: str) -> dict[str, str] | None:
+    """``{scheme: colour}`` when pygments.css (``css``) draws names, punctuation and spaces alike in each of its
+    colour schemes, else None (then the spans stay)."""
+    rules: dict[str, dict[str, str]] = {}
+    for scheme, token, colour in PYGMENTS_RULE.findall(css):
+        rules.setdefault(scheme, {})[token] = colour.lower()
+    colours = {}
+    for scheme, tokens in rules.items():
+        drawn = {tokens.get(token) for token in PLAIN_TOKENS}
+        if len(drawn) != 1 or None in drawn:
+            return None
+        colours[scheme] = drawn.pop()
+    return colours or None
+
+
+def without_plain_token_spans(page: str) -> str:
+    """``page`` with the spans of :data:`PLAIN_TOKENS` inside its highlighted code replaced by their text."""
+    return CODE_BLOCK.sub(lambda match: match.group(1) + PLAIN_TOKEN_SPAN.sub(r"\1", match.group(2)) + match.group(3),
+                          page)
+
+
+def plain_code_tokens(app, exception):
+    """The pages' code without the spans that only repeat the code's colour (:data:`PLAIN_TOKENS`)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    stylesheet = Path(app.outdir) / "_static" / "pygments.css"
+    css = stylesheet.read_text(encoding="utf-8") if stylesheet.is_file() else ""
+    colours = plain_token_colours(css)
+    if colours is None:
+        return
+    stylesheet.write_text(css + "".join(f'html[data-theme="{scheme}"] .highlight pre {{ color: {colour} }}\n'
+                                        for scheme, colour in sorted(colours.items())), encoding="utf-8")
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        lean = without_plain_token_spans(text)
+        if lean != text:
+            page.write_text(lean, encoding="utf-8")
+
+
 def bibliography_roles(app, exception):
     """The references page's entries are list items of its citation list: docutils marks them
     ``doc-biblioentry``, a role that ARIA 1.2 deprecates and that accessibility engines (axe-core) no longer

@@ -119,7 +119,9 @@ check_claim("induction_subspace.residual-stream-subspaces", remainders["four sub
 D_std, B_std, steps_std = STANDARD
 untrained = isp.StandardTransformer(D_std, generator=torch_generator(9))  # the run's initialisation
 # the first layer's positional attention at eight steps of the run, for the figure's slider
-record, attention_snapshots = induction_sliders.attention_recorder(np.linspace(0, steps_std, 9)[1:].round().astype(int))
+record, attention_snapshots = induction_sliders.attention_recorder(
+    np.linspace(0, steps_std, 9)[1:].round().astype(int)
+)
 standard, standard_losses = isp.train_standard(
     D_std, steps=steps_std, batch=B_std, generator=torch_generator(9), on_step=record
 )

@@ -271,10 +271,10 @@ def test_no_student_pdf_holds_a_solution_and_every_instructor_pdf_holds_them_all
 
 @needs_pack
 def test_the_instructor_notebooks_and_pages_hold_every_solution_and_the_students_none():
-    instructor = "\n".join(notebook_text(PACK / "instructor" / "notebooks" / f"{chapter.name}.ipynb")
+    instructor = "\n".join(notebook_text(course.notebook_of(SITE, chapter))
                            for chapter in course.chapters())
     pages = "\n".join(html_text(SITE / f"{chapter.page}.html") for chapter in course.chapters())
-    student = "\n".join(notebook_text(PACK / "student" / "notebooks" / f"{chapter.name}.ipynb")
+    student = "\n".join(notebook_text(course.notebook_of(PACK / "student", chapter))
                         for chapter in course.chapters())
     assert not solutions_missing_from(instructor)
     assert not solutions_missing_from(pages)
@@ -299,8 +299,7 @@ def test_the_student_notebooks_are_the_student_pages_downloads_and_read_in_plain
     import notebook_install
 
     for chapter in course.chapters():
-        notebook = PACK / "student" / "notebooks" / f"{chapter.name}.ipynb"
-        assert notebook.read_bytes() == (PACK / "student" / "_sources" / f"{chapter.page}.ipynb").read_bytes()
+        notebook = course.notebook_of(PACK / "student", chapter)
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         install = "".join(cells[0]["source"])
         assert cells[0]["metadata"].get("tags") == [notebook_install.INSTALL_MARK], chapter.name

@@ -38,6 +38,17 @@ def test_each_formula_is_typeset_with_its_assistive_mathml_and_no_tab_stop():
 
 
 @needs_node
+def test_the_stylesheet_holds_the_characters_used_and_names_only_the_fonts_they_draw_with():
+    _, css, _ = math_typesetting.typeset([("x + \\mathcal{L}", False), ("\\left( y \\right)", True)])
+    css, unused = math_typesetting.without_unused_fonts(math_typesetting.minified(css))
+    assert "\n" not in css.strip() and "mjx-c.mjx-c1D465.TEX-I" in css and "mjx-c.mjx-c1D466.TEX-I" in css
+    assert "mjx-c.mjx-c1D467" not in css          # z is not used: the stylesheet is adaptive
+    named = {family for family, _ in math_typesetting.FONT_FACE.findall(css)}
+    assert {"MJXZERO", "MJXTEX", "MJXTEX-I", "MJXTEX-C", "MJXTEX-S1"} <= named
+    assert "MJXTEX-FR" not in named and any(url.endswith("MathJax_Fraktur-Regular.woff") for url in unused)
+
+
+@needs_node
 def test_a_formula_mathjax_cannot_read_is_reported():
     _, _, errors = math_typesetting.typeset([("\\frac{1}{", False)])
     assert len(errors) == 1 and "\\\\frac{1}{" in errors[0]

@@ -356,8 +356,7 @@ class StandardTransformer(torch.nn.Module):
         return causal_softmax(scores, strict=False)
 
     def residual_streams(self, tokens: torch.Tensor, positions: torch.Tensor) -> list[torch.Tensor]:
-        """The residual stream ``(batch, n, D)`` of every token before layer 1, after layer 1 and after layer 2
-        (the vectors whose span Sec. 2.2 describes)."""
+        """The residual stream ``(batch, n, D)`` before layer 1, after it and after layer 2 (Sec. 2.2's vectors)."""
         h = self.E[tokens] + self.P[positions]
         streams = [h]
         for layer in range(2):
@@ -366,9 +365,8 @@ class StandardTransformer(torch.nn.Module):
         return streams
 
     def forward(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Logits of the last position, ``(batch, vocab)``: the last row of :meth:`residual_streams` after
-        layer 2, computed for that row alone (layer 2's queries and values at the other positions are never
-        read; the last position sees every key under the causal mask)."""
+        """Logits of the last position, ``(batch, vocab)``: :meth:`residual_streams`' last row after layer 2, for
+        that row alone (no other position's layer-2 output is read; the last position sees every key)."""
         h = self.E[tokens] + self.P[positions]
         h = h + self.attention(0, h) @ h @ self.W_V[0].T @ self.W_O[0].T
         last = h[:, -1:]
@@ -377,15 +375,13 @@ class StandardTransformer(torch.nn.Module):
         return last[:, 0] @ self.W_out.T
 
     def previous_position_attention(self) -> torch.Tensor:
-        """Layer-1 attention between positions alone, ``softmax_j<=i(p_i W_Q^T W_K p_j^T / sqrt(D))``: row ``i`` is
-        the query position, column ``j`` the key position (the bottom-right block of Fig. 2, left). On the CPU,
-        wherever the model is: it is a measurement to read and draw."""
+        """Layer-1 attention between positions alone, ``softmax_j<=i(p_i W_Q^T W_K p_j^T / sqrt(D))`` (row: query
+        ``i``, column: key ``j``; Fig. 2's bottom-right block), on the CPU wherever the model is."""
         with torch.no_grad():
             return self.attention(0, self.P.unsqueeze(0))[0].cpu()
 
     def positional_scores(self) -> torch.Tensor:
-        """Layer 1's positional scores before the softmax, ``p_i W_Q^T W_K p_j^T / sqrt(D)`` (row: query, column:
-        key, all pairs): the object Fig. 2 draws. On the CPU."""
+        """Layer 1's pre-softmax positional scores ``p_i W_Q^T W_K p_j^T / sqrt(D)`` (Fig. 2's object), on the CPU."""
         with torch.no_grad():
             return ((self.P @ self.W_Q[0].T) @ (self.P @ self.W_K[0].T).T / math.sqrt(self.D)).cpu()
 
@@ -394,11 +390,9 @@ def train_standard(D: int, *, steps: int, batch: int, generator: torch.Generator
                    weight_decay: float = 0.01, init: str = "normal", on_step=None):
     """AdamW on the negative log-likelihood of the target, fresh batches every step (App. E), with the model's
     initialisation ``init`` (``INITIALISATIONS``); model and batches on the generator's device. ``on_step(step,
-    model)``, if given, is called after each step (``step`` = steps taken) to read the model, never to change it
-    nor to draw from ``generator``: a run with it gives the same numbers as without.
+    model)``, if given, reads the model after each step (it must neither change it nor draw from ``generator``).
 
-    Returns ``(model, losses)``, with the loss of every step's batch (a test loss: batches are independent).
-    """
+    Returns ``(model, losses)``, with the loss of every step's batch (a test loss: batches are independent)."""
     steps = positive_int("steps", steps, 1)
     batch = positive_int("batch", batch, 1)
     lr = positive_number("lr", lr)
@@ -597,8 +591,7 @@ def appc_rows(app_c_runs: dict) -> tuple[list, list[float], list[bool]]:
 
 
 def span_remainder(stream: torch.Tensor, columns) -> float:
-    """Chapter, *The standard transformer* (Sec. 2.2): the relative norm of ``stream`` outside the span of
-    ``columns``."""
+    """The relative norm of ``stream`` outside the span of ``columns`` (Sec. 2.2's subspaces)."""
     stream = tensor_arg("stream", stream, min_ndim=2)
     columns = non_empty("columns", columns)
     if stream.ndim != 2 or not all(isinstance(c, torch.Tensor) and c.ndim == 2 and c.shape[0] == stream.shape[1]
