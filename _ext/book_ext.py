@@ -439,7 +439,8 @@ def setup(app):
     app.connect("build-finished", site_assets.copy_mathjax)
     app.connect("build-finished", math_typesetting.typeset_the_site)
     app.connect("build-finished", site_assets.drop_what_serves_nobody)
-    app.connect("build-finished", site_assets.plain_code_tokens)
+    # after pydata-sphinx-theme's own build-finished handler, which writes the pygments.css the pages load
+    app.connect("build-finished", site_assets.plain_code_tokens, priority=900)
     app.connect("build-finished", site_assets.bibliography_roles)
     app.connect("build-finished", source_archive.archive_at_build_end)
     app.connect("build-finished", notebook_install.wheel_at_build_end)

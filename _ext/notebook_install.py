@@ -127,7 +127,7 @@ def install_source(*, wheel_name: str, wheel_sha256: str | None, site_url: str |
 
 
 def add_install_cell(notebook, *, wheel_name: str, site_url: str | None, wheel_sha256: str | None = None,
-                     archive_name: str = "icl-book-source.tar.gz") -> nbformat.NotebookNode:
+                     archive_name: str = "icl-book-source.tar.xz") -> nbformat.NotebookNode:
     """``notebook`` with :func:`install_source`'s cell first (tagged ``icl-book-install``; a notebook that has one
     keeps one). The text chapter's cell installs the ``text`` extra (gensim); a chapter that glues values gets
     a stand-in for myst-nb's ``glue`` where myst-nb is missing."""

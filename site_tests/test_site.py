@@ -256,7 +256,7 @@ def test_each_chapter_has_one_top_level_cite_section_and_links_the_source(site, 
                      if "Cite this chapter" in heading.get_text()]
     assert cite_headings == ["h2"], "one top-level (h2) 'Cite this chapter' section"
     links = [link["href"] for link in page.select("p.run-it-yourself a")]
-    assert links[0].endswith("icl-book-source.tar.gz") and links[1].endswith(f"_sources/{chapter}.ipynb")
+    assert links[0].endswith("icl-book-source.tar.xz") and links[1].endswith(f"_sources/{chapter}.ipynb")
 
 
 def test_the_footer_names_both_licences(site):
@@ -349,7 +349,7 @@ def test_no_page_names_a_repository_while_none_is_configured(site):
 def test_the_source_archive_is_offered(site):
     import tarfile
 
-    archive = site / "icl-book-source.tar.gz"
+    archive = site / "icl-book-source.tar.xz"
     names = tarfile.open(archive).getnames()
     assert "icl-book-source/README.md" in names and "icl-book-source/src/icllib/claims.py" in names
 

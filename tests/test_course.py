@@ -215,7 +215,7 @@ def student_files() -> list[Path]:
 @needs_pack
 def test_the_student_edition_holds_no_page_source_no_executed_notebook_and_no_source_archive():
     names = [path.relative_to(PACK / "student").as_posix() for path in student_files()]
-    assert not [name for name in names if name.endswith((".py", ".md", ".tar.gz"))], names
+    assert not [name for name in names if name.endswith((".py", ".md", ".tar.xz"))], names
     downloads = sorted(name for name in names if name.startswith("_sources/"))
     assert downloads == sorted(f"_sources/{chapter.page}.ipynb" for chapter in course.chapters())
 

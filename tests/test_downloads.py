@@ -257,12 +257,12 @@ def run_install_cell(source: str, folder: Path, missing: str) -> subprocess.Comp
 
 def test_the_install_cell_without_a_site_url_uses_a_wheel_or_the_archive_beside_it_else_says_what_to_fetch(tmp_path):
     source = notebook_install.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=None, text_extra=False,
-                                              archive_name="icl-book-source.tar.gz")
+                                              archive_name="icl-book-source.tar.xz")
     nothing = run_install_cell(source, tmp_path, missing="icllib")
-    assert nothing.returncode != 0 and f"Download {WHEEL}" in nothing.stderr and "icl-book-source.tar.gz" in nothing.stderr
-    (tmp_path / "icl-book-source.tar.gz").write_bytes(b"")
+    assert nothing.returncode != 0 and f"Download {WHEEL}" in nothing.stderr and "icl-book-source.tar.xz" in nothing.stderr
+    (tmp_path / "icl-book-source.tar.xz").write_bytes(b"")
     archive = run_install_cell(source, tmp_path, missing="icllib")
-    assert archive.returncode == 0 and f"PIP icllib @ file://{tmp_path}/icl-book-source.tar.gz" in archive.stdout
+    assert archive.returncode == 0 and f"PIP icllib @ file://{tmp_path}/icl-book-source.tar.xz" in archive.stdout
     (tmp_path / WHEEL).write_bytes(WHEEL_BYTES)
     wheel = run_install_cell(source, tmp_path, missing="icllib")
     assert f"PIP icllib @ file://{tmp_path}/{WHEEL}#sha256={SHA256}" in wheel.stdout
@@ -274,7 +274,7 @@ def test_the_install_cell_takes_only_the_exact_wheel_with_its_hash_over_https_an
     """A stray icllib-*.whl beside the notebook never wins, a wheel with another SHA-256 is refused, the site is
     reached over HTTPS only, and an icllib of another version than the wheel's is not run."""
     source = notebook_install.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=SAMPLE_URL,
-                                              text_extra=False, archive_name="icl-book-source.tar.gz")
+                                              text_extra=False, archive_name="icl-book-source.tar.xz")
     (tmp_path / "icllib-9.9.9-py3-none-any.whl").write_bytes(b"someone else's wheel")
     stray = run_install_cell(source, tmp_path, missing="icllib")
     assert stray.returncode == 0 and f"PIP icllib @ {SAMPLE_URL}/wheels/{WHEEL}#sha256={SHA256}" in stray.stdout
@@ -284,13 +284,13 @@ def test_the_install_cell_takes_only_the_exact_wheel_with_its_hash_over_https_an
     for address in ("http://example-org.github.io/icl-book", "ftp://example.org", "//example.org"):
         with pytest.raises(ValueError, match="site_url"):
             notebook_install.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=address,
-                                             text_extra=False, archive_name="icl-book-source.tar.gz")
+                                             text_extra=False, archive_name="icl-book-source.tar.xz")
     with pytest.raises(ValueError, match="wheel_sha256"):
         notebook_install.install_source(wheel_name=WHEEL, wheel_sha256="abc", site_url=None, text_extra=False,
-                                         archive_name="icl-book-source.tar.gz")
+                                         archive_name="icl-book-source.tar.xz")
     older = notebook_install.install_source(wheel_name="icllib-0.0.1-py3-none-any.whl", wheel_sha256=SHA256,
                                              site_url=SAMPLE_URL, text_extra=False,
-                                             archive_name="icl-book-source.tar.gz")
+                                             archive_name="icl-book-source.tar.xz")
     wrong_version = run_install_cell(older, tmp_path, missing="nothing")   # this environment's icllib is 0.1.0
     assert wrong_version.returncode != 0 and "this chapter needs icllib 0.0.1" in wrong_version.stderr
 
@@ -343,7 +343,7 @@ def test_the_wheel_holds_the_library_and_its_registry_and_requires_only_the_scie
 
 def test_a_chapter_that_glues_values_runs_without_myst_nb(tmp_path):
     source = notebook_install.install_source(wheel_name=WHEEL, wheel_sha256=SHA256, site_url=None, text_extra=False,
-                                              archive_name="icl-book-source.tar.gz", glue_shim=True)
+                                              archive_name="icl-book-source.tar.xz", glue_shim=True)
     chapter_code = "from myst_nb import glue\nglue('shown', 41 + 1)\nglue('hidden', 7, display=False)\n"
     ran = run_install_cell(source + "\n" + chapter_code, tmp_path, missing="myst_nb")
     assert ran.returncode == 0, ran.stderr

@@ -246,7 +246,7 @@ def keys(folder: Path) -> dict[str, str]:
 
 
 def members(folder: Path) -> list[str]:
-    archive = source_archive.write_archive(folder, folder.parent / f"{folder.name}.tar.gz")
+    archive = source_archive.write_archive(folder, folder.parent / f"{folder.name}.tar.xz")
     return tarfile.open(archive).getnames()
 
 

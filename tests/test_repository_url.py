@@ -99,7 +99,7 @@ def test_a_repository_url_gives_the_buttons_and_the_bibtex_url(tmp_path):
     install = "".join(notebook["cells"][0]["source"])
     # this tiny book has no src/ and offers no wheel, so its install cell names none it could not pin by hash (the
     # book's own cells install the site's wheel: tests/test_downloads.py)
-    assert "/wheels/" not in install and "icl-book-source.tar.gz" in install
+    assert "/wheels/" not in install and "icl-book-source.tar.xz" in install
     cite = "".join(next(cell["source"] for cell in notebook["cells"] if "To cite this chapter" in "".join(cell["source"])))
     assert f"url       = {{{SAMPLE_URL}}}" in cite, "the download carries the page's BibTeX entry"
 
@@ -120,7 +120,7 @@ def test_without_a_repository_url_no_page_names_a_repository(without_url):
             assert wrong not in text.lower(), f"{name} names {wrong!r}"
     assert "url       = {" not in BeautifulSoup(pages["tiny.html"], "html.parser").get_text()
     install = "".join(download(tmp_path)["cells"][0]["source"])
-    assert "http" not in install and "icl-book-source.tar.gz" in install
+    assert "http" not in install and "icl-book-source.tar.xz" in install
 
 
 def test_citation_cff_names_the_configured_repository():

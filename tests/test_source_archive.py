@@ -71,7 +71,7 @@ def test_the_archive_rebuilds_the_book_and_holds_every_file_the_site_points_to(a
 
 
 def test_the_archive_is_the_same_bytes_for_the_same_sources(archive, tmp_path):
-    again = source_archive.write_archive(ROOT, tmp_path / "again.tar.gz")
+    again = source_archive.write_archive(ROOT, tmp_path / "again.tar.xz")
     assert again.read_bytes() == archive.read_bytes()
 
 
@@ -92,7 +92,7 @@ def test_the_readme_runs_a_chapter_in_two_commands_with_only_the_science_stack(a
 
 def test_a_folder_that_is_not_the_book_is_refused(tmp_path):
     with pytest.raises(ValueError, match="root="):
-        source_archive.write_archive(tmp_path, tmp_path / "x.tar.gz")
+        source_archive.write_archive(tmp_path, tmp_path / "x.tar.xz")
 
 
 def test_these_tests_pass_in_the_unpacked_archive_which_has_no_git(archive, tmp_path):

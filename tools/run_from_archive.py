@@ -2,7 +2,7 @@
 
     python tools/run_from_archive.py --site _build/html
 
-Unpacks ``icl-book-source.tar.gz`` into an empty temporary folder outside the clone, runs the two commands of
+Unpacks ``icl-book-source.tar.xz`` into an empty temporary folder outside the clone, runs the two commands of
 the archive's README there (a fresh virtual environment with only the science stack and a notebook runner, then
 one chapter in quick mode) and checks that the executed notebook has outputs and no error. Exits non-zero on any
 failure.
