@@ -123,7 +123,7 @@ def offer_the_source(app, doctree):
     paragraph = nodes.paragraph(classes=["run-it-yourself"])
     if app.config.course_edition == "student":
         _links(paragraph, "Run it yourself", [
-            ("notebook", f"{up}notebooks/{name}.ipynb",
+            ("notebook", f"{up}_sources/{app.env.docname}.ipynb",
              f"{name}.ipynb: opens in plain Jupyter and installs what it needs"),
             ("PDF", f"{up}pdf/{name}.pdf", f"{name}.pdf: this chapter, printed"),
             ("book PDF", f"{up}pdf/book.pdf", "book.pdf: the whole book")])

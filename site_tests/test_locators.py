@@ -19,9 +19,16 @@ from icllib.claim_registry import LINE_LOCATOR
 ARCHIVES = ("provenance", "_static", "wheels")
 
 
+def _site_folder(site: Path, path: Path) -> str:
+    """The top folder of ``path`` within its edition: the course pack's student edition (``course/student/``) is
+    a site of its own, with the same archives."""
+    parts = path.relative_to(site).parts
+    return parts[2] if parts[:2] == ("course", "student") and len(parts) > 3 else parts[0]
+
+
 def _published(site: Path, suffixes: tuple[str, ...]) -> list[Path]:
     return sorted(path for path in site.rglob("*") if path.is_file() and path.suffix in suffixes
-                  and path.relative_to(site).parts[0] not in ARCHIVES)
+                  and _site_folder(site, path) not in ARCHIVES)
 
 
 def _found(name: str, text: str) -> list[str]:
