@@ -32,6 +32,7 @@ import paper_scale
 from icllib import claim_registry
 from icllib import claims as claims_module
 from icllib import coverage as coverage_module
+from icllib.cards import readable_number
 from icllib.config import mode
 
 logger = logging.getLogger(__name__)
@@ -585,12 +586,14 @@ def _claim_row(app, docname, book, claim, claim_records: list[dict], archived, e
     if failed:
         verdict = "FAILED"
     if not claim_records:
-        measured, checks, run_mode = [], [], ""
+        measured, measured_shown, checks, run_mode = [], [], [], ""
         if not checkable and verdict != "out of scope":
             checks = [f"checked in {', '.join(claim.modes)} mode only"]
     else:
-        # A claim checked in several places shows every check, one paragraph each.
+        # A claim checked in several places shows every check, one paragraph each. ledger.json keeps each value
+        # to 6 significant digits; the page sets it for reading as the claim's card does (4.441 × 10⁻¹⁶).
         measured = [format_number(record["measured"]) for record in claim_records]
+        measured_shown = [readable_number(record["measured"]) for record in claim_records]
         checks = [_describe_check(record) for record in claim_records]
         run_mode = claim_records[-1]["mode"]
     claim_id = nodes.paragraph(classes=["claim-id"])
@@ -603,7 +606,7 @@ def _claim_row(app, docname, book, claim, claim_records: list[dict], archived, e
     cells = [claim_id, _location_cell(app, docname, book, claim, carded),
              _statement_cell(app, docname, claim),
              _verdict_cell(verdict, failed_at_paper_scale, since.get(claim.id)),
-             _paragraphs(measured), _paragraphs(checks), run_mode,
+             _paragraphs(measured_shown), _paragraphs(checks), run_mode,
              _paper_scale_cell(app, docname, claim, archived)]
     classes = ["ledger-row", _verdict_class(verdict), f"chapter-{claim.chapter}",
                *(["paper-scale-failed"] if failed_at_paper_scale else [])]

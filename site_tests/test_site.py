@@ -3,6 +3,7 @@ renders in a real browser, and every chapter offers its executed notebook."""
 
 import functools
 import json
+import math
 import os
 import re
 import shutil
@@ -233,6 +234,30 @@ def spreadsheet_safe(text: str) -> str:
     return text
 
 
+SUPERSCRIPT_DIGITS = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
+SHOWN_NUMBER = re.compile(r"(?P<mantissa>-?\d+(?:\.\d+)?)(?: × 10(?P<power>[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+))?"
+                          r"|10(?P<alone>[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)")
+
+
+def shown_number(text: str) -> float | bool:
+    """A number as the ledger's Measured cell shows it (``icllib.cards.readable_number``: ``4.441 × 10⁻¹⁶``,
+    ``10⁻¹²``, ``0.0002091``, ``true``) read back; anything else is an AssertionError."""
+    if text in ("true", "false"):
+        return text == "true"
+    match = SHOWN_NUMBER.fullmatch(text)
+    assert match, f"not a number set for reading: {text!r}"
+    if match["alone"]:
+        return 10.0 ** int(match["alone"].translate(SUPERSCRIPT_DIGITS))
+    return float(match["mantissa"]) * 10.0 ** int((match["power"] or "0").translate(SUPERSCRIPT_DIGITS))
+
+
+def same_measured_value(shown: str, kept: str) -> bool:
+    """A Measured cell's number (4 significant digits) is ledger.json's (6 significant digits, as a string)."""
+    if kept in ("True", "False"):
+        return shown_number(shown) is (kept == "True")
+    return math.isclose(shown_number(shown), float(kept), rel_tol=1e-3)
+
+
 def test_the_ledger_csv_and_json_hold_the_rows_of_the_table(site):
     import csv
 
@@ -240,11 +265,15 @@ def test_the_ledger_csv_and_json_hold_the_rows_of_the_table(site):
               row.select_one("td.ledger-verdict p.verdict").get_text(strip=True),
               [p.get_text(strip=True) for p in row.select("td.ledger-measured p")]) for row in ledger_rows(site)]
     rows_json = ledger_json(site)["rows"]
-    assert [(row["id"], row["verdict"], row["measured"]) for row in rows_json] == table
+    assert [(row["id"], row["verdict"]) for row in rows_json] == [(claim_id, verdict) for claim_id, verdict, _ in table]
+    # the page sets each measured value for reading; ledger.json keeps it to 6 significant digits
+    for row, (claim_id, _, shown) in zip(rows_json, table):
+        assert len(row["measured"]) == len(shown) and all(map(same_measured_value, shown, row["measured"])), \
+            f"{claim_id}: the page shows {shown}, ledger.json holds {row['measured']}"
     with open(site / "book" / "ledger.csv", newline="", encoding="utf-8") as handle:
         rows_csv = list(csv.DictReader(handle))
     assert [(row["id"], row["verdict"], row["measured"]) for row in rows_csv] == \
-        [(claim_id, verdict, spreadsheet_safe(" | ".join(measured))) for claim_id, verdict, measured in table]
+        [(row["id"], row["verdict"], spreadsheet_safe(" | ".join(row["measured"]))) for row in rows_json]
     links = [link["href"] for link in parsed(site / "book" / "claims.html").find_all("a", href=True)]
     assert "ledger.csv" in links and "ledger.json" in links
 
@@ -556,9 +585,12 @@ def test_the_home_page_summary_counts_each_chapters_rows_by_verdict(site):
 
 
 def _visible_rows(browser) -> list[str]:
+    """The ledger's rows a reader sees: a row the filter leaves out is collapsed (no height, invisible), its boxes
+    kept (ledger.js)."""
     return json.loads(browser.evaluate(
         "JSON.stringify(Array.from(document.querySelectorAll('tr.ledger-row'))"
-        ".filter((row) => row.getClientRects().length > 0).map((row) => row.id))"))
+        ".filter((row) => row.getBoundingClientRect().height > 0 && getComputedStyle(row).visibility === 'visible')"
+        ".map((row) => row.id))"))
 
 
 def test_in_a_real_browser_the_ledgers_search_and_filters_show_the_rows_ledger_json_names(site, browser):

@@ -2,9 +2,10 @@
 // ledger.json fields, which the page carries as #ledger-search-data), in the registry's ASCII and in the Unicode
 // a reader sees typeset ("eta_y", "ηY" and "η_Y" find the same rows); filters by chapter, by verdict (in the
 // legend's order) and "failed at paper scale". Nothing ticked in a group means no restriction by it. Typing is
-// debounced, and a filter touches only the rows whose state changes. The bar stays below the header while the
-// ledger scrolls (book.css). A section whose rows are all filtered out is hidden; a link to a hidden row clears
-// the filters. Without JavaScript the ledger is the same tables, unfiltered.
+// debounced, and a filter touches only the rows whose state changes, collapsing them rather than removing their
+// boxes (under 100 ms a keystroke with the CPU slowed 4x: site_tests/test_cards_ledger.py). The bar stays below the
+// header while the ledger scrolls (book.css). A section whose rows are all filtered out folds away; a link to a
+// row filtered out clears the filters. Without JavaScript the ledger is the same tables, unfiltered.
 (() => {
   const setUp = () => {
     const rows = Array.from(document.querySelectorAll("tr.ledger-row"));
@@ -31,9 +32,15 @@
     const searchNode = document.getElementById("ledger-search-data");
     if (searchNode) searchData = JSON.parse(searchNode.textContent);
     const whole = (stored) => stored.replace(/\u0000(\d+)\u0000/g, (all, index) => searchData.shared[index]);
+    // A row's measured values are searched both as ledger.json keeps them (4.44089e-16) and as its cell shows
+    // them, set for reading (4.441 × 10⁻¹⁶).
+    const measuredShown = (row) => {
+      const cell = row.querySelector("td.ledger-measured");
+      return cell ? " " + cell.textContent.toLowerCase() : "";
+    };
     const entries = rows.map((row) => {
       const stored = searchData.rows[row.id];
-      const text = stored === undefined ? row.textContent.toLowerCase() : whole(stored);
+      const text = stored === undefined ? row.textContent.toLowerCase() : whole(stored) + measuredShown(row);
       return {
         row,
         section: row.closest("section"),
@@ -100,32 +107,46 @@
     const verdictBoxes = group("Verdicts", data.verdicts.map((verdict) => [slug(verdict), verdict]), "verdict",
                                (value) => `verdict-${value}`);
 
-    const sections = Array.from(new Set(entries.map((entry) => entry.section))).filter(Boolean);
+    // Each section's rows, to count those shown: a section with none is folded away.
+    const sections = new Map();
+    entries.forEach((entry) => {
+      if (!entry.section) return;
+      if (!sections.has(entry.section)) sections.set(entry.section, {shown: 0, empty: false});
+      sections.get(entry.section).shown += 1;
+    });
+    // Filtering writes and never reads the page: it decides every row in JavaScript first, then toggles one class
+    // on each row whose state changes and on each section that empties or fills, and sets the count once. A row
+    // filtered out is collapsed (book.css: visibility: collapse in the table, content-visibility: hidden as a
+    // phone's card), not display: none, so that its boxes and typeset formulas are kept rather than torn down and
+    // rebuilt: showing it again costs a layout, not a restyle of its hundreds of MathJax elements.
     const apply = () => {
       const started = performance.now();
       const query = search.value.toLowerCase().trim();
       // a term matches a row's ASCII text as typed, or its folded form (Unicode letters, no TeX marks)
       const terms = query.split(/\s+/).filter(Boolean).map((term) => [term, fold(term)]);
-      const chapters = chapterBoxes.filter((box) => box.checked).map((box) => box.value);
-      const verdicts = verdictBoxes.filter((box) => box.checked).map((box) => box.value);
+      const chapters = new Set(chapterBoxes.filter((box) => box.checked).map((box) => box.value));
+      const verdicts = new Set(verdictBoxes.filter((box) => box.checked).map((box) => box.value));
+      const failedOnly = failedBox.checked;
       let visible = 0;
-      const changed = new Set();
-      entries.forEach((entry) => {
-        const show = terms.every(([term, folded]) => entry.text.includes(term) || (folded && entry.folded.includes(folded)))
-          && (chapters.length === 0 || chapters.includes(entry.chapter))
-          && (verdicts.length === 0 || verdicts.includes(entry.verdict))
-          && (!failedBox.checked || entry.failedAtPaperScale);
+      const changed = [];
+      for (const entry of entries) {
+        const show = (chapters.size === 0 || chapters.has(entry.chapter))
+          && (verdicts.size === 0 || verdicts.has(entry.verdict))
+          && (!failedOnly || entry.failedAtPaperScale)
+          && terms.every(([term, folded]) => entry.text.includes(term) || (folded && entry.folded.includes(folded)));
         if (show !== entry.shown) {
           entry.shown = show;
-          entry.row.hidden = !show;
-          changed.add(entry.section);
+          changed.push(entry);
+          if (entry.section) sections.get(entry.section).shown += show ? 1 : -1;
         }
         visible += show;
-      });
-      sections.forEach((section) => {
-        if (!changed.has(section)) return;
-        const any = entries.some((entry) => entry.section === section && entry.shown);
-        if (section.hidden === any) section.hidden = !any;
+      }
+      changed.forEach((entry) => entry.row.classList.toggle("ledger-out", !entry.shown));
+      sections.forEach((state, section) => {
+        if (state.empty !== (state.shown === 0)) {
+          state.empty = state.shown === 0;
+          section.classList.toggle("ledger-empty", state.empty);
+        }
       });
       const count = `${visible} of ${entries.length} rows`;
       if (shown.textContent !== count) shown.textContent = count;
@@ -148,7 +169,7 @@
     clear.addEventListener("click", reset);
     window.addEventListener("hashchange", () => {
       const target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
-      if (target && target.closest("tr.ledger-row[hidden], section[hidden]")) {
+      if (target && target.closest("tr.ledger-out, section.ledger-empty")) {
         reset();
         target.scrollIntoView();
       }
