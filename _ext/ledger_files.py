@@ -94,7 +94,7 @@ LEDGER_FIELDS = {
     "location": ("string", "where the published paper states it, in its own numbering (section, theorem, equation, "
                            "figure, appendix), with a short verbatim phrase in quotation marks where that helps a "
                            "search in the PDF"),
-    "statement": ("string", "the paper's statement, quoted or closely paraphrased (symbols in ASCII, or TeX between $...$)"),
+    "statement": ("string", "the paper's statement, quoted or closely paraphrased (its mathematics in TeX between $...$)"),
     "verdict": ("string", "one of the seven verdicts, or FAILED when a check of this build failed"),
     "verdict_since": ("string", "the date (YYYY-MM-DD) of the registry commit that gave the row its verdict; "
                                 "\"uncommitted\" for a change not yet committed"),

@@ -1,11 +1,13 @@
 """Text of the ledger and errata pages as a reader sees it: the registry's ASCII mathematics and the papers'
 quoted LaTeX cut into pieces of plain text and pieces of TeX, for MathJax to typeset.
 
-The registry writes its own mathematics in ASCII (``W_V^T``, ``eta_Y``, ``(W_Q^i)^T``) and quotes the papers
-verbatim, LaTeX included (``\\ell\\left(\\sum_i^5 ...\\right)``). :func:`ascii_pieces` finds the symbols of an
-ASCII sentence (a name with a subscript or superscript, a Greek letter) and turns each into TeX, leaving the
-words alone; :func:`quote_pieces` splits a verbatim quote into its ``$...$`` mathematics, its bare LaTeX
-(a fragment of a display, cut at the quote's " ... " elisions) and its words. A piece is ``("text", str)`` or
+The registry writes the mathematics of its statements, corrections and clarifications in TeX between ``$...$``, each
+formula whole (issue 37; ``tests/test_registry_tex.py``); its other fields (a row's evidence, run, deciding run)
+may still write ASCII (``W_V^T``, ``eta_Y``, ``(W_Q^i)^T``), and it quotes the papers verbatim, LaTeX included
+(``\\ell\\left(\\sum_i^5 ...\\right)``). :func:`ascii_pieces` keeps each ``$...$`` as one formula and finds the
+symbols and formulas of the ASCII around it (``ascii_formulas``), leaving the words alone; :func:`quote_pieces`
+splits a verbatim quote into its ``$...$`` mathematics, its bare LaTeX (a fragment of a display, cut at the quote's
+" ... " elisions) and its words. A piece is ``("text", str)`` or
 ``("math", tex)``; the quote itself stays in the registry, where the coverage check reads it.
 """
 
@@ -99,15 +101,16 @@ CODE_NAME = re.compile(r"[a-z0-9]+(?:_[a-z0-9]{3,})+")
 
 
 def ascii_pieces(text: str) -> list[tuple[str, str]]:
-    """A registry sentence as text and math pieces: its ``$...$`` as TeX, whole (a long one cut at its top-level
-    relations, so that a line can break there); outside them each ASCII formula whole (``ascii_formulas``:
-    ``d = 8``, ``lambda_2m / lambda_1M <= |u|^2``) and each other ASCII symbol (``W_V^T``, ``eta_Y``, ``alpha``)
-    as TeX, the words as words."""
+    """A registry sentence as text and math pieces: each ``$...$`` as one TeX piece, whole however long (the
+    registry's author wrote it as one formula; a phone shrinks or scrolls one wider than its column,
+    ``fit_equations.js``); outside them each ASCII formula whole (``ascii_formulas``: ``d = 8``,
+    ``lambda_2m / lambda_1M <= |u|^2``) and each other ASCII symbol (``W_V^T``, ``eta_Y``, ``alpha``) as TeX, the
+    words as words."""
     import ascii_formulas   # it builds on this module's symbols
 
     pieces: list[tuple[str, str]] = []
     for index, part in enumerate(re.split(r"(?<!\\)(\$[^$]+\$)", text)):
-        pieces += _math_pieces(part[1:-1]) if index % 2 else ascii_formulas.sentence_pieces(part)
+        pieces += [("math", part[1:-1].strip())] if index % 2 else ascii_formulas.sentence_pieces(part)
     return [piece for piece in pieces if piece[1]]
 
 

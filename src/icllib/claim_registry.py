@@ -16,7 +16,8 @@ lists its claims and errata::
         location: Theorem B.3, Eq. 108     # the published paper's own numbering (section, theorem, equation,
                                           # figure, appendix) of the result(s) the row covers, and where that is
                                           # not enough a short verbatim phrase in “ ” that a search in the PDF finds
-        statement: The loss is invariant under W_K -> lambda W_K, W_Q -> W_Q / lambda.   # the paper's words
+        statement: The loss is invariant under $W_K \\to \\lambda W_K$, $W_Q \\to W_Q / \\lambda$.   # the paper's words,
+                                          # its mathematics in TeX between $...$, each formula whole
         evidence: ...                     # optional: what the book checks, where sharper than the statement
         verdict: reproduced               # one of VERDICTS, below
         erratum: balance.E1               # required when the verdict is "corrected" (and only then)
