@@ -34,8 +34,9 @@ EXPANDER = "mathjax/chtml.js"             # under _static
 TIMEOUT_S = 600
 # Sphinx writes inline mathematics as <span class="math notranslate nohighlight">\(tex\)</span> and display
 # mathematics as <div class="math notranslate nohighlight" id=...>, an optional equation number, then \[tex\].
+# A formula typeset already (its data-chtml attribute, an incremental build's unchanged page) is not matched.
 INLINE = re.compile(r'<span class="math notranslate nohighlight">(\\\((.*?)\\\))</span>', re.DOTALL)
-DISPLAY = re.compile(r'<div class="math notranslate nohighlight"([^>]*)>(\s*(?:<span class="eqno">.*?</span>)?)'
+DISPLAY = re.compile(r'<div class="math notranslate nohighlight"((?:(?!data-chtml)[^>])*)>(\s*(?:<span class="eqno">.*?</span>)?)'
                      r'(\\\[(.*?)\\\])(\s*</div>)', re.DOTALL)
 MATHJAX_TAGS = re.compile(r'<script>window\.MathJax = .*?</script>\s*'
                           r'|<script\b[^>]*src="[^"]*_static/mathjax/[^"]*"[^>]*>\s*</script>\s*', re.DOTALL)
@@ -123,6 +124,20 @@ def mathjax_es5() -> Path:
     import mathjax
 
     return Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+
+
+# The same formulas once typeset (typeset_page): an incremental build rewrites only its changed pages, and the
+# stylesheet must still hold the characters of the pages it leaves as they were.
+TYPESET_INLINE = re.compile(r"""<span class="math notranslate nohighlight" data-chtml='[^']*'>\\\((.*?)\\\)</span>""",
+                            re.DOTALL)
+TYPESET_DISPLAY = re.compile(r"""<div class="math notranslate nohighlight"[^'>]* data-chtml='[^']*'>\s*"""
+                             r"""(?:<span class="eqno">.*?</span>)?\\\[(.*?)\\\]\s*</div>""", re.DOTALL)
+
+
+def typeset_formulas_of(page: str) -> list[tuple[str, bool]]:
+    """The TeX of each formula a page holds already typeset, with whether it is displayed."""
+    return ([(html.unescape(tex), False) for tex in TYPESET_INLINE.findall(page)]
+            + [(html.unescape(tex), True) for tex in TYPESET_DISPLAY.findall(page)])
 
 
 def formulas_of(page: str) -> list[tuple[str, bool]]:
@@ -248,10 +263,11 @@ def typeset_the_site(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
-    pages = {path: path.read_text(encoding="utf-8") for path in sorted(outdir.rglob("*.html"))}
-    pages = {path: text for path, text in pages.items() if INLINE.search(text) or DISPLAY.search(text)}
+    every_page = {path: path.read_text(encoding="utf-8") for path in sorted(outdir.rglob("*.html"))}
+    pages = {path: text for path, text in every_page.items() if INLINE.search(text) or DISPLAY.search(text)}
     formulas = [formula for text in pages.values() for formula in formulas_of(text)]
-    markup, css, errors = typeset(formulas)
+    typeset_before = [formula for text in every_page.values() for formula in typeset_formulas_of(text)]
+    markup, css, errors = typeset(formulas + typeset_before)
     for error in errors:
         logger.warning(f"MathJax cannot typeset {error}")
     stored = {formula: compact(chtml) for formula, chtml in markup.items()}

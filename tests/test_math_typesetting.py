@@ -72,6 +72,9 @@ def test_a_literal_tilde_and_a_character_code_survive_the_compact_form():
 def test_a_page_keeps_its_tex_beside_the_stored_formula_and_loads_no_mathjax():
     stored = {("a < b_{1}", False): "~B&'x", ("\\boldsymbol{x} = \\frac{1}{2}", True): "~Bd"}
     page = math_typesetting.typeset_page(PAGE, stored, "../")
+    # an incremental build reads the formulas of a page it typeset before, for the stylesheet
+    assert math_typesetting.typeset_formulas_of(page) == math_typesetting.formulas_of(PAGE)
+    assert math_typesetting.formulas_of(page) == []
     assert "tex-mml-chtml.js" not in page and "window.MathJax" not in page
     assert '<link rel="stylesheet" type="text/css" href="../_static/mathjax/chtml.css" />' in page
     assert '<script defer="defer" src="../_static/mathjax/chtml.js"></script>' in page
