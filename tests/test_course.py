@@ -35,6 +35,7 @@ PHRASE_WORDS = 5
 SOLUTION = re.compile(r"^(`{3,}|:{3,})\{solution\}[^\n]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 BREAKS = re.compile(r"^`{3,}[^\n]*$|\$\$.*?\$\$|\$[^$]+\$|\{[\w:-]+\}`[^`]*`|`[^`]*`|^:\w+:[^\n]*$|\*\*|\*|\]\([^)]*\)|[\[\]]",
                     re.MULTILINE | re.DOTALL)
+MATHEMATICS = re.compile(r"\$\$.*?\$\$|\$[^$]+\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL)
 CODE_FENCE = re.compile(r"^`{3,}[^\n]*\n(.*?)^`{3,}[ \t]*$", re.MULTILINE | re.DOTALL)
 # A PDF page is filled when its content reaches this far down the text area (all but a chapter's last page).
 LEAST_FILL = 0.40
@@ -86,6 +87,9 @@ def solutions() -> dict[str, dict[str, list[str]]]:
     pages and notebooks, which keep the TeX; a PDF prints glyphs)."""
     others = [SOLUTION.sub(" ", text) for text in book_sources().values()]
     rest, rest_compact = normalised("\n".join(others)), compact("\n".join(others))
+    # the same texts without their mathematics, as a PDF's text layer reads them (MathJax's glyphs are not text):
+    # "the paper's (4.11): $U = ...$ with $c$" elsewhere reads "paper s 4 11 with" there, as a solution does
+    rest_prose = normalised(MATHEMATICS.sub(" ", "\n".join(others)))
     found = {}
     for chapter in course.chapters():
         blocks = [match.group(2) for match in SOLUTION.finditer(chapter_markdown(chapter))]
@@ -97,7 +101,7 @@ def solutions() -> dict[str, dict[str, list[str]]]:
                     segment_words = words(segment or "")
                     for start in range(len(segment_words) - PHRASE_WORDS + 1):
                         phrase = " ".join(segment_words[start:start + PHRASE_WORDS])
-                        if f" {phrase} " not in rest and phrase not in into:
+                        if f" {phrase} " not in rest and f" {phrase} " not in rest_prose and phrase not in into:
                             into.append(phrase)
             for formula in re.findall(r"\$([^$]+)\$", block):
                 if len(compact(formula)) >= 12 and compact(formula) not in rest_compact:
@@ -416,7 +420,7 @@ def test_each_chapter_page_links_its_pdfs_and_notebooks_in_both_editions_and_the
                              (PACK / "student" / f"{chapter.page}.html", "run-it-yourself")):
             links = [link["href"] for link in BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
                      .select(f"p.{prefix} a")]
-            targets = [(page.parent / link).resolve() for link in links]
+            targets = [(page.parent / link.partition("#")[0]).resolve() for link in links]
             assert not [link for link, target in zip(links, targets) if not target.is_file()], page
             pdfs = {target.relative_to(PACK).as_posix() for target in targets if target.suffix == ".pdf"}
             wanted = {f"student/pdf/{course.pdf_name(chapter)}"}
